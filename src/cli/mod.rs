@@ -1,0 +1,2 @@
+//! (stage being written)
+pub fn main() -> std::process::ExitCode { std::process::ExitCode::FAILURE }

@@ -1,0 +1,395 @@
+//! Stage 2 of the pipeline: the grammar, a context-free grammar over **bytes**.
+//!
+//! Input: built by [`crate::schema`] from a JSON Schema, by [`gbnf`] from GBNF text, or by
+//! [`regex`] from a regular expression — or by hand with [`GrammarBuilder`].
+//! Output: a [`Grammar`], consumed by [`crate::automaton`], which turns every rule into a
+//! deterministic byte automaton and rule references into push/pop on a stack.
+//!
+//! A grammar is a list of named rules; each rule's body is an [`Expr`], a regular expression
+//! whose atoms are bytes, Unicode character classes (matched as their UTF-8 bytes) and
+//! references to other rules. Keeping rule bodies regular is what lets the automaton stage
+//! determinise each rule on its own.
+//!
+//! Counted repetition ([`Expr::Repeat`]) is kept as a count, never unrolled here: the automaton
+//! decides whether to unroll a small count or keep a run-time counter on the stack, so
+//! `maxLength: 100000` costs as much to compile as `maxLength: 10`.
+//!
+//! Cost: building a grammar is linear in its size; [`Grammar::validate`] is linear too.
+
+pub mod gbnf;
+pub mod regex;
+
+use std::fmt;
+
+/// Identifies one rule of a [`Grammar`]: an index into its rule list.
+///
+/// A `u32` keeps automaton tables small; a grammar with more than `u32::MAX` rules is
+/// rejected by [`GrammarBuilder::build`] rather than wrapped silently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+impl RuleId {
+    /// The rule's index in [`Grammar::rules`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A regular expression over bytes, characters and rule references: the body of one rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// Matches only the empty string.
+    Empty,
+    /// Matches nothing at all (the empty language). Useful for contradictory schemas.
+    Nothing,
+    /// Matches exactly these bytes.
+    Literal(Vec<u8>),
+    /// Matches one byte inside any of these inclusive ranges.
+    Bytes(Vec<(u8, u8)>),
+    /// Matches one Unicode scalar value inside any of these inclusive ranges, as UTF-8 bytes.
+    Chars(Vec<(char, char)>),
+    /// Matches each expression in turn.
+    Seq(Vec<Expr>),
+    /// Matches any one of the expressions.
+    Alt(Vec<Expr>),
+    /// Matches `expr` between `min` and `max` times (`None`: unbounded).
+    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+    /// Matches whatever the referenced rule matches.
+    Ref(RuleId),
+}
+
+impl Expr {
+    /// A literal from a string's UTF-8 bytes.
+    pub fn lit(s: &str) -> Expr {
+        Expr::Literal(s.as_bytes().to_vec())
+    }
+
+    /// A sequence, flattening nested sequences and dropping `Empty` parts.
+    pub fn seq(parts: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut out = Vec::new();
+        for p in parts {
+            match p {
+                Expr::Empty => {}
+                Expr::Seq(inner) => out.extend(inner),
+                Expr::Nothing => return Expr::Nothing,
+                p => out.push(p),
+            }
+        }
+        match out.len() {
+            0 => Expr::Empty,
+            1 => out.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Seq(out),
+        }
+    }
+
+    /// An alternation, flattening nested alternations and dropping `Nothing` branches.
+    pub fn alt(parts: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut out = Vec::new();
+        for p in parts {
+            match p {
+                Expr::Nothing => {}
+                Expr::Alt(inner) => out.extend(inner),
+                p => {
+                    if !out.contains(&p) {
+                        out.push(p)
+                    }
+                }
+            }
+        }
+        match out.len() {
+            0 => Expr::Nothing,
+            1 => out.pop().unwrap_or(Expr::Nothing),
+            _ => Expr::Alt(out),
+        }
+    }
+
+    /// `expr?`
+    pub fn opt(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, Some(1))
+    }
+
+    /// `expr*`
+    pub fn star(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, None)
+    }
+
+    /// `expr{min,max}`; `max = None` is unbounded. An impossible range (`min > max`) is `Nothing`.
+    pub fn repeat(expr: Expr, min: u32, max: Option<u32>) -> Expr {
+        match max {
+            Some(m) if m < min => Expr::Nothing,
+            Some(0) => Expr::Empty,
+            Some(1) if min == 1 => expr,
+            _ => Expr::Repeat { expr: Box::new(expr), min, max },
+        }
+    }
+
+    /// Number of nodes in this expression tree (a size estimate for limits).
+    pub fn size(&self) -> usize {
+        let mut n = 0;
+        let mut todo = vec![self];
+        while let Some(e) = todo.pop() {
+            n += 1;
+            match e {
+                Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter()),
+                Expr::Repeat { expr, .. } => todo.push(expr),
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
+/// One named rule: `name ::= expr`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// A name for listings and error messages (unique within a grammar).
+    pub name: String,
+    /// What the rule matches.
+    pub expr: Expr,
+}
+
+/// A context-free grammar over bytes, ready for [`crate::automaton`].
+///
+/// Build one with [`GrammarBuilder`], [`crate::schema`] or [`gbnf::parse`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grammar {
+    rules: Vec<Rule>,
+    start: RuleId,
+}
+
+impl Grammar {
+    /// All rules, indexed by [`RuleId`].
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The rule a whole output must match.
+    pub fn start(&self) -> RuleId {
+        self.start
+    }
+
+    /// One rule by id.
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.index()]
+    }
+
+    /// Looks a rule up by name.
+    pub fn rule_by_name(&self, name: &str) -> Option<RuleId> {
+        self.rules.iter().position(|r| r.name == name).map(|i| RuleId(i as u32))
+    }
+
+    /// Total expression size over all rules.
+    pub fn size(&self) -> usize {
+        self.rules.iter().map(|r| r.expr.size()).sum()
+    }
+
+    /// Checks that every reference names an existing rule and every range is well formed.
+    pub fn validate(&self) -> Result<(), Error> {
+        for rule in &self.rules {
+            let mut todo = vec![&rule.expr];
+            while let Some(e) = todo.pop() {
+                match e {
+                    Expr::Ref(id) if id.index() >= self.rules.len() => {
+                        return Err(Error::new(
+                            ErrorKind::UnknownRule(format!("#{}", id.0)),
+                            &rule.name,
+                        ))
+                    }
+                    Expr::Bytes(r) if r.iter().any(|&(a, b)| a > b) => {
+                        return Err(Error::new(ErrorKind::BadRange, &rule.name))
+                    }
+                    Expr::Chars(r) if r.iter().any(|&(a, b)| a > b) => {
+                        return Err(Error::new(ErrorKind::BadRange, &rule.name))
+                    }
+                    Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter()),
+                    Expr::Repeat { expr, min, max } => {
+                        if max.is_some_and(|m| m < *min) {
+                            return Err(Error::new(ErrorKind::BadRange, &rule.name));
+                        }
+                        todo.push(expr)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Builds a [`Grammar`] rule by rule; rules may be declared first and defined later, which is
+/// how recursive rules (`$ref` cycles, GBNF rules used before their definition) are made.
+#[derive(Clone, Debug, Default)]
+pub struct GrammarBuilder {
+    rules: Vec<Option<Expr>>,
+    rule_names: Vec<String>,
+    names: std::collections::HashMap<String, RuleId>,
+}
+
+impl GrammarBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares a rule (or returns the existing one of that name) without defining it.
+    pub fn declare(&mut self, name: &str) -> RuleId {
+        if let Some(&id) = self.names.get(name) {
+            return id;
+        }
+        let id = RuleId(self.rules.len() as u32);
+        self.rules.push(None);
+        self.rule_names.push(name.to_string());
+        self.names.insert(name.to_string(), id);
+        id
+    }
+
+    /// A fresh name `base`, `base_2`, `base_3`… not used yet in this builder.
+    pub fn fresh_name(&self, base: &str) -> String {
+        if !self.names.contains_key(base) {
+            return base.to_string();
+        }
+        (2..)
+            .map(|i| format!("{base}_{i}"))
+            .find(|n| !self.names.contains_key(n))
+            .unwrap_or_else(|| base.to_string())
+    }
+
+    /// Defines a declared rule. Defining a rule twice replaces the earlier body.
+    pub fn define(&mut self, id: RuleId, expr: Expr) {
+        if let Some(slot) = self.rules.get_mut(id.index()) {
+            *slot = Some(expr);
+        }
+    }
+
+    /// Declares and defines a rule with a fresh name derived from `base`.
+    pub fn add(&mut self, base: &str, expr: Expr) -> RuleId {
+        let name = self.fresh_name(base);
+        let id = self.declare(&name);
+        self.define(id, expr);
+        id
+    }
+
+    /// Whether the rule has been defined.
+    pub fn is_defined(&self, id: RuleId) -> bool {
+        self.rules.get(id.index()).is_some_and(|r| r.is_some())
+    }
+
+    /// Number of rules declared so far.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// True when no rule has been declared.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Finishes the grammar with `start` as the start rule. Fails if a declared rule was never
+    /// defined or the grammar is malformed.
+    pub fn build(self, start: RuleId) -> Result<Grammar, Error> {
+        let mut rules = Vec::with_capacity(self.rules.len());
+        for (slot, name) in self.rules.into_iter().zip(self.rule_names) {
+            match slot {
+                Some(expr) => rules.push(Rule { name, expr }),
+                None => return Err(Error::new(ErrorKind::UndefinedRule, &name)),
+            }
+        }
+        if rules.len() > u32::MAX as usize {
+            return Err(Error::new(ErrorKind::Syntax("too many rules".into()), "<grammar>"));
+        }
+        if start.index() >= rules.len() {
+            return Err(Error::new(ErrorKind::UnknownRule(format!("#{}", start.0)), "<start>"));
+        }
+        let g = Grammar { rules, start };
+        g.validate()?;
+        Ok(g)
+    }
+}
+
+/// Why a grammar could not be built or parsed. Carries the rule name and, for text input,
+/// the line and column.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} (in rule `{rule}`{pos})", pos = match self.position { Some((l, c)) => format!(" at line {l}, column {c}"), None => String::new() })]
+pub struct Error {
+    kind: ErrorKind,
+    rule: String,
+    position: Option<(usize, usize)>,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, rule: &str) -> Self {
+        Error { kind, rule: rule.to_string(), position: None }
+    }
+
+    pub(crate) fn at(mut self, line: usize, column: usize) -> Self {
+        self.position = Some((line, column));
+        self
+    }
+
+    /// The rule the error is in.
+    pub fn rule(&self) -> &str {
+        &self.rule
+    }
+
+    /// Line and column (1-based) in the grammar text, when the grammar came from text.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        self.position
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+}
+
+/// The kinds of grammar error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A rule was referenced but never defined.
+    #[error("rule is referenced but never defined")]
+    UndefinedRule,
+    /// A reference names no rule.
+    #[error("unknown rule {0}")]
+    UnknownRule(String),
+    /// A range's low end is above its high end.
+    #[error("range is empty (low end above high end)")]
+    BadRange,
+    /// Text that does not parse.
+    #[error("syntax error: {0}")]
+    Syntax(String),
+    /// A regular expression feature that cannot be compiled exactly.
+    #[error("unsupported regex: {0}")]
+    UnsupportedRegex(String),
+}
+
+impl fmt::Display for Grammar {
+    /// Prints the grammar in GBNF (see [`gbnf::to_gbnf`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&gbnf::to_gbnf(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_rejects_undefined_rules() {
+        let mut b = GrammarBuilder::new();
+        let root = b.declare("root");
+        let other = b.declare("other");
+        b.define(root, Expr::Ref(other));
+        let err = b.build(root).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::UndefinedRule);
+        assert_eq!(err.rule(), "other");
+    }
+
+    #[test]
+    fn smart_constructors_simplify() {
+        assert_eq!(Expr::seq([Expr::Empty, Expr::lit("a")]), Expr::lit("a"));
+        assert_eq!(Expr::alt([Expr::Nothing]), Expr::Nothing);
+        assert_eq!(Expr::repeat(Expr::lit("a"), 3, Some(2)), Expr::Nothing);
+        assert_eq!(Expr::seq([Expr::lit("a"), Expr::Nothing]), Expr::Nothing);
+    }
+}

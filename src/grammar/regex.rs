@@ -1,0 +1,1 @@
+//! Regular expressions → grammar expressions (being written).
