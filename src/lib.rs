@@ -54,5 +54,6 @@ pub mod schema;
 pub mod vocab;
 
 pub use limits::Limits;
-// pub use matcher::{Constraint, Matcher};
+pub use matcher::{Constraint, Matcher};
+pub use mask::TokenIndex;
 pub use vocab::{TokenId, Vocabulary};

@@ -1,1 +1,326 @@
-//! (stage being written)
+//! Stage 3: [`Grammar`] → [`Pda`], a byte-level pushdown automaton.
+//!
+//! Input: a [`Grammar`] (rules whose bodies are regular expressions over bytes and rule
+//! references). Output: a [`Pda`], shared read-only by every [`crate::matcher::Matcher`] and
+//! by the mask precomputation in [`crate::mask`].
+//!
+//! ## How
+//!
+//! Every rule becomes one **deterministic** automaton: Thompson construction, then subset
+//! construction over the rule's byte classes plus one symbol per called rule. A node of a rule
+//! has byte edges (sorted, disjoint ranges), call edges (`callee`, `return node`) and a final
+//! flag. Running the PDA keeps a stack of frames; a call pushes the return node and enters the
+//! callee's start, reaching a final node pops. Different call edges out of one node make the
+//! PDA nondeterministic, so the runtime keeps a small *set* of stacks (see [`exec`]).
+//!
+//! Counted repetition `e{m,n}` with small bounds (≤ [`Limits::unroll_limit`]) is unrolled.
+//! Larger bounds become a *loop rule*: a single node that calls the body rule and keeps the
+//! iteration count on its stack frame, so `maxLength: 100000` adds two nodes, not 100000.
+//!
+//! At build time the PDA is trimmed (nodes that cannot reach a final node, calls to rules that
+//! match nothing), and rejected if it is empty or left-recursive (a rule that can reach itself
+//! without consuming a byte: prediction would never terminate). Each rule gets a structural
+//! **fingerprint** so that identical rules in different grammars (every JSON string, every
+//! number) share their cached token masks in [`crate::mask::TokenIndex`].
+//!
+//! Cost: linear in the grammar for most rules; subset construction is exponential in the worst
+//! case, which [`Limits::max_automaton_states`] turns into an error.
+
+pub(crate) mod build;
+pub(crate) mod exec;
+
+use crate::grammar::Grammar;
+use crate::Limits;
+
+pub use exec::Recognizer;
+
+/// Identifies a node (state) of a [`Pda`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+/// "No limit" for a loop's maximum count.
+pub(crate) const UNBOUNDED: u32 = u32::MAX;
+
+/// One byte edge: bytes `lo..=hi` lead to `target`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ByteEdge {
+    pub lo: u8,
+    pub hi: u8,
+    pub target: u32,
+}
+
+/// One call edge: enter rule `callee`, continue at `ret` when it completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CallEdge {
+    pub callee: u32,
+    pub ret: u32,
+}
+
+/// A counted loop: call `body` again while the count is below `max`, may stop once it
+/// reaches `min`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Loop {
+    pub body: u32,
+    pub min: u32,
+    pub max: u32,
+}
+
+/// A node of the PDA.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Node {
+    /// The rule this node belongs to.
+    pub rule: u32,
+    /// Reaching this node may complete the rule.
+    pub is_final: bool,
+    /// Byte edges, sorted by `lo`, disjoint.
+    pub bytes: Box<[ByteEdge]>,
+    /// Call edges.
+    pub calls: Box<[CallEdge]>,
+    /// Set on the single node of a loop rule.
+    pub repeat: Option<Loop>,
+}
+
+impl Node {
+    /// Where `byte` leads from this node, if anywhere.
+    #[inline]
+    pub fn step(&self, byte: u8) -> Option<u32> {
+        let e = &self.bytes;
+        if e.len() <= 8 {
+            for edge in e.iter() {
+                if byte < edge.lo {
+                    return None;
+                }
+                if byte <= edge.hi {
+                    return Some(edge.target);
+                }
+            }
+            None
+        } else {
+            let i = e.partition_point(|edge| edge.hi < byte);
+            match e.get(i) {
+                Some(edge) if edge.lo <= byte => Some(edge.target),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// Per-rule facts.
+#[derive(Clone, Debug)]
+pub(crate) struct RuleInfo {
+    pub name: String,
+    pub start: u32,
+    /// First node id of this rule (nodes of a rule are contiguous).
+    pub first_node: u32,
+    /// Structural fingerprint; equal fingerprints mean identical behaviour, also across
+    /// grammars built over the same vocabulary.
+    pub fingerprint: u128,
+}
+
+/// A byte-level pushdown automaton compiled from a [`Grammar`]; immutable and shareable.
+#[derive(Clone, Debug)]
+pub struct Pda {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) rules: Vec<RuleInfo>,
+    pub(crate) start_rule: u32,
+}
+
+impl Pda {
+    /// Compiles a grammar. Fails with a typed error when the grammar is empty (matches no
+    /// string), left-recursive, or over a limit.
+    pub fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
+        build::build(grammar, limits)
+    }
+
+    /// Whether `bytes` is, as a whole, a string of the grammar's language.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        let mut r = exec::Runner::new(self, &Limits::default());
+        r.feed(bytes) && r.is_accepting()
+    }
+
+    /// Whether `bytes` can be extended into a string of the language.
+    pub fn matches_prefix(&self, bytes: &[u8]) -> bool {
+        let mut r = exec::Runner::new(self, &Limits::default());
+        r.feed(bytes)
+    }
+
+    /// Number of nodes over all rules.
+    pub fn num_states(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Number of rules (including generated loop and body rules).
+    pub fn num_rules(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Approximate heap bytes held.
+    pub fn memory_usage(&self) -> usize {
+        self.nodes.len() * std::mem::size_of::<Node>()
+            + self
+                .nodes
+                .iter()
+                .map(|n| {
+                    n.bytes.len() * std::mem::size_of::<ByteEdge>()
+                        + n.calls.len() * std::mem::size_of::<CallEdge>()
+                })
+                .sum::<usize>()
+            + self.rules.iter().map(|r| std::mem::size_of::<RuleInfo>() + r.name.len()).sum::<usize>()
+    }
+
+    /// A readable listing of every rule's automaton, for `constrain debug` and tests.
+    pub fn listing(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for (ri, rule) in self.rules.iter().enumerate() {
+            let _ = writeln!(out, "rule {ri} `{}` start {}", rule.name, rule.start);
+            let end = self.rules.get(ri + 1).map(|r| r.first_node).unwrap_or(self.nodes.len() as u32);
+            for id in rule.first_node..end {
+                let n = &self.nodes[id as usize];
+                let _ = write!(out, "  {id}{}", if n.is_final { " (final)" } else { "" });
+                for e in n.bytes.iter() {
+                    if e.lo == e.hi {
+                        let _ = write!(out, " {:?}->{}", e.lo as char, e.target);
+                    } else {
+                        let _ = write!(out, " [{:?}-{:?}]->{}", e.lo as char, e.hi as char, e.target);
+                    }
+                }
+                for c in n.calls.iter() {
+                    let _ = write!(out, " call `{}`->{}", self.rules[c.callee as usize].name, c.ret);
+                }
+                if let Some(l) = n.repeat {
+                    let max = if l.max == UNBOUNDED { "inf".to_string() } else { l.max.to_string() };
+                    let _ = write!(out, " loop `{}` {{{},{max}}}", self.rules[l.body as usize].name, l.min);
+                }
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// Why a grammar could not be compiled into an automaton.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The grammar matches no string at all (e.g. contradictory schema constraints).
+    #[error("the grammar matches nothing (rule `{0}` can never complete)")]
+    Empty(String),
+    /// A rule can reach itself without consuming input.
+    #[error("left recursion: rule `{0}` can call itself without consuming any byte; rewrite it right-recursively (e.g. `list ::= item (\",\" item)*`)")]
+    LeftRecursion(String),
+    /// The automaton would exceed [`Limits::max_automaton_states`].
+    #[error("automaton too large: more than {limit} states (rule `{rule}`)")]
+    TooManyStates { rule: String, limit: usize },
+    /// The grammar exceeds [`Limits::max_grammar_size`] or nests too deeply.
+    #[error("grammar too large or too deeply nested (rule `{0}`)")]
+    TooLarge(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::{Expr, GrammarBuilder};
+
+    fn pda(build: impl FnOnce(&mut GrammarBuilder) -> crate::grammar::RuleId) -> Result<Pda, Error> {
+        let mut b = GrammarBuilder::new();
+        let root = build(&mut b);
+        Pda::build(&b.build(root).unwrap(), &Limits::default())
+    }
+
+    #[test]
+    fn literals_alternation_and_repeats() {
+        let p = pda(|b| {
+            b.add("root", Expr::seq([Expr::lit("a"), Expr::alt([Expr::lit("b"), Expr::lit("cd")]), Expr::star(Expr::lit("x"))]))
+        })
+        .unwrap();
+        for ok in ["ab", "acd", "abxxx", "acdx"] {
+            assert!(p.matches(ok.as_bytes()), "{ok}");
+        }
+        for bad in ["", "a", "ac", "abx y", "abc", "xab"] {
+            assert!(!p.matches(bad.as_bytes()), "{bad}");
+        }
+        assert!(p.matches_prefix(b"ac"));
+        assert!(!p.matches_prefix(b"ad"));
+    }
+
+    #[test]
+    fn recursion_through_rules() {
+        // value ::= "[" (value ("," value)*)? "]" | "1"
+        let p = pda(|b| {
+            let v = b.declare("value");
+            let items = Expr::seq([Expr::Ref(v), Expr::star(Expr::seq([Expr::lit(","), Expr::Ref(v)]))]);
+            b.define(v, Expr::alt([Expr::seq([Expr::lit("["), Expr::opt(items), Expr::lit("]")]), Expr::lit("1")]));
+            v
+        })
+        .unwrap();
+        for ok in ["1", "[]", "[1]", "[1,[1,[]],1]", "[[[[]]]]"] {
+            assert!(p.matches(ok.as_bytes()), "{ok}");
+        }
+        for bad in ["[", "[1,]", "[[]", "11", "[1]]"] {
+            assert!(!p.matches(bad.as_bytes()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn large_counts_use_a_loop_not_states() {
+        let p = pda(|b| b.add("root", Expr::repeat(Expr::Chars(vec![('a', 'z')]), 3, Some(100_000)))).unwrap();
+        assert!(p.num_states() < 10, "{}", p.listing());
+        assert!(!p.matches(b"ab"));
+        assert!(p.matches(b"abc"));
+        assert!(p.matches("x".repeat(100_000).as_bytes()));
+        assert!(!p.matches("x".repeat(100_001).as_bytes()));
+        // Small counts are unrolled and exact as well.
+        let p = pda(|b| b.add("root", Expr::repeat(Expr::lit("ab"), 2, Some(3)))).unwrap();
+        assert!(p.matches(b"abab") && p.matches(b"ababab"));
+        assert!(!p.matches(b"ab") && !p.matches(b"abababab"));
+    }
+
+    #[test]
+    fn loops_over_nullable_bodies_terminate() {
+        let p = pda(|b| {
+            let item = b.add("item", Expr::opt(Expr::lit("a")));
+            b.add("root", Expr::seq([Expr::repeat(Expr::Ref(item), 10, Some(20)), Expr::lit("!")]))
+        })
+        .unwrap();
+        assert!(p.matches(b"!"));
+        assert!(p.matches(b"aaa!"));
+        assert!(p.matches(format!("{}!", "a".repeat(20)).as_bytes()));
+        assert!(!p.matches(format!("{}!", "a".repeat(21)).as_bytes()));
+    }
+
+    #[test]
+    fn unicode_classes_are_utf8() {
+        let p = pda(|b| b.add("root", Expr::repeat(Expr::Chars(vec![('α', 'ω')]), 1, None))).unwrap();
+        assert!(p.matches("αβγ".as_bytes()));
+        assert!(!p.matches("abc".as_bytes()));
+        assert!(!p.matches(&"α".as_bytes()[..1]));
+    }
+
+    #[test]
+    fn empty_and_left_recursive_grammars_are_errors() {
+        let e = pda(|b| b.add("root", Expr::Nothing)).unwrap_err();
+        assert!(matches!(e, Error::Empty(_)));
+        let e = pda(|b| {
+            let r = b.declare("expr");
+            b.define(r, Expr::alt([Expr::seq([Expr::Ref(r), Expr::lit("+1")]), Expr::lit("1")]));
+            r
+        })
+        .unwrap_err();
+        assert!(matches!(e, Error::LeftRecursion(ref n) if n == "expr"), "{e}");
+    }
+
+    #[test]
+    fn identical_rules_share_fingerprints_across_grammars() {
+        let make = |extra: &str| {
+            pda(|b| {
+                let s = b.add("s", Expr::seq([Expr::lit("\""), Expr::star(Expr::Chars(vec![('a', 'z')])), Expr::lit("\"")]));
+                b.add("root", Expr::seq([Expr::lit(extra), Expr::Ref(s)]))
+            })
+            .unwrap()
+        };
+        let (a, b) = (make("x"), make("y"));
+        assert_eq!(a.rules[0].fingerprint, b.rules[0].fingerprint);
+        assert_ne!(a.rules[1].fingerprint, b.rules[1].fingerprint);
+    }
+}

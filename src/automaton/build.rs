@@ -1,0 +1,575 @@
+//! Building a [`Pda`] from a [`Grammar`]: lift large counted repetitions into loop rules,
+//! determinise each rule (Thompson NFA → subset construction), trim, check, fingerprint.
+
+use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
+use crate::grammar::{Expr, Grammar};
+use crate::Limits;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+/// Deepest expression nesting accepted (guards the recursive construction).
+const MAX_EXPR_DEPTH: usize = 500;
+
+/// A rule after lifting: either a regular body or a counted loop over another rule.
+enum Lifted {
+    Body(Expr),
+    Loop { body: u32, min: u32, max: u32 },
+}
+
+struct Lifter<'a> {
+    rules: Vec<(String, Lifted)>,
+    limits: &'a Limits,
+}
+
+impl Lifter<'_> {
+    /// Replaces counted repetitions too large to unroll by references to new loop rules.
+    fn lift(&mut self, e: &Expr, owner: &str, depth: usize) -> Result<Expr, Error> {
+        if depth > MAX_EXPR_DEPTH {
+            return Err(Error::TooLarge(owner.to_string()));
+        }
+        Ok(match e {
+            Expr::Seq(v) => Expr::Seq(v.iter().map(|x| self.lift(x, owner, depth + 1)).collect::<Result<_, _>>()?),
+            Expr::Alt(v) => Expr::Alt(v.iter().map(|x| self.lift(x, owner, depth + 1)).collect::<Result<_, _>>()?),
+            Expr::Repeat { expr, min, max } => {
+                let inner = self.lift(expr, owner, depth + 1)?;
+                let lim = self.limits.unroll_limit;
+                let small = *min <= lim && max.is_none_or(|m| m <= lim);
+                if small {
+                    Expr::Repeat { expr: Box::new(inner), min: *min, max: *max }
+                } else {
+                    let body = match inner {
+                        Expr::Ref(r) => r.0,
+                        other => {
+                            let id = self.rules.len() as u32;
+                            self.rules.push((format!("{owner}_item"), Lifted::Body(other)));
+                            id
+                        }
+                    };
+                    let id = self.rules.len() as u32;
+                    let max = max.unwrap_or(UNBOUNDED);
+                    self.rules.push((format!("{owner}_rep"), Lifted::Loop { body, min: *min, max }));
+                    Expr::Ref(crate::grammar::RuleId(id))
+                }
+            }
+            other => other.clone(),
+        })
+    }
+}
+
+/// A Thompson NFA for one rule.
+#[derive(Default)]
+struct Nfa {
+    eps: Vec<Vec<u32>>,
+    bytes: Vec<Vec<(u8, u8, u32)>>,
+    calls: Vec<Vec<(u32, u32)>>,
+}
+
+impl Nfa {
+    fn state(&mut self) -> u32 {
+        self.eps.push(Vec::new());
+        self.bytes.push(Vec::new());
+        self.calls.push(Vec::new());
+        (self.eps.len() - 1) as u32
+    }
+
+    fn len(&self) -> usize {
+        self.eps.len()
+    }
+
+    /// Adds a fragment matching `e` from `from` to `to`.
+    fn add(&mut self, e: &Expr, from: u32, to: u32, depth: usize, budget: usize) -> Result<(), ()> {
+        if depth > MAX_EXPR_DEPTH || self.len() > budget {
+            return Err(());
+        }
+        match e {
+            Expr::Empty => self.eps[from as usize].push(to),
+            Expr::Nothing => {}
+            Expr::Literal(bs) => {
+                let mut cur = from;
+                for (i, &b) in bs.iter().enumerate() {
+                    let next = if i + 1 == bs.len() { to } else { self.state() };
+                    self.bytes[cur as usize].push((b, b, next));
+                    cur = next;
+                }
+                if bs.is_empty() {
+                    self.eps[from as usize].push(to);
+                }
+            }
+            Expr::Bytes(ranges) => {
+                for &(lo, hi) in ranges {
+                    self.bytes[from as usize].push((lo, hi, to));
+                }
+            }
+            Expr::Chars(ranges) => {
+                for &(lo, hi) in ranges {
+                    for seq in regex_syntax::utf8::Utf8Sequences::new(lo, hi) {
+                        let rs = seq.as_slice();
+                        let mut cur = from;
+                        for (i, r) in rs.iter().enumerate() {
+                            let next = if i + 1 == rs.len() { to } else { self.state() };
+                            self.bytes[cur as usize].push((r.start, r.end, next));
+                            cur = next;
+                        }
+                    }
+                }
+            }
+            Expr::Seq(v) => {
+                let mut cur = from;
+                for (i, x) in v.iter().enumerate() {
+                    let next = if i + 1 == v.len() { to } else { self.state() };
+                    self.add(x, cur, next, depth + 1, budget)?;
+                    cur = next;
+                }
+                if v.is_empty() {
+                    self.eps[from as usize].push(to);
+                }
+            }
+            Expr::Alt(v) => {
+                for x in v {
+                    self.add(x, from, to, depth + 1, budget)?;
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut cur = from;
+                for _ in 0..*min {
+                    let next = self.state();
+                    self.add(expr, cur, next, depth + 1, budget)?;
+                    cur = next;
+                }
+                match max {
+                    None => {
+                        let a = self.state();
+                        let b = self.state();
+                        self.eps[cur as usize].push(a);
+                        self.add(expr, a, b, depth + 1, budget)?;
+                        self.eps[b as usize].push(a);
+                        self.eps[a as usize].push(to);
+                    }
+                    Some(m) => {
+                        for _ in *min..*m {
+                            let next = self.state();
+                            self.eps[cur as usize].push(to);
+                            self.add(expr, cur, next, depth + 1, budget)?;
+                            cur = next;
+                        }
+                        self.eps[cur as usize].push(to);
+                    }
+                }
+            }
+            Expr::Ref(r) => self.calls[from as usize].push((r.0, to)),
+        }
+        Ok(())
+    }
+
+    fn closure(&self, set: &mut Vec<u32>) {
+        let mut seen: std::collections::HashSet<u32> = set.iter().copied().collect();
+        let mut todo = set.clone();
+        while let Some(s) = todo.pop() {
+            for &t in &self.eps[s as usize] {
+                if seen.insert(t) {
+                    set.push(t);
+                    todo.push(t);
+                }
+            }
+        }
+        set.sort_unstable();
+        set.dedup();
+    }
+}
+
+/// A determinised rule: nodes with local targets.
+struct Dfa {
+    nodes: Vec<(bool, Vec<ByteEdge>, Vec<CallEdge>)>,
+}
+
+fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa, ()> {
+    let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut sets: Vec<Vec<u32>> = Vec::new();
+    let mut out = Dfa { nodes: Vec::new() };
+    let mut first = vec![start];
+    nfa.closure(&mut first);
+    ids.insert(first.clone(), 0);
+    sets.push(first);
+    let mut i = 0;
+    while i < sets.len() {
+        if sets.len() > budget {
+            return Err(());
+        }
+        let set = sets[i].clone();
+        let is_final = set.binary_search(&accept).is_ok();
+        // Byte edges: sweep over the boundaries of this set's edges.
+        let edges: Vec<(u8, u8, u32)> =
+            set.iter().flat_map(|&s| nfa.bytes[s as usize].iter().copied()).collect();
+        let mut bounds: Vec<u16> = edges.iter().flat_map(|&(lo, hi, _)| [lo as u16, hi as u16 + 1]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut byte_edges: Vec<ByteEdge> = Vec::new();
+        for w in bounds.windows(2) {
+            let (lo, hi) = (w[0], w[1] - 1);
+            let mut target: Vec<u32> = edges
+                .iter()
+                .filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16)
+                .map(|&(_, _, t)| t)
+                .collect();
+            if target.is_empty() {
+                continue;
+            }
+            nfa.closure(&mut target);
+            let t = intern(&mut ids, &mut sets, target);
+            match byte_edges.last_mut() {
+                Some(last) if last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
+                _ => byte_edges.push(ByteEdge { lo: lo as u8, hi: hi as u8, target: t }),
+            }
+        }
+        // Call edges: one per callee.
+        let mut by_callee: Vec<(u32, u32)> =
+            set.iter().flat_map(|&s| nfa.calls[s as usize].iter().copied()).collect();
+        by_callee.sort_unstable();
+        let mut calls = Vec::new();
+        let mut j = 0;
+        while j < by_callee.len() {
+            let callee = by_callee[j].0;
+            let mut target = Vec::new();
+            while j < by_callee.len() && by_callee[j].0 == callee {
+                target.push(by_callee[j].1);
+                j += 1;
+            }
+            nfa.closure(&mut target);
+            let t = intern(&mut ids, &mut sets, target);
+            calls.push(CallEdge { callee, ret: t });
+        }
+        out.nodes.push((is_final, byte_edges, calls));
+        i += 1;
+    }
+    Ok(out)
+}
+
+fn intern(ids: &mut HashMap<Vec<u32>, u32>, sets: &mut Vec<Vec<u32>>, set: Vec<u32>) -> u32 {
+    if let Some(&id) = ids.get(&set) {
+        return id;
+    }
+    let id = sets.len() as u32;
+    ids.insert(set.clone(), id);
+    sets.push(set);
+    id
+}
+
+pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
+    let start_name = grammar.rule(grammar.start()).name.clone();
+    if grammar.size() > limits.max_grammar_size {
+        return Err(Error::TooLarge(start_name));
+    }
+    // 1. Lift large counted repetitions into loop rules.
+    let mut lifter = Lifter { rules: Vec::new(), limits };
+    for r in grammar.rules() {
+        lifter.rules.push((r.name.clone(), Lifted::Body(Expr::Empty)));
+    }
+    for (i, r) in grammar.rules().iter().enumerate() {
+        let e = lifter.lift(&r.expr, &r.name, 0)?;
+        lifter.rules[i].1 = Lifted::Body(e);
+    }
+    // Lifted item rules may themselves contain large repeats (already lifted: `lift` recursed
+    // into the inner expression first), so nothing more to do.
+
+    // 2. Determinise each rule.
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut rules: Vec<RuleInfo> = Vec::new();
+    for (ri, (name, lifted)) in lifter.rules.iter().enumerate() {
+        let first = nodes.len() as u32;
+        let budget = limits.max_automaton_states.saturating_sub(nodes.len());
+        match lifted {
+            Lifted::Loop { body, min, max } => nodes.push(Node {
+                rule: ri as u32,
+                is_final: false,
+                repeat: Some(Loop { body: *body, min: *min, max: *max }),
+                ..Node::default()
+            }),
+            Lifted::Body(expr) => {
+                let mut nfa = Nfa::default();
+                let s = nfa.state();
+                let a = nfa.state();
+                let too_big = || Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states };
+                nfa.add(expr, s, a, 0, budget.saturating_mul(4)).map_err(|_| too_big())?;
+                let dfa = determinise(&nfa, s, a, budget).map_err(|_| too_big())?;
+                for (is_final, bytes, calls) in dfa.nodes {
+                    let bytes = bytes.into_iter().map(|e| ByteEdge { target: e.target + first, ..e }).collect();
+                    let calls = calls.into_iter().map(|c| CallEdge { ret: c.ret + first, ..c }).collect();
+                    nodes.push(Node { rule: ri as u32, is_final, bytes, calls, repeat: None });
+                }
+            }
+        }
+        if nodes.len() > limits.max_automaton_states {
+            return Err(Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states });
+        }
+        rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
+    }
+    let mut pda = Pda { nodes, rules, start_rule: grammar.start().0 };
+    pda.trim()?;
+    pda.check_left_recursion()?;
+    pda.fingerprint();
+    Ok(pda)
+}
+
+impl Pda {
+    fn rule_nodes(&self, r: usize) -> std::ops::Range<usize> {
+        let start = self.rules[r].first_node as usize;
+        let end = self.rules.get(r + 1).map(|x| x.first_node as usize).unwrap_or(self.nodes.len());
+        start..end
+    }
+
+    /// Fixpoint over rules: `ok(rule)` given which callees count as usable; `via_bytes`
+    /// says whether byte edges count (productive) or not (nullable).
+    fn rule_fixpoint(&self, via_bytes: bool) -> Vec<bool> {
+        let mut ok = vec![false; self.rules.len()];
+        loop {
+            let mut changed = false;
+            for r in 0..self.rules.len() {
+                if ok[r] {
+                    continue;
+                }
+                let start = self.rules[r].start as usize;
+                let reach = match self.nodes[start].repeat {
+                    Some(l) => l.min == 0 || ok[l.body as usize],
+                    None => {
+                        let mut seen = vec![false; self.rule_nodes(r).len()];
+                        let base = self.rules[r].first_node as usize;
+                        let mut todo = vec![start];
+                        seen[start - base] = true;
+                        let mut found = false;
+                        while let Some(n) = todo.pop() {
+                            let node = &self.nodes[n];
+                            if node.is_final {
+                                found = true;
+                                break;
+                            }
+                            let nexts = node
+                                .calls
+                                .iter()
+                                .filter(|c| ok[c.callee as usize])
+                                .map(|c| c.ret)
+                                .chain(node.bytes.iter().filter(|_| via_bytes).map(|e| e.target));
+                            for t in nexts {
+                                let t = t as usize;
+                                if !seen[t - base] {
+                                    seen[t - base] = true;
+                                    todo.push(t);
+                                }
+                            }
+                        }
+                        found
+                    }
+                };
+                if reach {
+                    ok[r] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return ok;
+            }
+        }
+    }
+
+    /// Removes calls to rules that match nothing and edges into nodes that cannot complete
+    /// their rule, so every live configuration can always be completed.
+    fn trim(&mut self) -> Result<(), Error> {
+        let productive = self.rule_fixpoint(true);
+        if !productive[self.start_rule as usize] {
+            return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
+        }
+        for n in &mut self.nodes {
+            if n.calls.iter().any(|c| !productive[c.callee as usize]) {
+                n.calls = n.calls.iter().copied().filter(|c| productive[c.callee as usize]).collect();
+            }
+            if let Some(l) = &mut n.repeat {
+                if !productive[l.body as usize] {
+                    l.max = 0;
+                }
+            }
+        }
+        // Co-reachability within each normal rule.
+        for r in 0..self.rules.len() {
+            let range = self.rule_nodes(r);
+            if self.nodes[range.start].repeat.is_some() {
+                continue;
+            }
+            let base = range.start;
+            let len = range.len();
+            let mut preds: Vec<Vec<usize>> = vec![Vec::new(); len];
+            for i in range.clone() {
+                let n = &self.nodes[i];
+                for t in n.bytes.iter().map(|e| e.target).chain(n.calls.iter().map(|c| c.ret)) {
+                    preds[t as usize - base].push(i - base);
+                }
+            }
+            let mut live = vec![false; len];
+            let mut todo: Vec<usize> = (0..len).filter(|&i| self.nodes[base + i].is_final).collect();
+            for &i in &todo {
+                live[i] = true;
+            }
+            while let Some(i) = todo.pop() {
+                for &p in &preds[i] {
+                    if !live[p] {
+                        live[p] = true;
+                        todo.push(p);
+                    }
+                }
+            }
+            if live.iter().all(|&l| l) {
+                continue;
+            }
+            for i in range {
+                let n = &mut self.nodes[i];
+                let keep = |t: u32| live[t as usize - base];
+                if !n.bytes.iter().all(|e| keep(e.target)) {
+                    n.bytes = n.bytes.iter().copied().filter(|e| keep(e.target)).collect();
+                }
+                if !n.calls.iter().all(|c| keep(c.ret)) {
+                    n.calls = n.calls.iter().copied().filter(|c| keep(c.ret)).collect();
+                }
+            }
+        }
+        // Loops whose body can match the empty string: an empty iteration never helps, so
+        // the matcher skips it, which is exact once `min` is 0.
+        let nullable = self.rule_fixpoint(false);
+        for n in &mut self.nodes {
+            if let Some(l) = &mut n.repeat {
+                if nullable[l.body as usize] {
+                    l.min = 0;
+                }
+                n.is_final = l.min == 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rejects grammars where a rule can call itself before consuming a byte.
+    fn check_left_recursion(&self) -> Result<(), Error> {
+        let nullable = self.rule_fixpoint(false);
+        // left[r] = rules r may enter before consuming anything.
+        let mut left: Vec<Vec<u32>> = vec![Vec::new(); self.rules.len()];
+        for (r, l) in left.iter_mut().enumerate() {
+            let start = self.rules[r].start as usize;
+            if let Some(lp) = self.nodes[start].repeat {
+                l.push(lp.body);
+                continue;
+            }
+            let mut seen = std::collections::HashSet::new();
+            let mut todo = vec![start];
+            seen.insert(start);
+            while let Some(n) = todo.pop() {
+                for c in self.nodes[n].calls.iter() {
+                    l.push(c.callee);
+                    if nullable[c.callee as usize] && seen.insert(c.ret as usize) {
+                        todo.push(c.ret as usize);
+                    }
+                }
+            }
+        }
+        // Cycle detection with an explicit stack (0 = new, 1 = on stack, 2 = done).
+        let mut color = vec![0u8; self.rules.len()];
+        for root in 0..self.rules.len() {
+            if color[root] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+            color[root] = 1;
+            while let Some(&mut (r, ref mut i)) = stack.last_mut() {
+                if let Some(&next) = left[r].get(*i) {
+                    *i += 1;
+                    match color[next as usize] {
+                        0 => {
+                            color[next as usize] = 1;
+                            stack.push((next as usize, 0));
+                        }
+                        1 => return Err(Error::LeftRecursion(self.rules[next as usize].name.clone())),
+                        _ => {}
+                    }
+                } else {
+                    color[r] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives every rule a structural fingerprint: rules outside call cycles hash their own
+    /// structure plus their callees' fingerprints (so equal fingerprints ⇒ equal behaviour,
+    /// across grammars too); rules in or above a cycle get a per-grammar salt.
+    fn fingerprint(&mut self) {
+        static SALT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let salt = SALT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self.rules.len();
+        let callees: Vec<Vec<u32>> = (0..n)
+            .map(|r| {
+                let mut v: Vec<u32> = self.rule_nodes(r)
+                    .flat_map(|i| {
+                        let node = &self.nodes[i];
+                        node.calls.iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
+                    })
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let mut done: Vec<Option<u128>> = vec![None; n];
+        loop {
+            let mut progress = false;
+            for r in 0..n {
+                if done[r].is_some() || !callees[r].iter().all(|&c| done[c as usize].is_some()) {
+                    continue;
+                }
+                done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0));
+                progress = true;
+            }
+            if !progress {
+                break;
+            }
+        }
+        // Rules in or above cycles: salted, computed in two passes so callers still see a
+        // (salted) value for their callees.
+        let provisional: Vec<u128> =
+            (0..n).map(|r| done[r].unwrap_or_else(|| hash128(&(salt, r as u64)))).collect();
+        for r in 0..n {
+            let fp = match done[r] {
+                Some(fp) => fp,
+                None => self.hash_rule(r, |c| provisional[c as usize], salt),
+            };
+            self.rules[r].fingerprint = fp;
+        }
+    }
+
+    fn hash_rule(&self, r: usize, callee_fp: impl Fn(u32) -> u128, salt: u64) -> u128 {
+        let base = self.rules[r].first_node;
+        let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
+        for i in self.rule_nodes(r) {
+            let node = &self.nodes[i];
+            buf.push(0xF1 + node.is_final as u64);
+            for e in node.bytes.iter() {
+                buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | (e.target - base) as u64);
+            }
+            for c in node.calls.iter() {
+                let fp = callee_fp(c.callee);
+                buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, (c.ret - base) as u64]);
+            }
+            if let Some(l) = node.repeat {
+                let fp = callee_fp(l.body);
+                buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
+            }
+        }
+        hash128(&buf)
+    }
+}
+
+/// A 128-bit hash from two differently keyed SipHash runs (deterministic within a process).
+pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
+    let mut a = std::collections::hash_map::DefaultHasher::new();
+    0xA5A5u16.hash(&mut a);
+    x.hash(&mut a);
+    let mut b = std::collections::hash_map::DefaultHasher::new();
+    0x5A5Au16.hash(&mut b);
+    x.hash(&mut b);
+    ((a.finish() as u128) << 64) | b.finish() as u128
+}

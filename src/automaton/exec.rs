@@ -1,0 +1,404 @@
+//! Running a [`Pda`]: a set of stacks stored as a persistent tree of frames.
+//!
+//! A stack is a chain of [`Frame`]s linked by `parent` indices into one arena, so stacks that
+//! share a bottom share its frames, pushing is an append and rolling back is a truncate. A
+//! *configuration* is the set of stack tops that can consume a byte ("tops"), plus whether
+//! some stack has completed the start rule ("reached the bottom").
+//!
+//! Stepping a byte moves every top along its byte edge, then takes the *closure*: enter the
+//! callees of call edges (push), leave completed rules (pop), iterate or leave counted loops.
+//! The closure is an explicit work list, so its depth never follows user input.
+
+use super::{NodeId, Pda};
+use crate::Limits;
+
+/// "No parent": the frame is the bottom of its stack.
+pub(crate) const BOTTOM: u32 = u32::MAX;
+
+/// One stack frame: the node the rule is at, the loop count (loop nodes only), the frame
+/// below, and the stack depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Frame {
+    pub node: u32,
+    pub count: u32,
+    pub parent: u32,
+    pub depth: u32,
+}
+
+/// Closure bookkeeping for a frame created during the current closure.
+#[derive(Clone, Copy, Debug, Default)]
+struct ClosureInfo {
+    /// Processed as (bit 0) fresh / (bit 1) non-fresh.
+    done: u8,
+    /// For return frames: the freshness of the caller when the call was made (same bits).
+    ret_fresh: u8,
+}
+
+/// The arena of frames plus reusable scratch space for closures. Owned by each matcher and
+/// each mask computation; never shared.
+#[derive(Clone, Debug)]
+pub(crate) struct Stacks {
+    pub arena: Vec<Frame>,
+    work: Vec<Work>,
+    closure: Vec<ClosureInfo>,
+    old_done: Vec<(u32, bool)>,
+    max_depth: u32,
+    max_tops: usize,
+    /// Set when a limit (stack depth, number of stacks) cut a path off.
+    pub overflow: bool,
+}
+
+
+#[derive(Clone, Copy, Debug)]
+enum Work {
+    /// Expand this frame (it is at its node, nothing consumed since `fresh` says).
+    Visit(u32, bool),
+    /// The rule of this frame completed: continue in its parent.
+    Pop(u32, bool),
+}
+
+const FRESH: u8 = 1;
+const CONSUMED: u8 = 2;
+
+fn bit(fresh: bool) -> u8 {
+    if fresh {
+        FRESH
+    } else {
+        CONSUMED
+    }
+}
+
+impl Stacks {
+    /// Empty stacks with the limits' depth and width budgets.
+    pub fn new(limits: &Limits) -> Self {
+        Stacks {
+            arena: Vec::new(),
+            work: Vec::new(),
+            closure: Vec::new(),
+            old_done: Vec::new(),
+            max_depth: limits.max_stack_depth.min(u32::MAX as usize) as u32,
+            max_tops: limits.max_parse_stacks.max(1),
+            overflow: false,
+        }
+    }
+
+    /// Pushes the start rule's frame and closes over it; returns whether the empty string
+    /// already completes the start rule.
+    pub fn start(&mut self, pda: &Pda, out: &mut Vec<u32>) -> bool {
+        let node = pda.rules[pda.start_rule as usize].start;
+        self.arena.push(Frame { node, count: 0, parent: BOTTOM, depth: 1 });
+        let root = (self.arena.len() - 1) as u32;
+        self.close(pda, &[Work::Visit(root, false)], out)
+    }
+
+    /// Moves every top in `tops` over `byte`; the closed result goes to `out` (appended).
+    /// Returns whether some stack completed its bottom rule with this byte.
+    pub fn step(&mut self, pda: &Pda, tops: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
+        let first_seed = self.arena.len();
+        for &t in tops {
+            let f = self.arena[t as usize];
+            if let Some(target) = pda.nodes[f.node as usize].step(byte) {
+                self.arena.push(Frame { node: target, ..f });
+            }
+        }
+        let seeds = self.arena.len();
+        if seeds == first_seed {
+            return false;
+        }
+        let mut work = std::mem::take(&mut self.work);
+        work.clear();
+        work.extend((first_seed..seeds).map(|i| Work::Visit(i as u32, false)));
+        let reached = self.close_from(pda, &mut work, out);
+        self.work = work;
+        reached
+    }
+
+    /// Completes frame `f`'s rule and closes over what follows in its parents: the
+    /// configuration right after a token crosses the end of a cached mask's context.
+    pub fn pop_into(&mut self, pda: &Pda, f: u32, out: &mut Vec<u32>) -> bool {
+        self.close(pda, &[Work::Pop(f, false)], out)
+    }
+
+    fn close(&mut self, pda: &Pda, init: &[Work], out: &mut Vec<u32>) -> bool {
+        let mut work = std::mem::take(&mut self.work);
+        work.clear();
+        work.extend_from_slice(init);
+        let r = self.close_from(pda, &mut work, out);
+        self.work = work;
+        r
+    }
+
+    /// Allocates a frame during a closure, reusing an identical frame made in this closure.
+    fn alloc(&mut self, boundary: usize, frame: Frame) -> u32 {
+        if let Some(i) = self.arena[boundary..].iter().position(|f| *f == frame) {
+            return (boundary + i) as u32;
+        }
+        self.arena.push(frame);
+        self.closure.push(ClosureInfo::default());
+        (self.arena.len() - 1) as u32
+    }
+
+    fn close_from(&mut self, pda: &Pda, work: &mut Vec<Work>, out: &mut Vec<u32>) -> bool {
+        let boundary = self.arena.len();
+        self.closure.clear();
+        self.old_done.clear();
+        let out_start = out.len();
+        let mut reached = false;
+        // A closure is bounded by the grammar, but guard against any surprise.
+        let mut budget: usize = 1 << 20;
+        while let Some(item) = work.pop() {
+            budget -= 1;
+            if budget == 0 {
+                self.overflow = true;
+                break;
+            }
+            match item {
+                Work::Visit(f, fresh) => {
+                    // Skip frames already expanded with this freshness.
+                    if (f as usize) >= boundary {
+                        let info = &mut self.closure[f as usize - boundary];
+                        if info.done & bit(fresh) != 0 {
+                            continue;
+                        }
+                        info.done |= bit(fresh);
+                    } else if self.old_done.contains(&(f, fresh)) {
+                        continue;
+                    } else {
+                        self.old_done.push((f, fresh));
+                    }
+                    let fr = self.arena[f as usize];
+                    let node = &pda.nodes[fr.node as usize];
+                    if let Some(l) = node.repeat {
+                        if fr.count < l.max {
+                            if fr.depth >= self.max_depth {
+                                self.overflow = true;
+                            } else {
+                                let ret = self.alloc(boundary, Frame { count: fr.count + 1, ..fr });
+                                self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
+                                let start = pda.rules[l.body as usize].start;
+                                let child = self.alloc(
+                                    boundary,
+                                    Frame { node: start, count: 0, parent: ret, depth: fr.depth + 1 },
+                                );
+                                work.push(Work::Visit(child, true));
+                            }
+                        }
+                        if fr.count >= l.min {
+                            work.push(Work::Pop(f, fresh));
+                        }
+                        continue;
+                    }
+                    if !node.bytes.is_empty() {
+                        let dup = out[out_start..].iter().any(|&o| {
+                            let of = self.arena[o as usize];
+                            of.node == fr.node && of.parent == fr.parent && of.count == fr.count
+                        });
+                        if !dup {
+                            if out.len() - out_start >= self.max_tops {
+                                self.overflow = true;
+                            } else {
+                                out.push(f);
+                            }
+                        }
+                    }
+                    for ci in 0..node.calls.len() {
+                        let c = pda.nodes[fr.node as usize].calls[ci];
+                        if fr.depth >= self.max_depth {
+                            self.overflow = true;
+                            break;
+                        }
+                        let ret = self.alloc(boundary, Frame { node: c.ret, count: 0, ..fr });
+                        self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
+                        let start = pda.rules[c.callee as usize].start;
+                        let child =
+                            self.alloc(boundary, Frame { node: start, count: 0, parent: ret, depth: fr.depth + 1 });
+                        work.push(Work::Visit(child, true));
+                    }
+                    if pda.nodes[fr.node as usize].is_final {
+                        work.push(Work::Pop(f, fresh));
+                    }
+                }
+                Work::Pop(f, fresh) => {
+                    let p = self.arena[f as usize].parent;
+                    if p == BOTTOM {
+                        reached = true;
+                        continue;
+                    }
+                    let parent_is_loop = pda.nodes[self.arena[p as usize].node as usize].repeat.is_some();
+                    if parent_is_loop && fresh {
+                        // An empty loop iteration: never needed (loops over nullable bodies
+                        // have min 0), and skipping it keeps the closure finite.
+                        continue;
+                    }
+                    if (p as usize) >= boundary {
+                        let rf = self.closure[p as usize - boundary].ret_fresh;
+                        // The parent resumes as fresh as its caller was, unless this child
+                        // consumed something.
+                        if fresh {
+                            if rf & FRESH != 0 {
+                                work.push(Work::Visit(p, true));
+                            }
+                            if rf & CONSUMED != 0 {
+                                work.push(Work::Visit(p, false));
+                            }
+                        } else {
+                            work.push(Work::Visit(p, false));
+                        }
+                    } else {
+                        work.push(Work::Visit(p, false));
+                    }
+                }
+            }
+        }
+        reached
+    }
+
+    /// The node of frame `f`.
+    pub fn node(&self, f: u32) -> NodeId {
+        NodeId(self.arena[f as usize].node)
+    }
+}
+
+/// One result of [`Recognizer::push_byte`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteStep {
+    /// Some stack can still continue after this byte.
+    pub alive: bool,
+    /// Some stack completed the bottom of the recognizer's context with this byte (for a
+    /// matcher: the whole output may end here).
+    pub reached_end: bool,
+}
+
+/// The narrow interface [`crate::mask`] walks token tries with: push a byte, pop bytes.
+pub trait Recognizer {
+    /// Consumes one more byte after everything pushed so far.
+    fn push_byte(&mut self, byte: u8) -> ByteStep;
+    /// Forgets the last `n` pushed bytes (only bytes whose push was alive may be popped).
+    fn pop_bytes(&mut self, n: usize);
+}
+
+/// A [`Recognizer`] over a [`Pda`] starting from a given configuration.
+pub(crate) struct Runner<'p> {
+    pda: &'p Pda,
+    pub stacks: Stacks,
+    /// All tops, level after level.
+    tops: Vec<u32>,
+    /// Per pushed byte: (start of its tops in `tops`, arena length before it).
+    levels: Vec<(usize, usize)>,
+    accepting: bool,
+}
+
+impl<'p> Runner<'p> {
+    /// A runner at the start of the grammar.
+    pub fn new(pda: &'p Pda, limits: &Limits) -> Self {
+        let mut stacks = Stacks::new(limits);
+        let mut tops = Vec::new();
+        let accepting = stacks.start(pda, &mut tops);
+        Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting }
+    }
+
+    /// A runner whose context is the given chain of frames (bottom first): the bottom's
+    /// parent is cut, so completing it counts as reaching the end.
+    pub fn with_context(pda: &'p Pda, limits: &Limits, chain: &[Frame]) -> Self {
+        let mut stacks = Stacks::new(limits);
+        let mut parent = BOTTOM;
+        for f in chain {
+            stacks.arena.push(Frame { parent, ..*f });
+            parent = (stacks.arena.len() - 1) as u32;
+        }
+        let tops = if chain.is_empty() { Vec::new() } else { vec![parent] };
+        Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting: false }
+    }
+
+    /// A runner over an existing configuration (used for the suffix walk).
+    pub fn from_parts(pda: &'p Pda, stacks: Stacks, tops: Vec<u32>, accepting: bool) -> Self {
+        Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting }
+    }
+
+    /// Gives the stacks back (to reuse their allocation).
+    pub fn into_stacks(self) -> Stacks {
+        self.stacks
+    }
+
+    /// Tops of the current level.
+    pub fn current_tops(&self) -> &[u32] {
+        let (start, _) = *self.levels.last().unwrap_or(&(0, 0));
+        &self.tops[start..]
+    }
+
+    /// Whether the bytes fed so far complete the start rule.
+    pub fn is_accepting(&self) -> bool {
+        self.accepting
+    }
+
+    /// Feeds bytes; false once no stack is alive (and the input is not complete).
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        for (i, &b) in bytes.iter().enumerate() {
+            let s = self.push_byte(b);
+            self.accepting = s.reached_end;
+            if !s.alive && !(s.reached_end && i + 1 == bytes.len()) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Recognizer for Runner<'_> {
+    fn push_byte(&mut self, byte: u8) -> ByteStep {
+        let (start, _) = *self.levels.last().unwrap_or(&(0, 0));
+        let end = self.tops.len();
+        let arena_len = self.stacks.arena.len();
+        // Step from a copy of the current level's tops into new tops appended after them.
+        let mut out = std::mem::take(&mut self.tops);
+        let reached = {
+            let cur: &[u32] = &out[start..end];
+            // `step` reads `cur` and appends to a separate vector, so copy the level (small).
+            let cur: smallvec_like::Tops = smallvec_like::Tops::from(cur);
+            self.stacks.step(self.pda, cur.as_slice(), byte, &mut out)
+        };
+        self.tops = out;
+        self.levels.push((end, arena_len));
+        ByteStep { alive: self.tops.len() > end, reached_end: reached }
+    }
+
+    fn pop_bytes(&mut self, n: usize) {
+        for _ in 0..n {
+            if self.levels.len() <= 1 {
+                return;
+            }
+            if let Some((start, arena_len)) = self.levels.pop() {
+                self.tops.truncate(start);
+                self.stacks.arena.truncate(arena_len);
+            }
+        }
+    }
+}
+
+/// A tiny inline buffer for a level's tops (usually one or two), avoiding an allocation per
+/// byte on the hot path.
+mod smallvec_like {
+    pub(crate) enum Tops {
+        Inline([u32; 8], usize),
+        Heap(Vec<u32>),
+    }
+
+    impl Tops {
+        pub(crate) fn from(s: &[u32]) -> Self {
+            if s.len() <= 8 {
+                let mut a = [0u32; 8];
+                a[..s.len()].copy_from_slice(s);
+                Tops::Inline(a, s.len())
+            } else {
+                Tops::Heap(s.to_vec())
+            }
+        }
+
+        pub(crate) fn as_slice(&self) -> &[u32] {
+            match self {
+                Tops::Inline(a, n) => &a[..*n],
+                Tops::Heap(v) => v,
+            }
+        }
+    }
+}
