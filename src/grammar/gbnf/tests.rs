@@ -143,7 +143,7 @@ fn syntax_errors_have_line_and_column() {
         ("root ::= \"a\"\n\"b\" ::= \"c\"", (2, 5), "must follow a rule name"),
         ("root ::= \"a\"\nroot ::= \"b\"", (2, 1), "defined twice"),
         ("root ::= \"é€\" @", (1, 15), "unexpected `@`"),
-        ("root ::= \"a\nb\"", (1, 11), "line break"),
+        ("root ::= \"a\nb\"", (1, 12), "line break"),
         ("root ::= %xG0", (1, 10), "%xNN"),
         ("  ::= \"a\"", (1, 3), "expected a rule name"),
     ];
