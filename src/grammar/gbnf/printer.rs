@@ -18,16 +18,58 @@ const ATOM: u8 = 3;
 /// Prints a grammar (see [`super::to_gbnf`]).
 pub(crate) fn to_gbnf(g: &Grammar) -> String {
     let names = rule_names(g);
-    let start = g.start().index();
-    let mut order: Vec<usize> = vec![start];
-    order.extend((0..g.rules().len()).filter(|&i| i != start));
     let mut out = String::new();
+    let order = rule_order(g);
     for i in order {
         let (Some(rule), Some(name)) = (g.rules().get(i), names.get(i)) else { continue };
         out.push_str(name);
         out.push_str(" ::= ");
         write_expr(&mut out, &rule.expr, &names);
         out.push('\n');
+    }
+    out
+}
+
+/// The order rules are printed in: breadth-first from the start rule, references taken left
+/// to right, then any unreachable rules (each followed by what it reaches). This is also the
+/// order in which [`super::parse`] first meets the names, so printing a parsed printout gives
+/// the same text again.
+fn rule_order(g: &Grammar) -> Vec<usize> {
+    let n = g.rules().len();
+    let mut seen = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    let roots = std::iter::once(g.start().index()).chain(0..n);
+    for root in roots {
+        if root >= n || seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        let mut next = order.len();
+        order.push(root);
+        while let Some(&rule) = order.get(next) {
+            next += 1;
+            for id in refs_left_to_right(&g.rules()[rule].expr) {
+                if id < n && !seen[id] {
+                    seen[id] = true;
+                    order.push(id);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// The rule references in an expression, in the order they are printed.
+fn refs_left_to_right(e: &Expr) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        match e {
+            Expr::Ref(id) => out.push(id.index()),
+            Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter().rev()),
+            Expr::Repeat { expr, .. } => todo.push(expr),
+            _ => {}
+        }
     }
     out
 }
