@@ -223,7 +223,7 @@ struct Walk {
 /// finish within `finish_len` more: take a byte that completes the output if there is one,
 /// else prefer punctuation and digits (which close strings, groups and words).
 fn random_walk(pda: &Pda, rng: &mut StdRng, max_len: usize, finish_len: usize) -> Walk {
-    const STOP_CHANCE: f64 = 0.15;
+    const STOP_CHANCE: f64 = 0.05;
     let mut text = Vec::new();
     while text.len() < max_len {
         if pda.matches(&text) && rng.random_bool(STOP_CHANCE) {
@@ -263,33 +263,46 @@ fn random_walk(pda: &Pda, rng: &mut StdRng, max_len: usize, finish_len: usize) -
 
 #[test]
 fn random_walks_stay_in_the_language() {
-    const WALKS: usize = 12;
-    let mut report = Vec::new();
-    for (i, (name, text)) in grammar_files().into_iter().enumerate() {
-        let pda = compile(&name, &text);
-        let printed = gbnf::to_gbnf(&gbnf::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}")));
-        let reprinted = compile(&format!("{name} (printed)"), &printed);
-        let mut rng = StdRng::seed_from_u64(0x5eed + i as u64);
-        let mut complete = 0;
-        for _ in 0..WALKS {
-            let walk = random_walk(&pda, &mut rng, 60, 80);
-            let shown = String::from_utf8_lossy(&walk.text).into_owned();
-            assert!(pda.matches_prefix(&walk.text), "{name}: walk left the language: {shown:?}");
-            assert_eq!(reprinted.matches(&walk.text), walk.complete, "{name}: printed grammar disagrees on {shown:?}");
-            if walk.complete {
-                complete += 1;
-                let s = std::str::from_utf8(&walk.text).unwrap_or_else(|e| panic!("{name}: {shown:?} is not UTF-8: {e}"));
-                if let Err(why) = independent_check(&name, s) {
-                    panic!("{name}: independent check failed on {s:?}: {why}");
-                }
-            } else if let Err(why) = independent_prefix_check(&name, &walk.text) {
-                panic!("{name}: independent prefix check failed on {shown:?}: {why}");
-            }
-        }
-        report.push(format!("{name}: {complete}/{WALKS} complete"));
-        assert!(complete > 0, "{name}: no random walk finished\n{}", report.join("\n"));
-    }
+    // One thread per grammar; a failed check panics its thread, and `join` re-raises it.
+    let files = grammar_files();
+    let report: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .iter()
+            .enumerate()
+            .map(|(i, (name, text))| scope.spawn(move || walk_grammar(0x5eed + i as u64, name, text)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
     eprintln!("{}", report.join("\n"));
+}
+
+/// Random walks under one grammar, each checked by the grammar, by the grammar printed with
+/// `to_gbnf` and read back, and by the independent checkers. Returns a one-line summary.
+fn walk_grammar(seed: u64, name: &str, text: &str) -> String {
+    const WALKS: usize = 16;
+    let pda = compile(name, text);
+    let printed = gbnf::to_gbnf(&gbnf::parse(text).unwrap_or_else(|e| panic!("{name}: {e}")));
+    let reprinted = compile(&format!("{name} (printed)"), &printed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (mut complete, mut total_len) = (0, 0);
+    for _ in 0..WALKS {
+        let walk = random_walk(&pda, &mut rng, 60, 80);
+        let shown = String::from_utf8_lossy(&walk.text).into_owned();
+        assert!(pda.matches_prefix(&walk.text), "{name}: walk left the language: {shown:?}");
+        assert_eq!(reprinted.matches(&walk.text), walk.complete, "{name}: printed grammar disagrees on {shown:?}");
+        if walk.complete {
+            complete += 1;
+            total_len += walk.text.len();
+            let s = std::str::from_utf8(&walk.text).unwrap_or_else(|e| panic!("{name}: {shown:?} is not UTF-8: {e}"));
+            if let Err(why) = independent_check(name, s) {
+                panic!("{name}: independent check failed on {s:?}: {why}");
+            }
+        } else if let Err(why) = independent_prefix_check(name, &walk.text) {
+            panic!("{name}: independent prefix check failed on {shown:?}: {why}");
+        }
+    }
+    assert!(complete > WALKS / 2, "{name}: only {complete} of {WALKS} random walks finished");
+    format!("{name}: {complete}/{WALKS} walks complete, mean length {}", total_len / complete.max(1))
 }
 
 /// Checks a complete output with something that does not use the grammar.

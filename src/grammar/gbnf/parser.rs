@@ -215,7 +215,20 @@ impl Parser<'_> {
             self.pos += 1;
             alts.push(self.sequence(depth)?);
         }
-        Ok(Expr::alt(alts))
+        // `Expr::alt` flattens nested groups without removing the duplicates that brings;
+        // remove them so that printing and re-reading a grammar is stable.
+        Ok(match Expr::alt(alts) {
+            Expr::Alt(flat) => {
+                let mut unique: Vec<Expr> = Vec::with_capacity(flat.len());
+                for e in flat {
+                    if !unique.contains(&e) {
+                        unique.push(e);
+                    }
+                }
+                Expr::alt(unique)
+            }
+            other => other,
+        })
     }
 
     /// `( item postfix* )*`, stopping before `|`, `)`, the next rule or the end. Leaves the

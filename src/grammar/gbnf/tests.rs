@@ -224,3 +224,127 @@ fn printing_deep_expressions_does_not_recurse() {
     // the test harness (this test is about the printer only).
     std::mem::forget(g);
 }
+
+/// Round trip on random grammars: `parse(to_gbnf(g))` accepts exactly what `g` accepts, on
+/// random byte strings and on strings generated from `g`.
+mod round_trip {
+    use super::*;
+    use crate::grammar::{Grammar, RuleId};
+    use proptest::prelude::*;
+
+    /// Byte alphabet for literals and byte classes: class/string syntax characters, control
+    /// bytes, and bytes that are not UTF-8 on their own.
+    const BYTES: &[u8] = &[b'a', b'b', b'-', b'^', b']', b'[', b'"', b'\\', b'\n', 0x00, 0x7F, 0x80, 0xA9, 0xC3, 0xFF];
+    /// Character alphabet for character classes.
+    const CHARS: &[char] = &['a', 'b', '-', '^', ']', '\\', '"', '\t', 'é', '\u{80}', '\u{D7FF}', '\u{E000}', '\u{10FFFF}'];
+
+    /// Sample pieces: every byte of the alphabet and the UTF-8 of every character.
+    fn pieces() -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = BYTES.iter().map(|&b| vec![b]).collect();
+        v.extend(CHARS.iter().map(|c| c.to_string().into_bytes()));
+        v
+    }
+
+    fn leaf() -> impl Strategy<Value = Expr> {
+        let byte = prop::sample::select(BYTES);
+        let ch = prop::sample::select(CHARS);
+        prop_oneof![
+            1 => Just(Expr::Empty),
+            1 => Just(Expr::Nothing),
+            4 => prop::collection::vec(byte.clone(), 0..4).prop_map(Expr::Literal),
+            3 => prop::collection::vec((byte.clone(), byte).prop_map(|(a, b)| (a.min(b), a.max(b))), 0..3).prop_map(Expr::Bytes),
+            3 => prop::collection::vec((ch.clone(), ch).prop_map(|(a, b)| (a.min(b), a.max(b))), 0..3).prop_map(Expr::Chars),
+            3 => (0..3u32).prop_map(|i| Expr::Ref(RuleId(i))),
+        ]
+    }
+
+    fn expr() -> impl Strategy<Value = Expr> {
+        leaf().prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::Seq),
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::Alt),
+                (inner, 0..9u32, prop::option::of(0..4u32)).prop_map(|(e, min, extra)| Expr::Repeat {
+                    expr: Box::new(e),
+                    min,
+                    max: extra.map(|x| min + x),
+                }),
+            ]
+        })
+    }
+
+    fn grammar() -> impl Strategy<Value = Grammar> {
+        let names = prop::sample::select(vec!["root", "a b", "", "item", "root-2", "é/x", "x_1"]);
+        (prop::collection::vec((names, expr()), 3), 0..3u32).prop_map(|(rules, start)| {
+            let mut b = GrammarBuilder::new();
+            let ids: Vec<RuleId> = rules.iter().map(|(n, _)| {
+                let name = b.fresh_name(n);
+                b.declare(&name)
+            }).collect();
+            for (id, (_, e)) in ids.iter().zip(rules) {
+                b.define(*id, e);
+            }
+            b.build(RuleId(start)).expect("valid by construction")
+        })
+    }
+
+    /// A few strings of `pda`'s language (or prefixes of it) built from sample pieces.
+    fn generated(pda: &Pda, seed: &[usize]) -> Vec<Vec<u8>> {
+        let pieces = pieces();
+        let mut out = Vec::new();
+        let mut text = Vec::new();
+        for &choice in seed {
+            let live: Vec<&Vec<u8>> = pieces
+                .iter()
+                .filter(|p| {
+                    let mut t = text.clone();
+                    t.extend_from_slice(p);
+                    pda.matches_prefix(&t)
+                })
+                .collect();
+            if live.is_empty() {
+                break;
+            }
+            text.extend_from_slice(live[choice % live.len()]);
+            out.push(text.clone());
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        #[test]
+        fn printed_grammar_accepts_the_same_strings(
+            g in grammar(),
+            random in prop::collection::vec(prop::collection::vec(0..28usize, 0..6), 24),
+            seed in prop::collection::vec(0..1000usize, 12),
+        ) {
+            let text = to_gbnf(&g);
+            let g2 = parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            // Printing is stable once the text has been through the parser (which
+            // simplifies, e.g. `"" ""` to `""`).
+            let text2 = to_gbnf(&g2);
+            let g3 = parse(&text2).map_err(|e| TestCaseError::fail(format!("{e}\n{text2}")))?;
+            prop_assert_eq!(to_gbnf(&g3), text2);
+            let limits = Limits::default();
+            match (Pda::build(&g, &limits), Pda::build(&g2, &limits)) {
+                (Ok(p1), Ok(p2)) => {
+                    let pieces = pieces();
+                    let mut samples: Vec<Vec<u8>> = random
+                        .iter()
+                        .map(|idx| idx.iter().flat_map(|&i| pieces[i % pieces.len()].clone()).collect())
+                        .collect();
+                    samples.extend(generated(&p1, &seed));
+                    for s in &samples {
+                        prop_assert_eq!(p1.matches(s), p2.matches(s), "{:?}\n{}", s, text);
+                        prop_assert_eq!(p1.matches_prefix(s), p2.matches_prefix(s), "prefix {:?}\n{}", s, text);
+                    }
+                }
+                (Err(e1), Err(e2)) => {
+                    prop_assert_eq!(std::mem::discriminant(&e1), std::mem::discriminant(&e2), "{} / {}\n{}", e1, e2, text);
+                }
+                (r1, r2) => prop_assert!(false, "{:?} / {:?}\n{}", r1.err(), r2.err(), text),
+            }
+        }
+    }
+}
