@@ -103,7 +103,8 @@ impl Parser<'_> {
                         break;
                     }
                 }
-            } else if c.is_whitespace() {
+            } else if c.is_whitespace() || c == '\u{FEFF}' {
+                // (U+FEFF: a byte order mark some editors put at the start of a file.)
                 self.pos += c.len_utf8();
             } else {
                 break;

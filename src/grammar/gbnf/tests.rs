@@ -43,6 +43,11 @@ fn rules_may_span_lines_and_be_used_before_definition() {
 }
 
 #[test]
+fn windows_line_ends_and_byte_order_mark() {
+    check("\u{FEFF}# list\r\nroot ::= item (\",\" item)*\r\n\r\nitem ::= [a-z]+ # word\r\n", &["ab,c"], &["ab,", "a\r"]);
+}
+
+#[test]
 fn repetition_forms() {
     let t = |op: &str| format!("root ::= \"a\"{op}");
     check(&t("*"), &["", "a", "aaaa"], &["b"]);
@@ -312,6 +317,19 @@ mod round_trip {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        #[test]
+        fn parsing_never_panics_and_parsed_grammars_print_back(
+            body in r#"[a-c:=" \[\]^()|*+?{},0-2#\\xuU.%\n-]{0,40}"#,
+            junk in any::<String>(),
+        ) {
+            for text in [format!("root ::= {body}"), body.clone(), junk.clone(), format!("root ::= \"{junk}\" [{junk}]")] {
+                if let Ok(g) = parse(&text) {
+                    let printed = to_gbnf(&g);
+                    prop_assert!(parse(&printed).is_ok(), "{}\n{}", text, printed);
+                }
+            }
+        }
 
         #[test]
         fn printed_grammar_accepts_the_same_strings(
