@@ -2,7 +2,7 @@
 //!
 //! Input: GBNF text such as the files in the repository's `grammars/` folder, or a grammar
 //! written by hand. Output: a [`Grammar`] with one rule per GBNF rule (groups and repetitions
-//! stay inside the rule's [`Expr`]), whose start rule is `root`. [`to_gbnf`] goes the other way
+//! stay inside the rule's [`Expr`](super::Expr)), whose start rule is `root`. [`to_gbnf`] goes the other way
 //! for any [`Grammar`] (this is how `constrain grammar --schema` shows what a schema compiles
 //! to), and `parse(&to_gbnf(g))` accepts exactly the strings `g` accepts.
 //!
@@ -32,7 +32,7 @@
 //!   `.` is any code point. An empty class `[]` matches nothing.
 //! - **Raw bytes** (an extension; llama.cpp has no way to write them): `%xNN` matches the single
 //!   byte 0xNN and `%xNN-MM` one byte in that range, as in ABNF. [`to_gbnf`] uses them for
-//!   [`Expr::Bytes`] ranges above 0x7F and for literal bytes that are not valid UTF-8 (which
+//!   [`Expr::Bytes`](super::Expr::Bytes) ranges above 0x7F and for literal bytes that are not valid UTF-8 (which
 //!   code-point syntax cannot express exactly); grammars written for llama.cpp never contain
 //!   them, and llama.cpp rejects them rather than misreading them.
 //! - **Not supported**: llama.cpp's token references (`<[1234]>`, `<think>`) are an error.
