@@ -22,7 +22,7 @@
 //!   a grammar without one is an error, and so is a reference to a rule that is never defined.
 //! - **Expressions**: sequences (juxtaposition), alternation `|`, grouping `( … )`, postfix
 //!   `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}` (counts up to `u32::MAX`; large counts are cheap, the
-//!   automaton keeps a counter). An empty alternative (`a ::= | "x"`) matches the empty string.
+//!   automaton keeps a counter). Operators may be stacked (`"a"?*`), at most four in a row. An empty alternative (`a ::= | "x"`) matches the empty string.
 //! - **Literals**: `"…"` with escapes `\n \t \r \\ \" \[ \] \xNN \uNNNN \UNNNNNNNN`. Characters
 //!   are Unicode code points matched as their UTF-8 bytes: as in llama.cpp, `\xNN` is the code
 //!   point U+00NN (so `"\xE9"` is `é`, two bytes), not a raw byte. Surrogates and values above

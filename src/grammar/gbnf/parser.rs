@@ -12,6 +12,10 @@ use std::collections::{HashMap, HashSet};
 /// than a stack overflow.
 pub const MAX_GROUP_DEPTH: usize = 128;
 
+/// Most postfix operators accepted on one item (`"a"?*` is two); each one nests the
+/// expression one level deeper, so this keeps the tree shallow.
+const MAX_POSTFIX: usize = 4;
+
 /// Rule name used in errors that occur outside any rule.
 const NO_RULE: &str = "<grammar>";
 
@@ -282,7 +286,7 @@ impl Parser<'_> {
                 }
                 c => return Err(self.syntax(start, format!("unexpected `{c}`"))),
             };
-            loop {
+            for applied in 0.. {
                 self.skip_space();
                 let op_start = self.pos;
                 let (min, max) = match self.peek() {
@@ -292,6 +296,9 @@ impl Parser<'_> {
                     Some('{') => self.counts()?,
                     _ => break,
                 };
+                if applied == MAX_POSTFIX {
+                    return Err(self.syntax(op_start, format!("more than {MAX_POSTFIX} repetition operators in a row")));
+                }
                 if self.pos == op_start {
                     self.pos += 1;
                 }

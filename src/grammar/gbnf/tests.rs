@@ -164,6 +164,8 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("root ::= {}\"a\"{}", "(".repeat(100_000), ")".repeat(100_000));
     let e = err(&deep);
     assert!(e.to_string().contains("nested deeper"), "{e}");
+    let e = err(&format!("root ::= \"a\"{}", "?".repeat(100_000)));
+    assert!(e.to_string().contains("repetition operators in a row"), "{e}");
     let ok = format!("root ::= {}\"a\"{}", "(".repeat(50), ")".repeat(50));
     check(&ok, &["a"], &["aa"]);
 }
