@@ -122,7 +122,7 @@ fn write_expr(out: &mut String, e: &Expr, names: &[String]) {
             }
             Task::Expr(e, need) => (e, need),
         };
-        // Flat forms first: (text, its precedence).
+        // What to print (pieces joined by a separator) and the precedence of the result.
         let (parts, sep, own): (Vec<Task>, &str, u8) = match e {
             Expr::Empty => (vec![Task::Text("\"\"".into())], "", ATOM),
             Expr::Nothing => (vec![Task::Text(NOTHING.into())], "", ATOM),
