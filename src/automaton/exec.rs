@@ -46,7 +46,15 @@ pub(crate) struct Stacks {
     max_tops: usize,
     /// Set when a limit (stack depth, number of stacks) cut a path off.
     pub overflow: bool,
+    /// The `count` of every frame that completed the bottom rule in the last step (how a
+    /// relaxed loop's iteration count is reported to the mask precomputation).
+    pub reached_counts: Vec<u32>,
 }
+
+/// Marks a loop frame whose bounds are ignored (`count` then counts iterations started since
+/// the mask context began). Set only by [`crate::mask`] while classifying tokens; the count
+/// travels to the frames that continue after the loop so the final iteration count is known.
+pub(crate) const RELAXED: u32 = 1 << 31;
 
 
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +87,7 @@ impl Stacks {
             max_depth: limits.max_stack_depth.min(u32::MAX as usize) as u32,
             max_tops: limits.max_parse_stacks.max(1),
             overflow: false,
+            reached_counts: Vec::new(),
         }
     }
 
@@ -94,6 +103,7 @@ impl Stacks {
     /// Moves every top in `tops` over `byte`; the closed result goes to `out` (appended).
     /// Returns whether some stack completed its bottom rule with this byte.
     pub fn step(&mut self, pda: &Pda, tops: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
+        self.reached_counts.clear();
         let first_seed = self.arena.len();
         for &t in tops {
             let f = self.arena[t as usize];
@@ -103,6 +113,12 @@ impl Stacks {
         }
         let seeds = self.arena.len();
         if seeds == first_seed {
+            return false;
+        }
+        // Fast path: one stack landing on a node that only consumes bytes (no calls, cannot
+        // complete, no loop) has a trivial closure — itself.
+        if seeds == first_seed + 1 && pda.nodes[self.arena[first_seed].node as usize].is_plain() {
+            out.push(first_seed as u32);
             return false;
         }
         let mut work = std::mem::take(&mut self.work);
@@ -141,6 +157,7 @@ impl Stacks {
     fn close_from(&mut self, pda: &Pda, work: &mut Vec<Work>, out: &mut Vec<u32>) -> bool {
         let boundary = self.arena.len();
         self.closure.clear();
+        self.reached_counts.clear();
         self.old_done.clear();
         let out_start = out.len();
         let mut reached = false;
@@ -169,7 +186,8 @@ impl Stacks {
                     let fr = self.arena[f as usize];
                     let node = &pda.nodes[fr.node as usize];
                     if let Some(l) = node.repeat {
-                        if fr.count < l.max {
+                        let relaxed = fr.count & RELAXED != 0;
+                        if relaxed || fr.count < l.max {
                             if fr.depth >= self.max_depth {
                                 self.overflow = true;
                             } else {
@@ -183,7 +201,7 @@ impl Stacks {
                                 work.push(Work::Visit(child, true));
                             }
                         }
-                        if fr.count >= l.min {
+                        if relaxed || fr.count >= l.min {
                             work.push(Work::Pop(f, fresh));
                         }
                         continue;
@@ -207,7 +225,7 @@ impl Stacks {
                             self.overflow = true;
                             break;
                         }
-                        let ret = self.alloc(boundary, Frame { node: c.ret, count: 0, ..fr });
+                        let ret = self.alloc(boundary, Frame { node: c.ret, ..fr });
                         self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
                         let start = pda.rules[c.callee as usize].start;
                         let child =
@@ -222,12 +240,23 @@ impl Stacks {
                     let p = self.arena[f as usize].parent;
                     if p == BOTTOM {
                         reached = true;
+                        let count = self.arena[f as usize].count;
+                        if !self.reached_counts.contains(&count) {
+                            self.reached_counts.push(count);
+                        }
                         continue;
                     }
                     let parent_is_loop = pda.nodes[self.arena[p as usize].node as usize].repeat.is_some();
                     if parent_is_loop && fresh {
                         // An empty loop iteration: never needed (loops over nullable bodies
                         // have min 0), and skipping it keeps the closure finite.
+                        continue;
+                    }
+                    let count = self.arena[f as usize].count;
+                    if count & RELAXED != 0 && !parent_is_loop {
+                        // Leaving a relaxed loop: the parent carries its iteration count on.
+                        let copy = self.alloc(boundary, Frame { count, ..self.arena[p as usize] });
+                        work.push(Work::Visit(copy, false));
                         continue;
                     }
                     if (p as usize) >= boundary {

@@ -81,6 +81,13 @@ pub(crate) struct Node {
 }
 
 impl Node {
+    /// Whether the node only consumes bytes: it has byte edges, no calls, no loop, and
+    /// cannot complete its rule — so its closure is itself.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        !self.is_final && self.calls.is_empty() && self.repeat.is_none() && !self.bytes.is_empty()
+    }
+
     /// Where `byte` leads from this node, if anywhere.
     #[inline]
     pub fn step(&self, byte: u8) -> Option<u32> {

@@ -23,7 +23,7 @@
 
 pub(crate) mod trie;
 
-use crate::automaton::exec::{Frame, Runner, Stacks};
+use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, RELAXED};
 use crate::automaton::{Pda, Recognizer};
 use crate::vocab::Vocabulary;
 use crate::Limits;
@@ -46,6 +46,7 @@ pub struct TokenIndex {
 #[derive(Default)]
 struct Cache {
     entries: HashMap<u128, Arc<Entry>>,
+    classified: HashMap<u128, Arc<Classified>>,
     bytes: usize,
 }
 
@@ -80,23 +81,215 @@ impl TokenIndex {
     }
 
     /// The cached entry for `key`, computing it from `context` (frames bottom first) on a miss.
-    pub(crate) fn entry(&self, key: u128, pda: &Pda, limits: &Limits, context: &[Frame]) -> Arc<Entry> {
-        if let Ok(c) = self.cache.lock() {
+    /// With `relaxed`, one loop frame of the context is classified once with its bounds
+    /// ignored (cached under `base_key`), and the entry for its actual count is derived from
+    /// that classification.
+    pub(crate) fn entry(
+        &self,
+        key: u128,
+        base_key: u128,
+        relaxed: Option<RelaxedLoop>,
+        pda: &Pda,
+        limits: &Limits,
+        context: &[Frame],
+    ) -> Arc<Entry> {
+        let classified = {
+            let Ok(c) = self.cache.lock() else { return Arc::new(Entry::empty()) };
             if let Some(e) = c.entries.get(&key) {
                 return e.clone();
             }
-        }
-        let entry = Arc::new(Entry::compute(self, pda, limits, context));
+            if relaxed.is_some() {
+                c.classified.get(&base_key).cloned()
+            } else {
+                None
+            }
+        };
+        let classified = classified.unwrap_or_else(|| {
+            let relaxed_index = relaxed.map(|r| r.context_index);
+            Arc::new(Classified::compute(self, pda, limits, context, relaxed_index))
+        });
+        let entry = Arc::new(classified.derive(self, relaxed));
         if let Ok(mut c) = self.cache.lock() {
-            let size = entry.memory_usage();
+            let mut size = entry.memory_usage();
+            let store_classified = relaxed.is_some() && !c.classified.contains_key(&base_key);
+            if store_classified {
+                size += classified.memory_usage();
+            }
             if c.bytes + size > limits.max_mask_cache_bytes {
                 c.entries.clear();
+                c.classified.clear();
                 c.bytes = 0;
             }
             c.bytes += size;
+            if store_classified {
+                c.classified.insert(base_key, classified);
+            }
             c.entries.insert(key, entry.clone());
         }
         entry
+    }
+}
+
+/// The loop frame of a mask context whose count is handled by derivation instead of by
+/// separate classification: its position in the context (bottom first), its actual count
+/// and its bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RelaxedLoop {
+    pub context_index: usize,
+    pub count: u32,
+    pub min: u32,
+    pub max: u32,
+}
+
+/// When a token option is valid, in terms of the relaxed loop's actual count `c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cond {
+    /// Valid whatever the count.
+    Always,
+    /// Still inside the loop after starting `k` more iterations: needs `c + k ≤ max`.
+    Inside(u32),
+    /// Left the loop after `k` more iterations: needs `min ≤ c + k ≤ max`.
+    Exited(u32),
+}
+
+impl Cond {
+    fn holds(self, r: Option<RelaxedLoop>) -> bool {
+        let Some(r) = r else { return true };
+        let (c, min, max) = (r.count as u64, r.min as u64, r.max as u64);
+        match self {
+            Cond::Always => true,
+            Cond::Inside(k) => c + k as u64 <= max,
+            Cond::Exited(k) => min <= c + k as u64 && c + k as u64 <= max,
+        }
+    }
+
+    fn of_count(count: u32, is_loop: bool) -> Cond {
+        if count & RELAXED == 0 {
+            Cond::Always
+        } else if is_loop {
+            Cond::Inside(count & !RELAXED)
+        } else {
+            Cond::Exited(count & !RELAXED)
+        }
+    }
+}
+
+/// The vocabulary classified for one context, before a relaxed loop's count is applied.
+#[derive(Debug)]
+pub(crate) struct Classified {
+    /// Tokens the context consumes whole, with when.
+    accepted: Vec<(u32, Cond)>,
+    /// Stack-dependent tokens: (id, offset of the suffix, when).
+    pending: Vec<(u32, u32, Cond)>,
+}
+
+impl Classified {
+    /// Walks the vocabulary trie from the context (frames bottom first); the frame at
+    /// `relaxed` (a loop) runs with its bounds ignored and its iterations counted.
+    fn compute(index: &TokenIndex, pda: &Pda, limits: &Limits, context: &[Frame], relaxed: Option<usize>) -> Classified {
+        let trie = &index.trie;
+        let mut frames = context.to_vec();
+        if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
+            f.count = RELAXED;
+        }
+        let mut runner = Runner::with_context(pda, limits, &frames);
+        let mut accepted: Vec<(u32, Cond)> = Vec::new();
+        let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
+        // (bytes consumed, condition) where the context's bottom completed, along the path.
+        let mut crossings: Vec<(u32, Cond)> = Vec::new();
+        let mut conds: Vec<Cond> = Vec::new();
+        let mut depth: u32 = 0;
+        let mut i = 0usize;
+        while let Some(node) = trie.nodes.get(i) {
+            let parent_depth = node.depth - 1;
+            if depth > parent_depth {
+                runner.pop_bytes((depth - parent_depth) as usize);
+                depth = parent_depth;
+                while crossings.last().is_some_and(|&(j, _)| j > depth) {
+                    crossings.pop();
+                }
+            }
+            let step = runner.push_byte(node.byte);
+            depth += 1;
+            if step.reached_end {
+                for &count in &runner.stacks.reached_counts {
+                    crossings.push((depth, Cond::of_count(count, false)));
+                }
+            }
+            let ids = trie.ids_at(node);
+            if step.alive {
+                if !ids.is_empty() {
+                    alive_conds(pda, &runner, relaxed.is_some(), &mut conds);
+                    for &id in ids {
+                        accepted.extend(conds.iter().map(|&c| (id, c)));
+                        accepted.extend(crossings.iter().filter(|&&(j, _)| j == depth).map(|&(_, c)| (id, c)));
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            // Dead inside the context: only tokens that left it earlier can still be allowed.
+            let end = node.end as usize;
+            if !crossings.is_empty() {
+                for sub in &trie.nodes[i..end] {
+                    for &id in trie.ids_at(sub) {
+                        for &(j, c) in &crossings {
+                            if j == sub.depth {
+                                // Crossed exactly at its last byte: nothing left to check.
+                                accepted.push((id, c));
+                            } else {
+                                pending.push((id, j, c));
+                            }
+                        }
+                    }
+                }
+            }
+            i = end;
+        }
+        Classified { accepted, pending }
+    }
+
+    /// The entry for the relaxed loop's actual count (or the only entry, without one).
+    fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>) -> Entry {
+        let vocab = &index.vocab;
+        let accepted: Vec<u32> = self.accepted.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id).collect();
+        let suffixes = ByteTrie::build(
+            self.pending
+                .iter()
+                .filter(|(_, _, c)| c.holds(relaxed))
+                .map(|&(id, j, _)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id)),
+        );
+        Entry { accepted: TokenSet::from_ids(accepted, vocab.mask_words()), suffixes }
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.accepted.len() * std::mem::size_of::<(u32, Cond)>() + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
+    }
+}
+
+/// The conditions under which the runner's current tops are valid: for each top, the first
+/// frame below it that carries the relaxed count decides.
+fn alive_conds(pda: &Pda, runner: &Runner<'_>, relaxed: bool, out: &mut Vec<Cond>) {
+    out.clear();
+    if !relaxed {
+        out.push(Cond::Always);
+        return;
+    }
+    let arena = &runner.stacks.arena;
+    for &top in runner.current_tops() {
+        let mut f = top;
+        let mut cond = Cond::Always;
+        while f != BOTTOM {
+            let fr = arena[f as usize];
+            if fr.count & RELAXED != 0 {
+                cond = Cond::of_count(fr.count, pda.nodes[fr.node as usize].repeat.is_some());
+                break;
+            }
+            f = fr.parent;
+        }
+        if !out.contains(&cond) {
+            out.push(cond);
+        }
     }
 }
 
@@ -169,56 +362,9 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    /// Walks the vocabulary trie from the context (frames bottom first).
-    fn compute(index: &TokenIndex, pda: &Pda, limits: &Limits, context: &[Frame]) -> Entry {
-        let trie = &index.trie;
-        let mut runner = Runner::with_context(pda, limits, context);
-        let mut accepted: Vec<u32> = Vec::new();
-        // (token id, offset where the suffix starts)
-        let mut pending: Vec<(u32, u32)> = Vec::new();
-        // Byte counts after which the context's bottom completed, along the current path.
-        let mut crossings: Vec<u32> = Vec::new();
-        let mut depth: u32 = 0;
-        let mut i = 0usize;
-        while let Some(node) = trie.nodes.get(i) {
-            let parent_depth = node.depth - 1;
-            if depth > parent_depth {
-                runner.pop_bytes((depth - parent_depth) as usize);
-                depth = parent_depth;
-                while crossings.last().is_some_and(|&j| j > depth) {
-                    crossings.pop();
-                }
-            }
-            let step = runner.push_byte(node.byte);
-            depth += 1;
-            if step.reached_end {
-                crossings.push(depth);
-            }
-            if step.alive {
-                accepted.extend_from_slice(trie.ids_at(node));
-                i += 1;
-                continue;
-            }
-            // Dead inside the context: only tokens that left it earlier can still be allowed.
-            let end = node.end as usize;
-            if !crossings.is_empty() {
-                for sub in &trie.nodes[i..end] {
-                    for &id in trie.ids_at(sub) {
-                        if crossings.last() == Some(&sub.depth) {
-                            // Crossed exactly at its last byte: nothing left to check.
-                            accepted.push(id);
-                        } else {
-                            pending.extend(crossings.iter().map(|&j| (id, j)));
-                        }
-                    }
-                }
-            }
-            i = end;
-        }
-        let vocab = &index.vocab;
-        let suffixes =
-            ByteTrie::build(pending.iter().map(|&(id, j)| (&vocab.token_bytes(crate::TokenId(id))[j as usize..], id)));
-        Entry { accepted: TokenSet::from_ids(accepted, vocab.mask_words()), suffixes }
+    /// An entry allowing nothing (used only if the cache lock is poisoned).
+    fn empty() -> Entry {
+        Entry { accepted: TokenSet::List(Box::new([])), suffixes: ByteTrie::default() }
     }
 
     /// Whether some tokens depend on the stack below the context.

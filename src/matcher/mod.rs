@@ -22,7 +22,10 @@
 use crate::automaton::exec::{Frame, Stacks, BOTTOM};
 use crate::automaton::{Pda, UNBOUNDED};
 use crate::grammar::Grammar;
-use crate::mask::{set_bit, SuffixScratch, TokenIndex};
+use crate::mask::{set_bit, RelaxedLoop, SuffixScratch, TokenIndex};
+
+/// How many frames below the top (beyond counted loops) a mask context may include.
+const MAX_EXTRA_FRAMES: usize = 3;
 use crate::{Limits, TokenId};
 use std::sync::Arc;
 
@@ -182,10 +185,10 @@ impl Matcher {
         }
         for k in level.tops_start..self.tops.len() {
             let top = self.tops[k];
-            let key = self.context_of(&inner, top);
+            let (key, base_key, relaxed) = self.context_of(&inner, top);
             self.context.clear();
             self.context.extend(self.chain.iter().rev().map(|&f| self.stacks.arena[f as usize]));
-            let entry = inner.index.entry(key, &inner.pda, &inner.limits, &self.context);
+            let entry = inner.index.entry(key, base_key, relaxed, &inner.pda, &inner.limits, &self.context);
             entry.add_accepted(mask);
             if entry.has_suffixes() {
                 let bottom = self.chain.last().copied().unwrap_or(top);
@@ -200,31 +203,66 @@ impl Matcher {
         Ok(())
     }
 
-    /// The cache key of `top`'s context; leaves the context's frames (top first) in `chain`.
-    fn context_of(&mut self, inner: &Inner, top: u32) -> u128 {
+    /// The cache keys of `top`'s context (the entry's key, and the key of the classification
+    /// it derives from); leaves the context's frames (top first) in `chain`.
+    ///
+    /// The context is the top frame; then every counted-loop frame directly below it (the
+    /// innermost one *relaxed*: classified once whatever its count, see [`crate::mask`]; outer
+    /// ones by count class); then, if there was a loop or the top's rule may end here, the
+    /// frames below while their rule may end right after (at most [`MAX_EXTRA_FRAMES`]), so
+    /// that what follows a string or a number is part of the classification.
+    fn context_of(&mut self, inner: &Inner, top: u32) -> (u128, u128, Option<RelaxedLoop>) {
         use crate::automaton::build::hash128;
         let arena = &self.stacks.arena;
+        let cap = inner.class_cap;
+        let class = |frame: &Frame, l: &crate::automaton::Loop| {
+            let below_min = if frame.count < l.min { (l.min - frame.count).min(cap) } else { 0 };
+            let to_max = if l.max == UNBOUNDED { cap } else { l.max.saturating_sub(frame.count).min(cap) };
+            (below_min, to_max)
+        };
         self.chain.clear();
         self.chain.push(top);
-        let mut key = inner.node_key[arena[top as usize].node as usize];
-        let mut f = arena[top as usize].parent;
-        let mut loops = 0;
+        let top_frame = arena[top as usize];
+        let mut key = inner.node_key[top_frame.node as usize];
+        let mut relaxed: Option<(usize, RelaxedLoop)> = None;
+        let mut f = top_frame.parent;
         while f != BOTTOM {
             let frame = arena[f as usize];
             let Some(l) = inner.pda.nodes[frame.node as usize].repeat else { break };
-            let cap = inner.class_cap;
-            let below_min = if frame.count < l.min { (l.min - frame.count).min(cap) } else { 0 };
-            let to_max = if l.max == UNBOUNDED { cap } else { l.max.saturating_sub(frame.count).min(cap) };
-            key = hash128(&(key, inner.loop_shape[frame.node as usize], below_min, to_max));
+            if relaxed.is_none() {
+                key = hash128(&(key, 0x4E1Au16, inner.loop_shape[frame.node as usize]));
+                let r = RelaxedLoop { context_index: 0, count: frame.count, min: l.min, max: l.max };
+                relaxed = Some((self.chain.len(), r));
+            } else {
+                key = hash128(&(key, inner.loop_shape[frame.node as usize], class(&frame, &l)));
+            }
             self.chain.push(f);
-            loops += 1;
             f = frame.parent;
         }
-        if loops > 0 && f != BOTTOM {
-            key = hash128(&(key, 0xB0u8, inner.node_key[arena[f as usize].node as usize]));
+        let mut extend = relaxed.is_some() || inner.pda.nodes[top_frame.node as usize].is_final;
+        let mut extra = 0;
+        while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
+            let frame = arena[f as usize];
+            let node = &inner.pda.nodes[frame.node as usize];
+            key = match node.repeat {
+                Some(l) => hash128(&(key, 0xB1u8, inner.loop_shape[frame.node as usize], class(&frame, &l))),
+                None => hash128(&(key, 0xB0u8, inner.node_key[frame.node as usize])),
+            };
+            extend = node.is_final || node.repeat.is_some();
             self.chain.push(f);
+            extra += 1;
+            f = frame.parent;
         }
-        key
+        match relaxed {
+            Some((pos, mut r)) => {
+                // Positions count from the bottom of the context.
+                r.context_index = self.chain.len() - 1 - pos;
+                let below_min = r.min.saturating_sub(r.count).min(cap);
+                let to_max = if r.max == UNBOUNDED { cap } else { r.max.saturating_sub(r.count).min(cap) };
+                (hash128(&(key, below_min, to_max)), key, Some(r))
+            }
+            None => (key, key, None),
+        }
     }
 
     /// Advances by one token. An end-of-generation id is accepted only where the grammar may
@@ -463,6 +501,13 @@ mod tests {
                 Expr::lit("}"),
             ]),
         );
+        out.push(b.build(root).unwrap());
+        // Tight counted bounds (loop min 7, max 8) inside a repeated list: the derivation of
+        // per-count entries from one relaxed classification must be exact at both ends.
+        let mut b = GrammarBuilder::new();
+        let s = string_rule(&mut b, 7, Some(8));
+        let item = b.add("item", Expr::seq([Expr::Ref(s), Expr::opt(Expr::lit(" "))]));
+        let root = b.add("root", Expr::seq([Expr::lit("["), Expr::repeat(Expr::seq([Expr::Ref(item), Expr::lit(",")]), 0, Some(12)), Expr::lit("]")]));
         out.push(b.build(root).unwrap());
         // Ambiguous alternatives through different rules.
         let mut b = GrammarBuilder::new();
