@@ -9,7 +9,7 @@
 //! callees of call edges (push), leave completed rules (pop), iterate or leave counted loops.
 //! The closure is an explicit work list, so its depth never follows user input.
 
-use super::{NodeId, Pda};
+use super::Pda;
 use crate::Limits;
 
 /// "No parent": the frame is the bottom of its stack.
@@ -281,11 +281,6 @@ impl Stacks {
         }
         reached
     }
-
-    /// The node of frame `f`.
-    pub fn node(&self, f: u32) -> NodeId {
-        NodeId(self.arena[f as usize].node)
-    }
 }
 
 /// One result of [`Recognizer::push_byte`].
@@ -337,16 +332,6 @@ impl<'p> Runner<'p> {
         }
         let tops = if chain.is_empty() { Vec::new() } else { vec![parent] };
         Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting: false }
-    }
-
-    /// A runner over an existing configuration (used for the suffix walk).
-    pub fn from_parts(pda: &'p Pda, stacks: Stacks, tops: Vec<u32>, accepting: bool) -> Self {
-        Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting }
-    }
-
-    /// Gives the stacks back (to reuse their allocation).
-    pub fn into_stacks(self) -> Stacks {
-        self.stacks
     }
 
     /// Tops of the current level.
