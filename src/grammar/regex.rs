@@ -89,6 +89,15 @@ pub fn compile_anchored(pattern: &str) -> Result<Grammar, Error> {
     b.build(root)
 }
 
+/// Whether an ECMA-262 `pattern` (search semantics, as in JSON Schema) matches `text`.
+/// Used to decide which `patternProperties` a named property falls under.
+pub fn ecma_is_match(pattern: &str, text: &str) -> Result<bool, Error> {
+    let translated = ecma_to_rust(pattern)?;
+    let re = regex_automata::meta::Regex::new(&translated)
+        .map_err(|e| unsupported(format!("pattern {pattern:?} does not compile: {e}")))?;
+    Ok(re.is_match(text))
+}
+
 /// Splits a pattern into top-level branches `(anchored at start, body, anchored at end)`.
 fn anchored_parts(hir: &Hir) -> Vec<(bool, Vec<&Hir>, bool)> {
     match hir.kind() {
@@ -448,6 +457,13 @@ mod tests {
             let err = to_expr(pat, &RegexOptions::json_schema()).unwrap_err();
             assert!(matches!(err.kind(), ErrorKind::UnsupportedRegex(_)), "{pat}: {err}");
         }
+    }
+
+    #[test]
+    fn ecma_matching_is_a_search() {
+        assert!(ecma_is_match("^x-", "x-foo").unwrap());
+        assert!(!ecma_is_match("^x-", "ax-foo").unwrap());
+        assert!(ecma_is_match(r"\d", "a1").unwrap());
     }
 
     #[test]
