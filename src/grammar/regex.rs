@@ -1,1 +1,476 @@
-//! Regular expressions → grammar expressions (being written).
+//! Regular expressions → grammar expressions.
+//!
+//! Input: a pattern in Rust `regex` syntax or, with [`RegexOptions::ecma`], in the ECMA-262
+//! dialect JSON Schema's `pattern` uses. Output: an [`Expr`] over Unicode characters (only
+//! `Literal` with UTF-8 bytes, `Chars`, `Seq`, `Alt`, `Repeat`, `Empty`, `Nothing`), or a whole
+//! [`Grammar`] from [`compile_anchored`] (the `--regex` flag).
+//!
+//! How: ECMA-isms are first rewritten into `regex-syntax` syntax (`\d` is `[0-9]`, `\w` is ASCII,
+//! `.` excludes line terminators, a stray `{` is a literal, `\uXXXX` escapes), then
+//! `regex-syntax` parses the pattern into its high-level IR (`Hir`), which is walked into an
+//! [`Expr`]. Anchors are only understood at the edges of the pattern (or of its top-level
+//! alternatives); with [`RegexOptions::unanchored`] a side without an anchor is padded with
+//! "any characters", which is what the JSON Schema `pattern` keyword means. Lookaround,
+//! backreferences and word boundaries cannot be expressed in a context-free grammar over the
+//! exact language and are [`ErrorKind::UnsupportedRegex`] errors.
+//!
+//! Cost: linear in the size of the pattern's `Hir` (counted repeats stay counts).
+
+use super::{Error, ErrorKind, Expr, Grammar, GrammarBuilder};
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// How a pattern is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegexOptions {
+    /// Search semantics: the pattern may match anywhere inside the string unless anchored
+    /// with `^`/`$` (JSON Schema `pattern`). When false, the whole string must match.
+    pub unanchored: bool,
+    /// Read the pattern as ECMA-262 (JSON Schema) rather than Rust `regex` syntax.
+    pub ecma: bool,
+}
+
+impl RegexOptions {
+    /// The options for a JSON Schema `pattern` or `patternProperties` key: ECMA-262,
+    /// unanchored.
+    pub fn json_schema() -> Self {
+        RegexOptions { unanchored: true, ecma: true }
+    }
+}
+
+/// The rule name used in errors from this module.
+const RULE: &str = "<regex>";
+
+fn unsupported(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::UnsupportedRegex(msg.into()), RULE)
+}
+
+/// Every Unicode scalar value, as character ranges.
+pub fn any_char() -> Expr {
+    Expr::Chars(vec![('\0', '\u{D7FF}'), ('\u{E000}', '\u{10FFFF}')])
+}
+
+/// Converts `pattern` into an expression over characters (see the module docs).
+pub fn to_expr(pattern: &str, opts: &RegexOptions) -> Result<Expr, Error> {
+    let translated;
+    let source = if opts.ecma {
+        translated = ecma_to_rust(pattern)?;
+        translated.as_str()
+    } else {
+        pattern
+    };
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .build()
+        .parse(source)
+        .map_err(|e| unsupported(format!("pattern {pattern:?} does not parse: {e}")))?;
+    let mut alts = Vec::new();
+    for (start, body, end) in anchored_parts(&hir) {
+        let mut parts = Vec::new();
+        if opts.unanchored && !start {
+            parts.push(Expr::star(any_char()));
+        }
+        for h in body {
+            parts.push(hir_to_expr(h, pattern)?);
+        }
+        if opts.unanchored && !end {
+            parts.push(Expr::star(any_char()));
+        }
+        alts.push(Expr::seq(parts));
+    }
+    Ok(Expr::alt(alts))
+}
+
+/// A grammar whose whole output must match `pattern` (Rust `regex` syntax), for `--regex`.
+pub fn compile_anchored(pattern: &str) -> Result<Grammar, Error> {
+    let expr = to_expr(pattern, &RegexOptions::default())?;
+    let mut b = GrammarBuilder::new();
+    let root = b.add("root", expr);
+    b.build(root)
+}
+
+/// Whether an ECMA-262 `pattern` (search semantics, as in JSON Schema) matches `text`.
+/// Used to decide which `patternProperties` a named property falls under.
+pub fn ecma_is_match(pattern: &str, text: &str) -> Result<bool, Error> {
+    let translated = ecma_to_rust(pattern)?;
+    let re = regex_automata::meta::Regex::new(&translated)
+        .map_err(|e| unsupported(format!("pattern {pattern:?} does not compile: {e}")))?;
+    Ok(re.is_match(text))
+}
+
+/// Splits a pattern into top-level branches `(anchored at start, body, anchored at end)`.
+fn anchored_parts(hir: &Hir) -> Vec<(bool, Vec<&Hir>, bool)> {
+    match hir.kind() {
+        HirKind::Alternation(alts) => alts.iter().flat_map(anchored_parts).collect(),
+        HirKind::Capture(c) => anchored_parts(&c.sub),
+        HirKind::Look(Look::Start) => vec![(true, vec![], false)],
+        HirKind::Look(Look::End) => vec![(false, vec![], true)],
+        HirKind::Concat(items) => {
+            let (mut s, mut e) = (0, items.len());
+            let (mut start, mut end) = (false, false);
+            while s < e && matches!(items[s].kind(), HirKind::Look(Look::Start)) {
+                start = true;
+                s += 1;
+            }
+            while e > s && matches!(items[e - 1].kind(), HirKind::Look(Look::End)) {
+                end = true;
+                e -= 1;
+            }
+            // `^(a|b)$`-style patterns whose single middle part is a group of anchored
+            // alternatives are common too: `(^a$|^b$)`.
+            vec![(start, items[s..e].iter().collect(), end)]
+        }
+        _ => vec![(false, vec![hir], false)],
+    }
+}
+
+/// Walks a `Hir` into an [`Expr`]. Recursion depth is bounded by regex-syntax's nesting
+/// limit (250 by default).
+fn hir_to_expr(hir: &Hir, pattern: &str) -> Result<Expr, Error> {
+    Ok(match hir.kind() {
+        HirKind::Empty => Expr::Empty,
+        HirKind::Literal(lit) => Expr::Literal(lit.0.to_vec()),
+        HirKind::Class(Class::Unicode(cls)) => {
+            let ranges: Vec<(char, char)> = cls.ranges().iter().map(|r| (r.start(), r.end())).collect();
+            if ranges.is_empty() {
+                Expr::Nothing
+            } else {
+                Expr::Chars(ranges)
+            }
+        }
+        HirKind::Class(Class::Bytes(cls)) => {
+            let mut ranges = Vec::new();
+            for r in cls.ranges() {
+                if r.end() > 0x7f {
+                    return Err(unsupported(format!("pattern {pattern:?} matches non-UTF-8 bytes")));
+                }
+                ranges.push((r.start() as char, r.end() as char));
+            }
+            if ranges.is_empty() {
+                Expr::Nothing
+            } else {
+                Expr::Chars(ranges)
+            }
+        }
+        HirKind::Look(look) => {
+            return Err(unsupported(format!(
+                "pattern {pattern:?} uses the assertion {look:?} away from the start or end of the pattern; \
+                 only a leading ^ and a trailing $ can be compiled"
+            )))
+        }
+        HirKind::Repetition(rep) => Expr::repeat(hir_to_expr(&rep.sub, pattern)?, rep.min, rep.max),
+        HirKind::Capture(c) => hir_to_expr(&c.sub, pattern)?,
+        HirKind::Concat(items) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for h in items {
+                parts.push(hir_to_expr(h, pattern)?);
+            }
+            Expr::seq(parts)
+        }
+        HirKind::Alternation(items) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for h in items {
+                parts.push(hir_to_expr(h, pattern)?);
+            }
+            Expr::alt(parts)
+        }
+    })
+}
+
+/// ECMA-262 whitespace (`\s`), as the inside of a character class.
+const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+const ECMA_DIGIT: &str = "0-9";
+const ECMA_WORD: &str = "0-9A-Za-z_";
+
+/// Rewrites an ECMA-262 pattern into equivalent `regex-syntax` syntax.
+fn ecma_to_rust(pattern: &str) -> Result<String, Error> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut in_class = false;
+    let mut class_start = false; // just after `[` or `[^`
+    let mut i = 0;
+    let lit = |out: &mut String, c: char| out.push_str(&format!("\\x{{{:X}}}", c as u32));
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        let at_class_start = class_start;
+        class_start = false;
+        if c == '\\' {
+            let Some(&e) = chars.get(i) else {
+                return Err(unsupported(format!("pattern {pattern:?} ends with a lone backslash")));
+            };
+            i += 1;
+            let class_esc = |out: &mut String, body: &str, negated: bool, in_class: bool| {
+                match (in_class, negated) {
+                    (true, false) => out.push_str(body),
+                    (_, true) => out.push_str(&format!("[^{body}]")),
+                    (false, false) => out.push_str(&format!("[{body}]")),
+                }
+            };
+            match e {
+                'd' => class_esc(&mut out, ECMA_DIGIT, false, in_class),
+                'D' => class_esc(&mut out, ECMA_DIGIT, true, in_class),
+                'w' => class_esc(&mut out, ECMA_WORD, false, in_class),
+                'W' => class_esc(&mut out, ECMA_WORD, true, in_class),
+                's' => class_esc(&mut out, ECMA_SPACE, false, in_class),
+                'S' => class_esc(&mut out, ECMA_SPACE, true, in_class),
+                'b' if in_class => lit(&mut out, '\u{8}'),
+                'b' | 'B' => {
+                    return Err(unsupported(format!(
+                        "pattern {pattern:?} uses a word boundary (\\{e}), which cannot be compiled exactly"
+                    )))
+                }
+                '1'..='9' => {
+                    return Err(unsupported(format!(
+                        "pattern {pattern:?} uses a backreference (\\{e}), which is not regular"
+                    )))
+                }
+                'k' if chars.get(i) == Some(&'<') => {
+                    return Err(unsupported(format!("pattern {pattern:?} uses a named backreference")))
+                }
+                '0' => {
+                    if chars.get(i).is_some_and(|d| d.is_ascii_digit()) {
+                        return Err(unsupported(format!("pattern {pattern:?} uses an octal escape")));
+                    }
+                    lit(&mut out, '\0')
+                }
+                'n' => lit(&mut out, '\n'),
+                'r' => lit(&mut out, '\r'),
+                't' => lit(&mut out, '\t'),
+                'f' => lit(&mut out, '\u{C}'),
+                'v' => lit(&mut out, '\u{B}'),
+                'c' => match chars.get(i) {
+                    Some(&l) if l.is_ascii_alphabetic() => {
+                        i += 1;
+                        lit(&mut out, char::from((l as u8) % 32))
+                    }
+                    _ => lit(&mut out, 'c'),
+                },
+                'x' => {
+                    let hex: String = chars.iter().skip(i).take(2).collect();
+                    match u32::from_str_radix(&hex, 16) {
+                        Ok(v) if hex.len() == 2 => {
+                            i += 2;
+                            lit(&mut out, char::from_u32(v).unwrap_or('x'))
+                        }
+                        _ => lit(&mut out, 'x'),
+                    }
+                }
+                'u' => {
+                    if chars.get(i) == Some(&'{') {
+                        let close = chars[i..].iter().position(|&c| c == '}');
+                        let value = close.and_then(|n| {
+                            let hex: String = chars[i + 1..i + n].iter().collect();
+                            u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32).map(|c| (c, n))
+                        });
+                        match value {
+                            Some((ch, n)) => {
+                                i += n + 1;
+                                lit(&mut out, ch)
+                            }
+                            None => return Err(unsupported(format!("pattern {pattern:?} has a bad \\u{{…}} escape"))),
+                        }
+                    } else {
+                        let hex4 = |at: usize| -> Option<u32> {
+                            let s: String = chars.iter().skip(at).take(4).collect();
+                            if s.len() == 4 {
+                                u32::from_str_radix(&s, 16).ok()
+                            } else {
+                                None
+                            }
+                        };
+                        match hex4(i) {
+                            Some(hi @ 0xD800..=0xDBFF)
+                                if chars.get(i + 4) == Some(&'\\') && chars.get(i + 5) == Some(&'u') =>
+                            {
+                                match hex4(i + 6) {
+                                    Some(lo @ 0xDC00..=0xDFFF) => {
+                                        let v = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                        i += 10;
+                                        lit(&mut out, char::from_u32(v).unwrap_or('\u{FFFD}'))
+                                    }
+                                    _ => return Err(unsupported(format!("pattern {pattern:?} has a lone surrogate escape"))),
+                                }
+                            }
+                            Some(v) => match char::from_u32(v) {
+                                Some(ch) => {
+                                    i += 4;
+                                    lit(&mut out, ch)
+                                }
+                                None => return Err(unsupported(format!("pattern {pattern:?} has a lone surrogate escape"))),
+                            },
+                            None => lit(&mut out, 'u'),
+                        }
+                    }
+                }
+                'p' | 'P' => {
+                    // Unicode property escapes (`\p{L}`) mean the same in both dialects.
+                    out.push('\\');
+                    out.push(e);
+                }
+                other => lit(&mut out, other),
+            }
+            continue;
+        }
+        if in_class {
+            match c {
+                ']' => {
+                    in_class = false;
+                    out.push(']');
+                }
+                '[' | '&' | '~' => lit(&mut out, c),
+                '^' if at_class_start => out.push('^'),
+                '-' if at_class_start => lit(&mut out, '-'),
+                '-' if chars.get(i) == Some(&']') => lit(&mut out, '-'),
+                '-' if chars.get(i) == Some(&'-') => lit(&mut out, '-'),
+                _ => out.push(c),
+            }
+            if c == '^' && at_class_start {
+                class_start = true;
+            }
+            continue;
+        }
+        match c {
+            '[' => {
+                if chars.get(i) == Some(&']') {
+                    // `[]` matches nothing.
+                    i += 1;
+                    out.push_str(r"[^\x{0}-\x{10FFFF}]");
+                } else if chars.get(i) == Some(&'^') && chars.get(i + 1) == Some(&']') {
+                    // `[^]` matches any character.
+                    i += 2;
+                    out.push_str("(?s:.)");
+                } else {
+                    in_class = true;
+                    class_start = true;
+                    out.push('[');
+                }
+            }
+            '.' => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '(' => {
+                if chars.get(i) == Some(&'?') {
+                    let next: String = chars.iter().skip(i + 1).take(2).collect();
+                    if next.starts_with('=') || next.starts_with('!') || next == "<=" || next == "<!" {
+                        return Err(unsupported(format!(
+                            "pattern {pattern:?} uses a lookaround assertion, which cannot be compiled exactly"
+                        )));
+                    }
+                }
+                out.push('(');
+            }
+            '{' => {
+                // A quantifier only if it reads `{n}`, `{n,}` or `{n,m}`; otherwise a literal.
+                let rest: String = chars[i..].iter().take_while(|&&c| c != '}').collect();
+                let closes = chars.len() > i + rest.len();
+                let is_quant = closes && {
+                    let mut parts = rest.splitn(2, ',');
+                    let a = parts.next().unwrap_or("");
+                    let b = parts.next();
+                    !a.is_empty()
+                        && a.chars().all(|c| c.is_ascii_digit())
+                        && b.is_none_or(|b| b.chars().all(|c| c.is_ascii_digit()))
+                };
+                if is_quant {
+                    out.push('{');
+                    out.push_str(&rest);
+                    out.push('}');
+                    i += rest.len() + 1;
+                } else {
+                    lit(&mut out, '{')
+                }
+            }
+            '}' | ']' => lit(&mut out, c),
+            ' ' | '#' => lit(&mut out, c),
+            _ => out.push(c),
+        }
+    }
+    if in_class {
+        return Err(unsupported(format!("pattern {pattern:?} has an unclosed character class")));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::automaton::Pda;
+    use crate::Limits;
+
+    fn pda(pattern: &str, opts: RegexOptions) -> Pda {
+        let expr = to_expr(pattern, &opts).unwrap();
+        let mut b = GrammarBuilder::new();
+        let root = b.add("root", expr);
+        Pda::build(&b.build(root).unwrap(), &Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn anchored_rust_syntax() {
+        let p = pda(r"[a-c]+\d{2}", RegexOptions::default());
+        assert!(p.matches(b"ab12"));
+        assert!(!p.matches(b"ab1"));
+        assert!(!p.matches(b"xab12"));
+        // Rust's \d is Unicode: Arabic-Indic digits are digits.
+        assert!(p.matches("a١٢".as_bytes()));
+    }
+
+    #[test]
+    fn ecma_unanchored_search() {
+        let p = pda("ab+", RegexOptions::json_schema());
+        assert!(p.matches(b"ab"));
+        assert!(p.matches(b"xxabbby"));
+        assert!(!p.matches(b"axb"));
+        let p = pda("^ab+$", RegexOptions::json_schema());
+        assert!(p.matches(b"abb"));
+        assert!(!p.matches(b"xabb"));
+        assert!(!p.matches(b"abbx"));
+        let p = pda("^a|b$", RegexOptions::json_schema());
+        assert!(p.matches(b"axx") && p.matches(b"xxb"));
+        assert!(!p.matches(b"xax"));
+    }
+
+    #[test]
+    fn ecma_classes_are_ascii() {
+        let p = pda(r"^\d+\w$", RegexOptions::json_schema());
+        assert!(p.matches(b"12_"));
+        assert!(!p.matches("١٢a".as_bytes()));
+        assert!(!p.matches("12é".as_bytes()));
+        let p = pda(r"^.$", RegexOptions::json_schema());
+        assert!(p.matches(b"x") && p.matches("é".as_bytes()));
+        assert!(!p.matches(b"\n"));
+        let p = pda(r"^[\d\-.]+$", RegexOptions::json_schema());
+        assert!(p.matches(b"1-2.3"));
+        assert!(!p.matches(b"a"));
+    }
+
+    #[test]
+    fn ecma_literal_braces_and_escapes() {
+        let p = pda(r"^\{x}\/\u0041$", RegexOptions::json_schema());
+        assert!(p.matches(b"{x}/A"));
+        let p = pda(r"^a{2}{$", RegexOptions::json_schema());
+        assert!(p.matches(b"aa{"));
+        assert!(!p.matches(b"a{"));
+    }
+
+    #[test]
+    fn unsupported_features_are_errors() {
+        for pat in [r"(?=a)b", r"(a)\1", r"\bword", "a(?<!b)c", "a^b"] {
+            let err = to_expr(pat, &RegexOptions::json_schema()).unwrap_err();
+            assert!(matches!(err.kind(), ErrorKind::UnsupportedRegex(_)), "{pat}: {err}");
+        }
+    }
+
+    #[test]
+    fn ecma_matching_is_a_search() {
+        assert!(ecma_is_match("^x-", "x-foo").unwrap());
+        assert!(!ecma_is_match("^x-", "ax-foo").unwrap());
+        assert!(ecma_is_match(r"\d", "a1").unwrap());
+    }
+
+    #[test]
+    fn compile_anchored_whole_match() {
+        let g = compile_anchored("(yes|no)!").unwrap();
+        let p = Pda::build(&g, &Limits::default()).unwrap();
+        assert!(p.matches(b"yes!") && p.matches(b"no!"));
+        assert!(!p.matches(b"yes") && !p.matches(b"maybe!"));
+    }
+}

@@ -1,5 +1,40 @@
-//! Stage 1: JSON Schema → [`Grammar`] (being written).
-use crate::grammar::Grammar;
+//! Stage 1: JSON Schema → [`Grammar`].
+//!
+//! Input: a JSON Schema (draft 2020-12, and the draft-07/04 spellings: array `items` with
+//! `additionalItems`, boolean `exclusiveMinimum`, `definitions`) as a `serde_json::Value`,
+//! plus [`Options`]. Output: a [`Grammar`] whose start rule matches JSON texts (under the
+//! whitespace policy) that validate against the schema — never one that does not. A keyword
+//! or combination that cannot be enforced exactly is an [`Error`] naming the keyword and its
+//! JSON pointer, unless [`Options::lenient`] is set.
+//!
+//! How: the schema is walked recursively; each schema becomes an [`Expr`]. Objects, arrays
+//! and constrained strings become rules of their own, interned so identical bodies are one
+//! rule; every plain string, number, integer and "any JSON value" is one shared rule, so the
+//! automaton's fingerprints share their mask work. Every `$ref` target is one rule (compiled
+//! once, from a work list), which is how recursive schemas work. `allOf` is merged into one
+//! schema first ([`merge`]); `anyOf` is an alternation; `oneOf` is an alternation only when
+//! its branches are provably disjoint.
+//!
+//! Deviations from the spec (all make the grammar accept *less*, never more):
+//! object properties appear in schema order, with extra properties (when allowed) after the
+//! named ones; bounded numbers are written without exponent; `format`s accept a documented
+//! subset ([`format`]); constrained strings accept only the escapes JSON requires.
+//!
+//! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
+//! must be filtered by sibling keywords.
+
+pub mod format;
+mod json;
+mod merge;
+pub mod number;
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
+use crate::grammar::{Expr, Grammar, GrammarBuilder, RuleId};
+use number::{Bound, Dec};
 
 /// How much whitespace the generated JSON may contain between tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -22,7 +57,9 @@ pub struct Options {
     /// Forbid properties the schema does not name (as if `additionalProperties: false`
     /// wherever it is absent).
     pub strict: bool,
-    /// Documented lenient mode: ignore unsupported keywords instead of failing.
+    /// Documented lenient mode: ignore unsupported keywords instead of failing, and treat a
+    /// `oneOf` whose branches may overlap as `anyOf`. The grammar may then accept invalid
+    /// instances.
     pub lenient: bool,
 }
 
@@ -36,6 +73,10 @@ pub struct Error {
 }
 
 impl Error {
+    pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
+        Error { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
+    }
+
     /// JSON pointer of the offending keyword, e.g. `/properties/age/minimum`.
     pub fn pointer(&self) -> &str {
         &self.pointer
@@ -46,8 +87,1298 @@ impl Error {
     }
 }
 
+/// Escapes one JSON-pointer segment (`~` → `~0`, `/` → `~1`).
+fn escape_pointer(seg: &str) -> String {
+    seg.replace('~', "~0").replace('/', "~1")
+}
+
 /// Compiles a JSON Schema into a grammar whose start rule matches exactly the JSON texts
 /// (under `options.whitespace`) that validate against the schema.
-pub fn compile(_schema: &serde_json::Value, _options: &Options) -> Result<Grammar, Error> {
-    Err(Error { pointer: String::new(), keyword: String::new(), message: "schema compiler not written yet".into() })
+pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, Error> {
+    let mut c = Compiler::new(schema, options);
+    let start = c.ref_rule_for_pointer("");
+    c.drain()?;
+    c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}")))
 }
+
+/// Keywords that constrain instances (everything else is an annotation or unknown, and is
+/// ignored).
+pub(crate) fn is_constraint_keyword(k: &str) -> bool {
+    matches!(
+        k,
+        "type" | "enum" | "const" | "properties" | "required" | "additionalProperties" | "patternProperties" | "minProperties" | "maxProperties"
+            | "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "minLength" | "maxLength" | "pattern" | "format"
+            | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "anyOf" | "oneOf" | "allOf" | "$ref" | "not"
+            | "uniqueItems" | "contains" | "minContains" | "maxContains" | "dependentRequired" | "dependentSchemas" | "dependencies" | "if"
+            | "then" | "else" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" | "$dynamicRef" | "$recursiveRef"
+    )
+}
+
+/// The JSON types, in a fixed order.
+const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
+
+/// Deepest schema nesting the compiler follows.
+const MAX_DEPTH: usize = 128;
+
+/// Largest integer range compiled by listing its multiples (for `multipleOf`).
+const MAX_ENUMERATED: i128 = 2000;
+
+/// The compiler's state: the grammar being built and the rules already made.
+pub(crate) struct Compiler<'a> {
+    root: &'a Value,
+    opts: &'a Options,
+    b: GrammarBuilder,
+    ws: Expr,
+    shared: HashMap<&'static str, RuleId>,
+    interned: HashMap<Expr, RuleId>,
+    ref_rules: HashMap<String, RuleId>,
+    pending: Vec<(RuleId, String)>,
+    ids: HashMap<String, String>,
+    depth: usize,
+}
+
+impl<'a> Compiler<'a> {
+    fn new(root: &'a Value, opts: &'a Options) -> Self {
+        let mut ids = HashMap::new();
+        collect_ids(root, &mut ids);
+        Compiler {
+            root,
+            opts,
+            b: GrammarBuilder::new(),
+            ws: json::ws(opts.whitespace),
+            shared: HashMap::new(),
+            interned: HashMap::new(),
+            ref_rules: HashMap::new(),
+            pending: Vec::new(),
+            ids,
+            depth: 0,
+        }
+    }
+
+    fn lenient(&self) -> bool {
+        self.opts.lenient
+    }
+
+    /// `Err` unless lenient, in which case the keyword is ignored.
+    fn unsupported(&self, ptr: &str, keyword: &str, why: &str) -> Result<(), Error> {
+        if self.lenient() {
+            Ok(())
+        } else {
+            Err(Error::new(ptr, keyword, why))
+        }
+    }
+
+    fn drain(&mut self) -> Result<(), Error> {
+        while let Some((id, ptr)) = self.pending.pop() {
+            let root = self.root;
+            let Some(schema) = root.pointer(&ptr) else {
+                return Err(Error::new(&ptr, "$ref", "reference target does not exist"));
+            };
+            let e = self.compile_value(schema, &ptr)?;
+            self.b.define(id, e);
+        }
+        Ok(())
+    }
+
+    fn ref_rule_for_pointer(&mut self, ptr: &str) -> RuleId {
+        if let Some(&id) = self.ref_rules.get(ptr) {
+            return id;
+        }
+        let base = match ptr.rsplit('/').next() {
+            Some(s) if !s.is_empty() => {
+                let clean: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
+                format!("def_{clean}")
+            }
+            _ => "root".to_string(),
+        };
+        let name = self.b.fresh_name(&base);
+        let id = self.b.declare(&name);
+        self.ref_rules.insert(ptr.to_string(), id);
+        self.pending.push((id, ptr.to_string()));
+        id
+    }
+
+    /// Resolves a `$ref` string to its target schema and JSON pointer.
+    pub(crate) fn resolve_ref(&self, r: &str, at: &str) -> Result<(&'a Value, String), Error> {
+        let (base, frag) = match r.split_once('#') {
+            Some((b, f)) => (b, f),
+            None => (r, ""),
+        };
+        let mut ptr = String::new();
+        if !base.is_empty() {
+            match self.ids.get(base).or_else(|| self.ids.get(base.trim_end_matches('/'))) {
+                Some(p) => ptr.push_str(p),
+                None => return Err(Error::new(at, "$ref", format!("reference {r:?} is not local to this schema"))),
+            }
+        }
+        if !frag.is_empty() {
+            if !frag.starts_with('/') {
+                // `#name`: a plain-name anchor.
+                match self.ids.get(&format!("#{frag}")) {
+                    Some(p) => ptr = p.clone(),
+                    None => return Err(Error::new(at, "$ref", format!("anchor {r:?} not found"))),
+                }
+            } else {
+                ptr.push_str(&percent_decode(frag));
+            }
+        }
+        match self.root.pointer(&ptr) {
+            Some(v) => Ok((v, ptr)),
+            None => Err(Error::new(at, "$ref", format!("reference {r:?} does not resolve"))),
+        }
+    }
+
+    fn shared_rule(&mut self, name: &'static str) -> Expr {
+        if let Some(&id) = self.shared.get(name) {
+            return Expr::Ref(id);
+        }
+        let id = self.b.declare(&self.b.fresh_name(name));
+        self.shared.insert(name, id);
+        let body = match name {
+            "string" => Expr::seq([Expr::lit("\""), Expr::star(json::any_unit()), Expr::lit("\"")]),
+            "number" => number::any_number(),
+            "integer" => number::any_integer(),
+            "any" => {
+                let string = self.shared_rule("string");
+                let number = self.shared_rule("number");
+                let any = Expr::Ref(id);
+                let ws = self.ws.clone();
+                let sep = Expr::seq([ws.clone(), Expr::lit(","), ws.clone()]);
+                let member = Expr::seq([string.clone(), ws.clone(), Expr::lit(":"), ws.clone(), any.clone()]);
+                let object = Expr::seq([
+                    Expr::lit("{"),
+                    ws.clone(),
+                    Expr::opt(Expr::seq([member.clone(), Expr::star(Expr::seq([sep.clone(), member])), ws.clone()])),
+                    Expr::lit("}"),
+                ]);
+                let array = Expr::seq([
+                    Expr::lit("["),
+                    ws.clone(),
+                    Expr::opt(Expr::seq([any.clone(), Expr::star(Expr::seq([sep, any])), ws])),
+                    Expr::lit("]"),
+                ]);
+                let object = Expr::Ref(self.b.add("any_object", object));
+                let array = Expr::Ref(self.b.add("any_array", array));
+                Expr::alt([object, array, string, number, Expr::lit("true"), Expr::lit("false"), Expr::lit("null")])
+            }
+            _ => Expr::Nothing,
+        };
+        self.b.define(id, body);
+        Expr::Ref(id)
+    }
+
+    /// Makes `expr` a rule of its own (shared with identical bodies) unless it is tiny.
+    fn rule(&mut self, base: &str, expr: Expr) -> Expr {
+        match expr {
+            Expr::Empty | Expr::Nothing | Expr::Literal(_) | Expr::Ref(_) => expr,
+            _ => {
+                if let Some(&id) = self.interned.get(&expr) {
+                    return Expr::Ref(id);
+                }
+                let id = self.b.add(base, expr.clone());
+                self.interned.insert(expr, id);
+                Expr::Ref(id)
+            }
+        }
+    }
+
+    fn sep(&self) -> Expr {
+        Expr::seq([self.ws.clone(), Expr::lit(","), self.ws.clone()])
+    }
+
+    fn colon(&self) -> Expr {
+        Expr::seq([self.ws.clone(), Expr::lit(":"), self.ws.clone()])
+    }
+
+    /// Compiles one schema into an expression for one JSON value.
+    pub(crate) fn compile_value(&mut self, schema: &Value, ptr: &str) -> Result<Expr, Error> {
+        if self.depth > MAX_DEPTH {
+            return Err(Error::new(ptr, "$ref", "schema nests too deeply"));
+        }
+        self.depth += 1;
+        let r = self.compile_value_inner(schema, ptr);
+        self.depth -= 1;
+        r
+    }
+
+    fn compile_value_inner(&mut self, schema: &Value, ptr: &str) -> Result<Expr, Error> {
+        let map = match schema {
+            Value::Bool(true) => return Ok(self.shared_rule("any")),
+            Value::Bool(false) => return Ok(Expr::Nothing),
+            Value::Object(m) => m,
+            _ => return Err(Error::new(ptr, "type", "a schema must be an object or a boolean")),
+        };
+        let constraining = |m: &Map<String, Value>, skip: &[&str]| m.keys().any(|k| is_constraint_keyword(k) && !skip.contains(&k.as_str()));
+
+        // $ref: alone it is a rule reference; with sibling constraints it is an allOf.
+        if let Some(r) = map.get("$ref") {
+            let Value::String(r) = r else {
+                return Err(Error::new(ptr, "$ref", "$ref must be a string"));
+            };
+            if !constraining(map, &["$ref"]) {
+                let (_, target) = self.resolve_ref(r, ptr)?;
+                return Ok(Expr::Ref(self.ref_rule_for_pointer(&target)));
+            }
+            let merged = self.merge_all(&[schema.clone()], ptr)?;
+            return self.compile_value(&merged, ptr);
+        }
+        if map.contains_key("allOf") {
+            let merged = self.merge_all(&[schema.clone()], ptr)?;
+            return self.compile_value(&merged, ptr);
+        }
+        for key in ["anyOf", "oneOf"] {
+            let Some(branches) = map.get(key) else { continue };
+            let Value::Array(branches) = branches else {
+                return Err(Error::new(ptr, key, format!("{key} must be an array")));
+            };
+            let mut rest = map.clone();
+            rest.remove(key);
+            let has_rest = constraining(&rest, &[]);
+            let mut parts = Vec::new();
+            for (i, b) in branches.iter().enumerate() {
+                let bptr = format!("{ptr}/{key}/{i}");
+                let e = if has_rest {
+                    let merged = self.merge_all(&[Value::Object(rest.clone()), b.clone()], &bptr)?;
+                    self.compile_value(&merged, &bptr)?
+                } else {
+                    self.compile_value(b, &bptr)?
+                };
+                parts.push(e);
+            }
+            if key == "oneOf" && !self.lenient() {
+                self.check_disjoint(branches, &rest, ptr)?;
+            }
+            return Ok(Expr::alt(parts));
+        }
+        let mut map = map.clone();
+        merge::normalise_bounds(&mut map);
+        if let Some(not) = map.remove("not") {
+            self.apply_not(&mut map, &not, ptr)?;
+        }
+        if map.contains_key("enum") || map.contains_key("const") {
+            return self.compile_enum(&map, ptr);
+        }
+        self.compile_typed(&map, ptr)
+    }
+
+    /// Turns `not` into restrictions on `map` for the cases that can be done exactly.
+    fn apply_not(&mut self, map: &mut Map<String, Value>, not: &Value, ptr: &str) -> Result<(), Error> {
+        let fail = |c: &Self| c.unsupported(ptr, "not", "only `not` with `type`, `required` or a boolean schema can be compiled");
+        match not {
+            Value::Bool(false) => Ok(()),
+            Value::Bool(true) => {
+                map.insert("type".into(), Value::Array(vec![]));
+                Ok(())
+            }
+            Value::Object(n) => {
+                let keys: Vec<&str> = n.keys().map(|k| k.as_str()).filter(|k| is_constraint_keyword(k)).collect();
+                if keys.is_empty() {
+                    map.insert("type".into(), Value::Array(vec![]));
+                    return Ok(());
+                }
+                if keys == ["type"] {
+                    let banned = type_list(n.get("type"));
+                    let allowed: Vec<Value> = allowed_types(map)
+                        .into_iter()
+                        .filter(|t| !banned.contains(t) && !(*t == "integer" && banned.contains(&"number")))
+                        .map(|t| Value::String(t.into()))
+                        .collect();
+                    if allowed.iter().any(|t| t == "number") && banned.contains(&"integer") {
+                        return fail(self);
+                    }
+                    map.insert("type".into(), Value::Array(allowed));
+                    return Ok(());
+                }
+                if keys == ["required"] {
+                    if let Some(Value::Array(req)) = n.get("required") {
+                        if req.len() == 1 {
+                            let banned: Vec<String> = req.iter().filter_map(|v| v.as_str().map(String::from)).collect();
+                            let mut existing: Vec<Value> = map.get("x-constrain-forbidden").and_then(|v| v.as_array().cloned()).unwrap_or_default();
+                            existing.extend(banned.into_iter().map(Value::String));
+                            map.insert("x-constrain-forbidden".into(), Value::Array(existing));
+                            return Ok(());
+                        }
+                    }
+                }
+                fail(self)
+            }
+            _ => Err(Error::new(ptr, "not", "`not` must be a schema")),
+        }
+    }
+
+    /// `enum`/`const`: the listed values that also satisfy the sibling keywords.
+    fn compile_enum(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let mut values: Vec<Value> = match map.get("enum") {
+            Some(Value::Array(v)) => v.clone(),
+            Some(_) => return Err(Error::new(ptr, "enum", "enum must be an array")),
+            None => vec![],
+        };
+        if let Some(c) = map.get("const") {
+            if map.contains_key("enum") {
+                values.retain(|v| v == c);
+            } else {
+                values = vec![c.clone()];
+            }
+        }
+        let keyword = if map.contains_key("enum") { "enum" } else { "const" };
+        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type"].contains(&k.as_str())).collect();
+        let types = allowed_types(map);
+        values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
+        if !others.is_empty() && !values.is_empty() {
+            // Filter by the sibling keywords with a real validator. References resolve
+            // against the root's definitions, copied in.
+            let mut doc = map.clone();
+            doc.remove("enum");
+            doc.remove("const");
+            doc.remove("x-constrain-forbidden");
+            if let Value::Object(root) = self.root {
+                for k in ["definitions", "$defs"] {
+                    if let Some(d) = root.get(k) {
+                        doc.insert(k.into(), d.clone());
+                    }
+                }
+            }
+            let v = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .should_validate_formats(true)
+                .build(&Value::Object(doc))
+                .map_err(|e| Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}")))?;
+            values.retain(|x| v.is_valid(x));
+        }
+        if let Some(Value::Array(forbidden)) = map.get("x-constrain-forbidden") {
+            values.retain(|x| !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f)))));
+        }
+        let ws = self.ws.clone();
+        let alts: Vec<Expr> = values.iter().map(|v| json::value_literal(v, &ws)).collect();
+        let e = Expr::alt(alts);
+        Ok(if e.size() > 8 { self.rule("enum", e) } else { e })
+    }
+
+    /// A schema without `$ref`/combinators/`enum`: one alternative per allowed type.
+    fn compile_typed(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let types = allowed_types(map);
+        if let Some(t) = map.get("type") {
+            if !matches!(t, Value::String(_) | Value::Array(_)) {
+                return Err(Error::new(ptr, "type", "type must be a string or an array of strings"));
+            }
+        }
+        if map.contains_key("if") {
+            self.unsupported(ptr, "if", "if/then/else cannot be compiled")?;
+        }
+        for k in ["$dynamicRef", "$recursiveRef"] {
+            if map.contains_key(k) {
+                self.unsupported(ptr, k, "dynamic references are not supported")?;
+            }
+        }
+        let mut alts = Vec::new();
+        for t in &types {
+            let e = match *t {
+                "null" => Expr::lit("null"),
+                "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
+                "integer" => {
+                    if types.contains(&"number") {
+                        continue;
+                    }
+                    self.compile_number(map, ptr, true)?
+                }
+                "number" => self.compile_number(map, ptr, false)?,
+                "string" => self.compile_string(map, ptr)?,
+                "array" => self.compile_array(map, ptr)?,
+                "object" => self.compile_object(map, ptr)?,
+                _ => Expr::Nothing,
+            };
+            alts.push(e);
+        }
+        Ok(Expr::alt(alts))
+    }
+
+    fn bound(&self, map: &Map<String, Value>, ptr: &str, key: &str, strict: bool) -> Result<Option<Bound>, Error> {
+        match map.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
+                Some(d) => Ok(Some(Bound { value: d, strict })),
+                None => Err(Error::new(ptr, key, "bound is out of range")),
+            },
+            Some(_) => Err(Error::new(ptr, key, "bound must be a number")),
+        }
+    }
+
+    fn compile_number(&mut self, map: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, Error> {
+        let tighter = |a: Option<Bound>, b: Option<Bound>, lower: bool| -> Option<Bound> {
+            match (a, b) {
+                (None, x) | (x, None) => x,
+                (Some(a), Some(b)) => {
+                    let ord = number::cmp_dec(&a.value, &b.value);
+                    let pick_a = match ord {
+                        std::cmp::Ordering::Equal => a.strict,
+                        std::cmp::Ordering::Greater => lower,
+                        std::cmp::Ordering::Less => !lower,
+                    };
+                    Some(if pick_a { a } else { b })
+                }
+            }
+        };
+        let lo = tighter(self.bound(map, ptr, "minimum", false)?, self.bound(map, ptr, "exclusiveMinimum", true)?, true);
+        let hi = tighter(self.bound(map, ptr, "maximum", false)?, self.bound(map, ptr, "exclusiveMaximum", true)?, false);
+        let multiple = match map.get("multipleOf") {
+            None => None,
+            Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
+                Some(d) if !d.neg && !d.is_zero() => Some(d),
+                _ => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a positive number")),
+            },
+            Some(_) => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a number")),
+        };
+        // A number with an integral multipleOf is an integer.
+        let integer = integer || multiple.as_ref().is_some_and(|m| m.is_integer());
+        if let Some(m) = &multiple {
+            if !m.is_integer() {
+                self.unsupported(ptr, "multipleOf", "fractional multipleOf is not supported (validators disagree on float rounding)")?;
+            }
+        }
+        let m_int: Option<u64> = multiple.as_ref().filter(|m| m.is_integer()).and_then(|m| {
+            let s: String = m.int.iter().map(|d| (d + b'0') as char).collect();
+            s.parse().ok()
+        });
+        if integer {
+            let (ilo, ihi) = number::integer_bounds(lo.as_ref(), hi.as_ref());
+            let expr = match m_int {
+                None | Some(1) => {
+                    if ilo.is_none() && ihi.is_none() {
+                        return Ok(self.shared_rule("integer"));
+                    }
+                    number::int_range(ilo.as_ref(), ihi.as_ref())
+                }
+                Some(m) => {
+                    if ilo.is_none() && ihi.is_none() {
+                        match number::multiple_of_digits(m) {
+                            Some(e) => e,
+                            None => {
+                                self.unsupported(ptr, "multipleOf", "multipleOf other than 1, 2, 5 or a power of ten needs a bounded range")?;
+                                number::any_integer()
+                            }
+                        }
+                    } else {
+                        match (to_i128(ilo.as_ref()), to_i128(ihi.as_ref())) {
+                            (Some(a), Some(b)) if b - a <= MAX_ENUMERATED * m as i128 => {
+                                let m = m as i128;
+                                let first = a.div_euclid(m) * m + if a.rem_euclid(m) == 0 { 0 } else { m };
+                                let mut alts = Vec::new();
+                                let mut x = first;
+                                while x <= b && alts.len() as i128 <= MAX_ENUMERATED {
+                                    alts.push(Expr::lit(&x.to_string()));
+                                    x += m;
+                                }
+                                Expr::alt(alts)
+                            }
+                            _ => {
+                                self.unsupported(ptr, "multipleOf", "multipleOf with a large range cannot be compiled")?;
+                                number::int_range(ilo.as_ref(), ihi.as_ref())
+                            }
+                        }
+                    }
+                }
+            };
+            return Ok(self.rule("integer_range", expr));
+        }
+        if lo.is_none() && hi.is_none() {
+            return Ok(self.shared_rule("number"));
+        }
+        let e = number::number_range(lo.as_ref(), hi.as_ref());
+        Ok(self.rule("number_range", e))
+    }
+
+    fn compile_string(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let min = match map.get("minLength") {
+            None => 0,
+            Some(v) => v.as_u64().map(|x| x.min(u32::MAX as u64) as u32).ok_or_else(|| Error::new(ptr, "minLength", "minLength must be a non-negative integer"))?,
+        };
+        let max = match map.get("maxLength") {
+            None => None,
+            Some(v) => Some(v.as_u64().map(|x| x.min(u32::MAX as u64) as u32).ok_or_else(|| Error::new(ptr, "maxLength", "maxLength must be a non-negative integer"))?),
+        };
+        let pattern = match map.get("pattern") {
+            None => None,
+            Some(Value::String(p)) => Some(p.as_str()),
+            Some(_) => return Err(Error::new(ptr, "pattern", "pattern must be a string")),
+        };
+        let fmt = match map.get("format") {
+            Some(Value::String(f)) => {
+                let known = format::format_expr(f);
+                if known.is_none() && format::is_checked_elsewhere(f) {
+                    self.unsupported(ptr, "format", &format!("format {f:?} is not supported"))?;
+                }
+                known.map(|e| (f.clone(), e))
+            }
+            _ => None,
+        };
+        let content: Option<(Expr, &str)> = match (pattern, fmt) {
+            (Some(p), Some((f, _))) => {
+                self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
+                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
+                Some((e, "pattern"))
+            }
+            (Some(p), None) => {
+                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
+                Some((e, "pattern"))
+            }
+            (None, Some((_, e))) => Some((e, "format")),
+            (None, None) => None,
+        };
+        let body = match content {
+            None => {
+                if min == 0 && max.is_none() {
+                    return Ok(self.shared_rule("string"));
+                }
+                Expr::repeat(json::any_unit(), min, max)
+            }
+            Some((e, keyword)) => {
+                let e = if min > 0 || max.is_some() {
+                    match constrain_length(&e, min, max) {
+                        Some(e) => e,
+                        None => {
+                            self.unsupported(ptr, keyword, &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"))?;
+                            e
+                        }
+                    }
+                } else {
+                    e
+                };
+                json::escape_expr(&e)
+            }
+        };
+        let e = Expr::seq([Expr::lit("\""), body, Expr::lit("\"")]);
+        Ok(self.rule("string_c", e))
+    }
+
+    fn compile_array(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        for k in ["contains", "minContains", "maxContains", "unevaluatedItems"] {
+            if map.contains_key(k) && !(k == "unevaluatedItems" && map.get(k) == Some(&Value::Bool(true))) {
+                self.unsupported(ptr, k, &format!("{k} is not supported"))?;
+            }
+        }
+        let count = |k: &str| -> Result<Option<u32>, Error> {
+            match map.get(k) {
+                None => Ok(None),
+                Some(v) => v.as_u64().map(|x| Some(x.min(u32::MAX as u64) as u32)).ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
+            }
+        };
+        let min = count("minItems")?.unwrap_or(0);
+        let max = count("maxItems")?;
+        if map.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
+            self.unsupported(ptr, "uniqueItems", "uniqueItems cannot be enforced by a grammar")?;
+        }
+        let (prefix, prefix_key, rest, rest_key): (Vec<Value>, &str, Option<&Value>, &str) = match (map.get("prefixItems"), map.get("items")) {
+            (Some(Value::Array(p)), items) => (p.clone(), "prefixItems", items, "items"),
+            (_, Some(Value::Array(p))) => (p.clone(), "items", map.get("additionalItems"), "additionalItems"),
+            (_, items) => (vec![], "prefixItems", items, "items"),
+        };
+        let mut prefix_exprs = Vec::new();
+        for (i, p) in prefix.iter().enumerate() {
+            prefix_exprs.push(self.compile_value(p, &format!("{ptr}/{prefix_key}/{i}"))?);
+        }
+        let item = match rest {
+            None => self.shared_rule("any"),
+            Some(s) => self.compile_value(s, &format!("{ptr}/{rest_key}"))?,
+        };
+        let sep = self.sep();
+        let k = prefix_exprs.len() as u32;
+        // Elements after the prefix.
+        let rest_min = min.saturating_sub(k);
+        let rest_max = max.map(|m| m.saturating_sub(k));
+        let elements = if k == 0 {
+            let e = Expr::seq([item.clone(), Expr::repeat(Expr::seq([sep.clone(), item]), min.saturating_sub(1), max.map(|m| m.saturating_sub(1)))]);
+            if max == Some(0) {
+                None
+            } else {
+                Some(e)
+            }
+        } else {
+            let mut tail = Expr::repeat(Expr::seq([sep.clone(), item]), rest_min, rest_max);
+            for j in (0..k).rev() {
+                let here = Expr::seq([prefix_exprs[j as usize].clone(), tail]);
+                if j == 0 {
+                    tail = here;
+                } else if max.is_some_and(|m| j >= m) {
+                    tail = Expr::Empty;
+                } else if j >= min {
+                    tail = Expr::opt(Expr::seq([sep.clone(), here]));
+                } else {
+                    tail = Expr::seq([sep.clone(), here]);
+                }
+            }
+            if max == Some(0) {
+                None
+            } else {
+                Some(tail)
+            }
+        };
+        let ws = self.ws.clone();
+        let body = match elements {
+            None => Expr::seq([Expr::lit("["), ws, Expr::lit("]")]),
+            Some(e) => {
+                let inner = Expr::seq([e, ws.clone()]);
+                let inner = if min == 0 { Expr::opt(inner) } else { inner };
+                Expr::seq([Expr::lit("["), ws, inner, Expr::lit("]")])
+            }
+        };
+        Ok(self.rule("array", body))
+    }
+
+    fn compile_object(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        for k in ["dependentRequired", "dependentSchemas", "dependencies", "propertyNames"] {
+            if let Some(v) = map.get(k) {
+                let trivial = v.as_object().is_some_and(|m| m.is_empty()) || v == &Value::Bool(true);
+                if !trivial {
+                    self.unsupported(ptr, k, &format!("{k} is not supported"))?;
+                }
+            }
+        }
+        let empty = Map::new();
+        let props = match map.get("properties") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(Error::new(ptr, "properties", "properties must be an object")),
+        };
+        let patterns = match map.get("patternProperties") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(Error::new(ptr, "patternProperties", "patternProperties must be an object")),
+        };
+        let required: Vec<String> = match map.get("required") {
+            None => vec![],
+            Some(Value::Array(r)) => r.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+            Some(_) => return Err(Error::new(ptr, "required", "required must be an array")),
+        };
+        let forbidden: Vec<String> = map
+            .get("x-constrain-forbidden")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        // unevaluatedProperties acts as additionalProperties when nothing else evaluates.
+        let mut addl = map.get("additionalProperties");
+        if let Some(u) = map.get("unevaluatedProperties") {
+            if addl.is_none() {
+                addl = Some(u);
+            }
+        }
+        let addl_ptr = if map.contains_key("additionalProperties") { "additionalProperties" } else { "unevaluatedProperties" };
+        let (default_true, default_false) = (Value::Bool(true), Value::Bool(false));
+        let addl_schema: &Value = match addl {
+            Some(a) => a,
+            None if self.opts.strict => &default_false,
+            None => &default_true,
+        };
+        // Which pattern applies to a name.
+        let mut pattern_list = Vec::new();
+        for (p, s) in patterns {
+            pattern_list.push((p.clone(), s.clone()));
+        }
+        let matching = |name: &str| -> Result<Vec<usize>, Error> {
+            let mut out = Vec::new();
+            for (i, (p, _)) in pattern_list.iter().enumerate() {
+                if ecma_is_match(p, name).map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))? {
+                    out.push(i);
+                }
+            }
+            Ok(out)
+        };
+        // Named members: properties in schema order, then required names not in properties.
+        let mut named: Vec<(String, Expr, bool)> = Vec::new();
+        let mut names: Vec<String> = props.keys().cloned().collect();
+        for r in &required {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        for name in &names {
+            let is_req = required.contains(name);
+            if forbidden.contains(name) {
+                if is_req {
+                    return Ok(Expr::Nothing);
+                }
+                continue;
+            }
+            let pats = matching(name)?;
+            let own: Option<&Value> = props.get(name);
+            let mut parts: Vec<Value> = own.into_iter().cloned().collect();
+            for i in &pats {
+                parts.push(pattern_list[*i].1.clone());
+            }
+            if own.is_none() && pats.is_empty() {
+                parts.push(addl_schema.clone());
+            }
+            let pptr = format!("{ptr}/properties/{}", escape_pointer(name));
+            let value = if parts.len() == 1 {
+                self.compile_value(&parts[0], &pptr)?
+            } else {
+                let merged = self.merge_all(&parts, &pptr)?;
+                self.compile_value(&merged, &pptr)?
+            };
+            if value == Expr::Nothing {
+                if is_req {
+                    return Ok(Expr::Nothing);
+                }
+                continue;
+            }
+            let member = Expr::seq([json::string_literal(name), self.colon(), value]);
+            named.push((name.clone(), member, is_req));
+        }
+        // Free members: keys matching a pattern, or any other key when allowed.
+        let mut free = Vec::new();
+        if !pattern_list.is_empty() {
+            let same_schema = pattern_list.iter().all(|(_, s)| *s == pattern_list[0].1);
+            if pattern_list.len() > 1 && !same_schema {
+                self.unsupported(ptr, "patternProperties", "several patternProperties with different schemas cannot be compiled exactly")?;
+            }
+            let mut key_alts = Vec::new();
+            for (p, _) in &pattern_list {
+                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))?;
+                key_alts.push(e);
+            }
+            // Named keys must not be produced by a pattern route unless their value schema is
+            // exactly the pattern's.
+            for name in &names {
+                let pats = matching(name)?;
+                if !pats.is_empty() && props.get(name).is_some_and(|s| *s != pattern_list[pats[0]].1 && *s != Value::Bool(true) && !s.as_object().is_some_and(|o| o.is_empty())) {
+                    self.unsupported(ptr, "patternProperties", &format!("property {name:?} also matches a patternProperties pattern"))?;
+                }
+            }
+            let key = Expr::seq([Expr::lit("\""), json::escape_expr(&Expr::alt(key_alts)), Expr::lit("\"")]);
+            let key = self.rule("pattern_key", key);
+            let value = self.compile_value(&pattern_list[0].1, &format!("{ptr}/patternProperties/{}", escape_pointer(&pattern_list[0].0)))?;
+            if value != Expr::Nothing {
+                free.push(Expr::seq([key, self.colon(), value]));
+            }
+        } else if *addl_schema != Value::Bool(false) {
+            let value = self.compile_value(addl_schema, &format!("{ptr}/{addl_ptr}"))?;
+            if value != Expr::Nothing {
+                let mut excluded: Vec<String> = names.clone();
+                excluded.extend(forbidden.iter().cloned());
+                let key = if excluded.is_empty() {
+                    self.shared_rule("string")
+                } else {
+                    let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
+                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>());
+                    let e = Expr::seq([Expr::lit("\""), json::escape_expr(&content), Expr::lit("\"")]);
+                    self.rule("other_key", e)
+                };
+                free.push(Expr::seq([key, self.colon(), value]));
+            }
+        }
+        let free = Expr::alt(free);
+        let has_free = free != Expr::Nothing;
+        // Property counts.
+        let count = |k: &str| -> Result<Option<u32>, Error> {
+            match map.get(k) {
+                None => Ok(None),
+                Some(v) => v.as_u64().map(|x| Some(x.min(u32::MAX as u64) as u32)).ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
+            }
+        };
+        let min_props = count("minProperties")?.unwrap_or(0);
+        let max_props = count("maxProperties")?;
+        let n_required = named.iter().filter(|m| m.2).count() as u32;
+        let n_named = named.len() as u32;
+        let sep = self.sep();
+        let free_tail = if has_free { Expr::star(Expr::seq([sep.clone(), free.clone()])) } else { Expr::Empty };
+        let body: Option<Expr>; // None: the object must be empty
+        let mut may_be_empty;
+        if named.is_empty() {
+            if !has_free {
+                body = None;
+                may_be_empty = true;
+                if min_props > 0 {
+                    return Ok(Expr::Nothing);
+                }
+            } else {
+                if min_props > 1 {
+                    self.unsupported(ptr, "minProperties", "minProperties above 1 over free-form keys cannot be enforced (keys could repeat)")?;
+                }
+                let lo = min_props.max(1);
+                body = Some(Expr::seq([free.clone(), Expr::repeat(Expr::seq([sep.clone(), free.clone()]), lo - 1, max_props.map(|m| m.saturating_sub(1)))]));
+                may_be_empty = min_props == 0;
+                if max_props == Some(0) {
+                    return Ok(Expr::seq([Expr::lit("{"), self.ws.clone(), Expr::lit("}")]));
+                }
+            }
+        } else {
+            if min_props > n_required.max(1) {
+                self.unsupported(ptr, "minProperties", "minProperties above the number of required properties cannot be compiled")?;
+            }
+            if let Some(m) = max_props {
+                if has_free || m < n_named {
+                    self.unsupported(ptr, "maxProperties", "maxProperties below the number of possible properties cannot be compiled")?;
+                }
+            }
+            let named_part = self.named_sequence(&named);
+            let first_required = named.iter().any(|m| m.2);
+            may_be_empty = !first_required;
+            if first_required || !has_free {
+                body = Some(Expr::seq([named_part, free_tail.clone()]));
+            } else {
+                body = Some(Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free.clone(), free_tail])]));
+            }
+        }
+        if min_props >= 1 {
+            may_be_empty = false;
+        }
+        let ws = self.ws.clone();
+        let e = match body {
+            None => Expr::seq([Expr::lit("{"), ws, Expr::lit("}")]),
+            Some(b) => {
+                let inner = Expr::seq([b, ws.clone()]);
+                let inner = if may_be_empty { Expr::opt(inner) } else { inner };
+                Expr::seq([Expr::lit("{"), ws, inner, Expr::lit("}")])
+            }
+        };
+        Ok(self.rule("object", e))
+    }
+
+    /// Named members in order, separated by commas, optional ones omissible, at least one
+    /// present.
+    fn named_sequence(&mut self, named: &[(String, Expr, bool)]) -> Expr {
+        let sep = self.sep();
+        let n = named.len();
+        if let Some(r0) = named.iter().position(|m| m.2) {
+            let mut parts = Vec::new();
+            for m in &named[..r0] {
+                parts.push(Expr::opt(Expr::seq([m.1.clone(), sep.clone()])));
+            }
+            parts.push(named[r0].1.clone());
+            for m in &named[r0 + 1..] {
+                let e = Expr::seq([sep.clone(), m.1.clone()]);
+                parts.push(if m.2 { e } else { Expr::opt(e) });
+            }
+            return Expr::seq(parts);
+        }
+        // All optional: the first present member, then any of the later ones.
+        if n <= 12 {
+            let tail = |k: usize| Expr::seq(named[k..].iter().map(|m| Expr::opt(Expr::seq([sep.clone(), m.1.clone()]))));
+            return Expr::alt((0..n).map(|j| Expr::seq([named[j].1.clone(), tail(j + 1)])));
+        }
+        // Long lists: a chain of rules `rest_k ::= ("," member_k)? rest_{k+1}` keeps the
+        // grammar linear in the number of members.
+        let mut next = Expr::Empty;
+        let mut rests = vec![Expr::Empty; n + 1];
+        for k in (0..n).rev() {
+            let body = Expr::seq([Expr::opt(Expr::seq([sep.clone(), named[k].1.clone()])), next.clone()]);
+            next = Expr::Ref(self.b.add("object_rest", body));
+            rests[k] = next.clone();
+        }
+        Expr::alt((0..n).map(|j| Expr::seq([named[j].1.clone(), rests[j + 1].clone()])))
+    }
+
+    /// Checks that the branches of a `oneOf` cannot both match one instance.
+    fn check_disjoint(&self, branches: &[Value], rest: &Map<String, Value>, ptr: &str) -> Result<(), Error> {
+        let infos: Vec<BranchInfo> = branches.iter().map(|b| self.branch_info(b, rest, 0)).collect();
+        for i in 0..infos.len() {
+            for j in i + 1..infos.len() {
+                if !infos[i].disjoint(&infos[j]) {
+                    return Err(Error::new(
+                        ptr,
+                        "oneOf",
+                        format!("oneOf branches {i} and {j} may both match the same instance; only provably disjoint branches can be compiled exactly"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn deref<'v>(&'v self, s: &'v Value, depth: usize) -> &'v Value {
+        if depth > 16 {
+            return s;
+        }
+        if let Some(Value::String(r)) = s.get("$ref") {
+            if let Ok((t, _)) = self.resolve_ref(r, "") {
+                return self.deref(t, depth + 1);
+            }
+        }
+        s
+    }
+
+    fn branch_info(&self, b: &Value, rest: &Map<String, Value>, depth: usize) -> BranchInfo {
+        let b = self.deref(b, 0);
+        let mut info = BranchInfo::default();
+        let Value::Object(m) = b else {
+            if b == &Value::Bool(false) {
+                info.types = Some(vec![]);
+            }
+            return info;
+        };
+        let mut types: Option<Vec<String>> = None;
+        for src in [m, rest] {
+            if src.contains_key("type") {
+                let t: Vec<String> = type_list(src.get("type")).into_iter().map(String::from).collect();
+                types = Some(match types {
+                    None => t,
+                    Some(old) => old.into_iter().filter(|x| t.contains(x) || (x == "integer" && t.iter().any(|y| y == "number"))).collect(),
+                });
+            }
+        }
+        // allOf parts contribute their types and discriminators.
+        if let Some(Value::Array(parts)) = m.get("allOf") {
+            if depth < 4 {
+                for p in parts {
+                    let pi = self.branch_info(p, &Map::new(), depth + 1);
+                    if let Some(t) = pi.types {
+                        types = Some(match types {
+                            None => t,
+                            Some(old) => old.into_iter().filter(|x| t.contains(x)).collect(),
+                        });
+                    }
+                    info.consts.extend(pi.consts);
+                    info.required.extend(pi.required);
+                }
+            }
+        }
+        if let Some(c) = m.get("const") {
+            info.values = Some(vec![c.clone()]);
+        } else if let Some(Value::Array(e)) = m.get("enum") {
+            info.values = Some(e.clone());
+        }
+        if let Some(vals) = &info.values {
+            let t: Vec<String> = vals.iter().map(|v| json_type(v).to_string()).collect();
+            if types.is_none() {
+                types = Some(t);
+            }
+        }
+        info.types = types;
+        if let Some(Value::Array(r)) = m.get("required") {
+            info.required.extend(r.iter().filter_map(|v| v.as_str().map(String::from)));
+        }
+        if let Some(Value::Object(props)) = m.get("properties") {
+            for (k, v) in props {
+                let v = self.deref(v, 0);
+                if let Some(c) = v.get("const") {
+                    info.consts.push((k.clone(), vec![c.clone()]));
+                } else if let Some(Value::Array(e)) = v.get("enum") {
+                    info.consts.push((k.clone(), e.clone()));
+                }
+            }
+            info.closed = Some(props.keys().cloned().collect());
+        }
+        let closed = m.get("additionalProperties") == Some(&Value::Bool(false)) && !m.contains_key("patternProperties");
+        if !closed {
+            info.closed = None;
+        } else if info.closed.is_none() {
+            info.closed = Some(vec![]);
+        }
+        info
+    }
+}
+
+/// What a `oneOf` branch is known to require, for the disjointness check.
+#[derive(Default, Debug)]
+struct BranchInfo {
+    /// Possible JSON types (`None`: any).
+    types: Option<Vec<String>>,
+    /// The branch only accepts these values.
+    values: Option<Vec<Value>>,
+    /// Required property names.
+    required: Vec<String>,
+    /// Properties restricted to a set of values.
+    consts: Vec<(String, Vec<Value>)>,
+    /// With `additionalProperties: false`: the only allowed property names.
+    closed: Option<Vec<String>>,
+}
+
+impl BranchInfo {
+    fn disjoint(&self, other: &BranchInfo) -> bool {
+        if let (Some(a), Some(b)) = (&self.types, &other.types) {
+            let overlap = a.iter().any(|x| b.iter().any(|y| x == y || (x == "integer" && y == "number") || (x == "number" && y == "integer")));
+            if !overlap {
+                return true;
+            }
+        }
+        if let (Some(a), Some(b)) = (&self.values, &other.values) {
+            if !a.iter().any(|x| b.contains(x)) {
+                return true;
+            }
+        }
+        if let Some(vals) = &self.values {
+            if let Some(t) = &other.types {
+                if vals.iter().all(|v| !t.iter().any(|tt| value_has_type(v, tt))) {
+                    return true;
+                }
+            }
+        }
+        // Both can only be objects from here on.
+        let objects_only = |i: &BranchInfo| i.types.as_ref().is_some_and(|t| t.iter().all(|x| x == "object"));
+        let either_object_only = objects_only(self) || objects_only(other);
+        if !either_object_only {
+            return false;
+        }
+        // A discriminating property: required by both (or by one, constrained in both) with
+        // disjoint value sets.
+        for (k, va) in &self.consts {
+            for (k2, vb) in &other.consts {
+                if k == k2 && (self.required.contains(k) || other.required.contains(k)) && !va.iter().any(|x| vb.contains(x)) {
+                    // The property must be present in at least one branch; where absent in the
+                    // other, that branch's instances lack it... only disjoint when both require.
+                    if self.required.contains(k) && other.required.contains(k) {
+                        return true;
+                    }
+                }
+            }
+        }
+        // A property required by one branch that the other forbids.
+        for (a, b) in [(self, other), (other, self)] {
+            if let Some(allowed) = &b.closed {
+                if a.required.iter().any(|r| !allowed.contains(r)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) => {
+            if n.is_i64() || n.is_u64() {
+                "integer"
+            } else {
+                "number"
+            }
+        }
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn value_has_type(v: &Value, t: &str) -> bool {
+    match (v, t) {
+        (Value::Number(n), "integer") => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        (Value::Number(_), "number") => true,
+        _ => json_type(v) == t,
+    }
+}
+
+fn type_list(t: Option<&Value>) -> Vec<&'static str> {
+    let names: Vec<String> = match t {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        _ => return vec![],
+    };
+    TYPES.iter().copied().filter(|t| names.iter().any(|n| n == t)).collect()
+}
+
+/// The types a schema allows by its `type` keyword (all seven when absent).
+fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
+    match map.get("type") {
+        None => TYPES.to_vec(),
+        t => type_list(t),
+    }
+}
+
+fn to_i128(d: Option<&Dec>) -> Option<i128> {
+    let d = d?;
+    if d.int.len() > 30 {
+        return None;
+    }
+    let mut v: i128 = 0;
+    for x in &d.int {
+        v = v * 10 + *x as i128;
+    }
+    Some(if d.neg { -v } else { v })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() && s.is_char_boundary(i + 3) {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+}
+
+/// Records every `$id`/`id` (and `$anchor`) in the document with the pointer where it sits.
+fn collect_ids(root: &Value, out: &mut HashMap<String, String>) {
+    let mut todo: Vec<(&Value, String)> = vec![(root, String::new())];
+    while let Some((v, ptr)) = todo.pop() {
+        match v {
+            Value::Object(m) => {
+                for key in ["$id", "id"] {
+                    if let Some(Value::String(id)) = m.get(key) {
+                        let id = id.split('#').next().unwrap_or("").to_string();
+                        if !id.is_empty() {
+                            out.entry(id.clone()).or_insert_with(|| ptr.clone());
+                            // Also the last path segment, for relative references.
+                            if let Some(last) = id.rsplit('/').next() {
+                                out.entry(last.to_string()).or_insert_with(|| ptr.clone());
+                            }
+                        }
+                    }
+                }
+                if let Some(Value::String(a)) = m.get("$anchor") {
+                    out.entry(format!("#{a}")).or_insert_with(|| ptr.clone());
+                }
+                for (k, c) in m {
+                    if k == "enum" || k == "const" || k == "examples" || k == "default" {
+                        continue;
+                    }
+                    todo.push((c, format!("{ptr}/{}", escape_pointer(k))));
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    todo.push((c, format!("{ptr}/{i}")));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Character strings *not* in `keys` (the names an "other property" may have).
+fn not_in_set(keys: &[&[char]]) -> Expr {
+    let any = crate::grammar::regex::any_char();
+    if keys.is_empty() {
+        return Expr::star(any);
+    }
+    let mut alts = Vec::new();
+    if !keys.iter().any(|k| k.is_empty()) {
+        alts.push(Expr::Empty);
+    }
+    let mut firsts: Vec<char> = keys.iter().filter_map(|k| k.first().copied()).collect();
+    firsts.sort();
+    firsts.dedup();
+    // Characters other than the first characters of keys: anything may follow.
+    let mut others = Vec::new();
+    let mut lo = '\0';
+    let mut open = true;
+    for &c in &firsts {
+        if open && c > lo {
+            others.push((lo, prev(c)));
+        }
+        match next(c) {
+            Some(n) => lo = n,
+            None => open = false,
+        }
+    }
+    if open {
+        others.push((lo, '\u{10FFFF}'));
+    }
+    let others: Vec<(char, char)> = others.into_iter().flat_map(split_surrogates).collect();
+    if !others.is_empty() {
+        alts.push(Expr::seq([Expr::Chars(others), Expr::star(any)]));
+    }
+    for c in firsts {
+        let rest: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
+        alts.push(Expr::seq([Expr::Chars(vec![(c, c)]), not_in_set(&rest)]));
+    }
+    Expr::alt(alts)
+}
+
+fn prev(c: char) -> char {
+    match c as u32 {
+        0 => '\0',
+        0xE000 => '\u{D7FF}',
+        n => char::from_u32(n - 1).unwrap_or('\0'),
+    }
+}
+
+fn next(c: char) -> Option<char> {
+    match c as u32 {
+        0xD7FF => Some('\u{E000}'),
+        n => char::from_u32(n + 1),
+    }
+}
+
+fn split_surrogates((a, b): (char, char)) -> Vec<(char, char)> {
+    if (a as u32) < 0xD800 && (b as u32) > 0xDFFF {
+        vec![(a, '\u{D7FF}'), ('\u{E000}', b)]
+    } else {
+        vec![(a, b)]
+    }
+}
+
+/// Length range in characters of a character-level expression (`None` max: unbounded).
+fn char_len(e: &Expr) -> (u64, Option<u64>) {
+    match e {
+        Expr::Empty => (0, Some(0)),
+        Expr::Nothing => (0, Some(0)),
+        Expr::Literal(b) => {
+            let n = String::from_utf8_lossy(b).chars().count() as u64;
+            (n, Some(n))
+        }
+        Expr::Chars(_) | Expr::Bytes(_) => (1, Some(1)),
+        Expr::Seq(v) => v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| (a + c, b.zip(d).map(|(x, y)| x + y))),
+        Expr::Alt(v) => {
+            let mut lo = u64::MAX;
+            let mut hi = Some(0);
+            for x in v {
+                let (a, b) = char_len(x);
+                lo = lo.min(a);
+                hi = hi.zip(b).map(|(x, y)| x.max(y));
+            }
+            (if lo == u64::MAX { 0 } else { lo }, hi)
+        }
+        Expr::Repeat { expr, min, max } => {
+            let (a, b) = char_len(expr);
+            (a.saturating_mul(*min as u64), max.and_then(|m| b.map(|b| b.saturating_mul(m as u64))))
+        }
+        Expr::Ref(_) => (0, None),
+    }
+}
+
+/// Restricts a character-level expression to strings of `min..=max` characters, when that
+/// can be done exactly: the expression's lengths already fit, or exactly one part of a
+/// sequence varies in length and is a repetition of single characters.
+fn constrain_length(e: &Expr, min: u32, max: Option<u32>) -> Option<Expr> {
+    let (lo, hi) = char_len(e);
+    let fits = lo >= min as u64 && max.is_none_or(|m| hi.is_some_and(|h| h <= m as u64));
+    if fits {
+        return Some(e.clone());
+    }
+    match e {
+        Expr::Alt(v) => {
+            let parts: Option<Vec<Expr>> = v.iter().map(|x| constrain_length(x, min, max)).collect();
+            parts.map(Expr::alt)
+        }
+        Expr::Repeat { expr, min: rmin, max: rmax } if char_len(expr) == (1, Some(1)) => {
+            let nmin = (*rmin).max(min);
+            let nmax = match (rmax, max) {
+                (Some(a), Some(b)) => Some((*a).min(b)),
+                (a, b) => a.or(b),
+            };
+            Some(Expr::repeat((**expr).clone(), nmin, nmax))
+        }
+        Expr::Seq(v) => {
+            let lens: Vec<(u64, Option<u64>)> = v.iter().map(char_len).collect();
+            let varying: Vec<usize> = (0..v.len()).filter(|&i| lens[i].1 != Some(lens[i].0)).collect();
+            if varying.len() != 1 {
+                return None;
+            }
+            let i = varying[0];
+            let fixed: u64 = lens.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, l)| l.0).sum();
+            let fixed = u32::try_from(fixed).ok()?;
+            let nmin = min.saturating_sub(fixed);
+            let nmax = match max {
+                Some(m) => Some(m.checked_sub(fixed)?),
+                None => None,
+            };
+            let inner = constrain_length(&v[i], nmin, nmax)?;
+            let mut parts = v.clone();
+            parts[i] = inner;
+            Some(Expr::seq(parts))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! The `format` keyword: string grammars for the common formats.
+//!
+//! Input: a format name. Output: an [`Expr`] for the string *content* (between the quotes),
+//! or `None` for formats this module does not know.
+//!
+//! Every grammar here is a **subset** of what the format allows (so everything accepted is a
+//! valid instance for validators that check formats), chosen to contain the usual spellings:
+//! `date-time` uses `T` and `Z`/`±hh:mm`, days are valid for their month (no 29 February, no
+//! leap seconds), hosts are at most four labels, `uri` is `scheme://host[:port][/path][?query]
+//! [#fragment]` with plain characters. None of these contain characters that need escaping.
+
+use crate::grammar::Expr;
+
+fn d(lo: u8, hi: u8) -> Expr {
+    Expr::Bytes(vec![(lo, hi)])
+}
+
+fn digits(n: u32) -> Expr {
+    Expr::repeat(d(b'0', b'9'), n, Some(n))
+}
+
+fn hex() -> Expr {
+    Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')])
+}
+
+/// `YYYY-MM-DD` with a day that exists in every year for that month.
+fn full_date() -> Expr {
+    let day_28 = Expr::alt([Expr::seq([d(b'0', b'0'), d(b'1', b'9')]), Expr::seq([d(b'1', b'1'), d(b'0', b'9')]), Expr::seq([d(b'2', b'2'), d(b'0', b'8')])]);
+    let day_30 = Expr::alt([day_28.clone(), Expr::lit("29"), Expr::lit("30")]);
+    let day_31 = Expr::alt([day_30.clone(), Expr::lit("31")]);
+    let month_day = Expr::alt([
+        Expr::seq([Expr::lit("02-"), day_28]),
+        Expr::seq([Expr::alt([Expr::lit("04"), Expr::lit("06"), Expr::lit("09"), Expr::lit("11")]), Expr::lit("-"), day_30]),
+        Expr::seq([
+            Expr::alt([Expr::lit("01"), Expr::lit("03"), Expr::lit("05"), Expr::lit("07"), Expr::lit("08"), Expr::lit("10"), Expr::lit("12")]),
+            Expr::lit("-"),
+            day_31,
+        ]),
+    ]);
+    Expr::seq([digits(4), Expr::lit("-"), month_day])
+}
+
+fn two(max_first: u8, max_second_when_max_first: u8) -> Expr {
+    Expr::alt([
+        Expr::seq([d(b'0', max_first - 1), d(b'0', b'9')]),
+        Expr::seq([d(max_first, max_first), d(b'0', max_second_when_max_first)]),
+    ])
+}
+
+/// `hh:mm:ss(.fff)?` with hours 00–23 and no leap second.
+fn partial_time() -> Expr {
+    let hour = two(b'2', b'3');
+    let min = Expr::seq([d(b'0', b'5'), d(b'0', b'9')]);
+    Expr::seq([hour, Expr::lit(":"), min.clone(), Expr::lit(":"), min, Expr::opt(Expr::seq([Expr::lit("."), Expr::repeat(d(b'0', b'9'), 1, Some(9))]))])
+}
+
+fn offset() -> Expr {
+    let hour = two(b'2', b'3');
+    let min = Expr::seq([d(b'0', b'5'), d(b'0', b'9')]);
+    Expr::alt([Expr::lit("Z"), Expr::seq([Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')]), hour, Expr::lit(":"), min])])
+}
+
+fn label() -> Expr {
+    let alnum = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z')]);
+    let inner = Expr::Bytes(vec![(b'-', b'-'), (b'0', b'9'), (b'A', b'Z'), (b'a', b'z')]);
+    Expr::seq([alnum.clone(), Expr::opt(Expr::seq([Expr::repeat(inner, 0, Some(61)), alnum]))])
+}
+
+/// Host names: one to four labels of letters, digits and inner hyphens.
+fn hostname() -> Expr {
+    Expr::seq([label(), Expr::repeat(Expr::seq([Expr::lit("."), label()]), 0, Some(3))])
+}
+
+fn ipv4() -> Expr {
+    let octet = Expr::alt([
+        Expr::seq([Expr::lit("25"), d(b'0', b'5')]),
+        Expr::seq([Expr::lit("2"), d(b'0', b'4'), d(b'0', b'9')]),
+        Expr::seq([Expr::lit("1"), d(b'0', b'9'), d(b'0', b'9')]),
+        Expr::seq([d(b'1', b'9'), d(b'0', b'9')]),
+        d(b'0', b'9'),
+    ]);
+    Expr::seq([octet.clone(), Expr::repeat(Expr::seq([Expr::lit("."), octet]), 3, Some(3))])
+}
+
+fn ipv6() -> Expr {
+    let h16 = Expr::repeat(hex(), 1, Some(4));
+    let groups = |n: u32| -> Expr {
+        // exactly n groups joined by ':'
+        match n {
+            0 => Expr::Empty,
+            n => Expr::seq([h16.clone(), Expr::repeat(Expr::seq([Expr::lit(":"), h16.clone()]), n - 1, Some(n - 1))]),
+        }
+    };
+    let upto = |n: u32| -> Expr {
+        match n {
+            0 => Expr::Empty,
+            n => Expr::opt(Expr::seq([h16.clone(), Expr::repeat(Expr::seq([Expr::lit(":"), h16.clone()]), 0, Some(n - 1))])),
+        }
+    };
+    let mut alts = vec![groups(8)];
+    for before in 0..=7 {
+        alts.push(Expr::seq([groups(before), Expr::lit("::"), upto(7 - before)]));
+    }
+    Expr::alt(alts)
+}
+
+fn uuid() -> Expr {
+    let h = |n: u32| Expr::repeat(hex(), n, Some(n));
+    Expr::seq([h(8), Expr::lit("-"), h(4), Expr::lit("-"), h(4), Expr::lit("-"), h(4), Expr::lit("-"), h(12)])
+}
+
+fn email() -> Expr {
+    let atext = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'_', b'_'), (b'-', b'-'), (b'+', b'+')]);
+    let word = Expr::repeat(atext, 1, Some(20));
+    let local = Expr::seq([word.clone(), Expr::repeat(Expr::seq([Expr::lit("."), word]), 0, Some(2))]);
+    let domain = Expr::seq([label(), Expr::repeat(Expr::seq([Expr::lit("."), label()]), 1, Some(3))]);
+    Expr::seq([local, Expr::lit("@"), domain])
+}
+
+fn duration() -> Expr {
+    let n = Expr::repeat(d(b'0', b'9'), 1, Some(9));
+    let unit = |u: &str| Expr::seq([n.clone(), Expr::lit(u)]);
+    let date = Expr::alt([
+        Expr::seq([unit("Y"), Expr::opt(unit("M")), Expr::opt(unit("D"))]),
+        Expr::seq([unit("M"), Expr::opt(unit("D"))]),
+        unit("D"),
+    ]);
+    let time = Expr::seq([
+        Expr::lit("T"),
+        Expr::alt([Expr::seq([unit("H"), Expr::opt(unit("M")), Expr::opt(unit("S"))]), Expr::seq([unit("M"), Expr::opt(unit("S"))]), unit("S")]),
+    ]);
+    Expr::seq([Expr::lit("P"), Expr::alt([Expr::seq([date, Expr::opt(time.clone())]), time, unit("W")])])
+}
+
+fn uri() -> Expr {
+    let scheme = Expr::alt([Expr::lit("http"), Expr::lit("https"), Expr::lit("ftp")]);
+    let pchar = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'-', b'.'), (b'_', b'_'), (b'~', b'~')]);
+    let port = Expr::seq([Expr::lit(":"), d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]);
+    let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
+    let qchar = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'-', b'.'), (b'_', b'_'), (b'~', b'~'), (b'=', b'='), (b'&', b'&'), (b'/', b'/')]);
+    let query = Expr::opt(Expr::seq([Expr::lit("?"), Expr::star(qchar.clone())]));
+    let frag = Expr::opt(Expr::seq([Expr::lit("#"), Expr::star(qchar)]));
+    Expr::seq([scheme, Expr::lit("://"), hostname(), Expr::opt(port), path, query, frag])
+}
+
+/// The grammar of a known format's content, or `None` when the format is unknown here.
+pub fn format_expr(name: &str) -> Option<Expr> {
+    Some(match name {
+        "date-time" => Expr::seq([full_date(), Expr::lit("T"), partial_time(), offset()]),
+        "date" => full_date(),
+        "time" => Expr::seq([partial_time(), offset()]),
+        "duration" => duration(),
+        "email" => email(),
+        "hostname" => hostname(),
+        "ipv4" => ipv4(),
+        "ipv6" => ipv6(),
+        "uuid" => uuid(),
+        "uri" => uri(),
+        _ => return None,
+    })
+}
+
+/// Formats that validators check but this module has no grammar for: a schema using one is
+/// refused rather than compiled to "any string".
+pub fn is_checked_elsewhere(name: &str) -> bool {
+    matches!(
+        name,
+        "idn-email" | "idn-hostname" | "iri" | "iri-reference" | "uri-reference" | "uri-template" | "json-pointer" | "relative-json-pointer" | "regex"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::automaton::Pda;
+    use crate::grammar::GrammarBuilder;
+    use crate::Limits;
+
+    fn pda(name: &str) -> Pda {
+        let mut b = GrammarBuilder::new();
+        let r = b.add("root", format_expr(name).unwrap());
+        Pda::build(&b.build(r).unwrap(), &Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn formats_accept_usual_and_reject_bad() {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            ("date-time", &["2024-01-31T12:30:00Z", "2024-04-30T23:59:59.123+02:00"], &["2024-02-30T12:00:00Z", "2024-01-01 12:00:00Z", "2024-01-01T24:00:00Z"]),
+            ("date", &["1999-12-31", "2000-02-28"], &["1999-13-01", "1999-04-31", "99-01-01"]),
+            ("time", &["08:15:00Z", "23:00:00-05:00"], &["8:15:00Z", "12:60:00Z"]),
+            ("duration", &["P1D", "PT5M", "P1Y2M3DT4H5M6S", "P2W"], &["P", "PT", "1D", "P1H"]),
+            ("email", &["john.doe@example.com", "a+b@mail.co.uk"], &["@example.com", "john@", "john@localhost", "a b@x.com"]),
+            ("hostname", &["example.com", "a-b.c"], &["-a.com", "a..b", "a_b.com"]),
+            ("ipv4", &["192.168.0.1", "0.0.0.0", "255.255.255.255"], &["256.1.1.1", "01.2.3.4", "1.2.3"]),
+            ("ipv6", &["::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::"], &["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::"]),
+            ("uuid", &["123e4567-e89b-12d3-a456-426614174000"], &["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"]),
+            ("uri", &["https://example.com/a/b?x=1#top", "http://localhost:8080"], &["example.com", "https://", "https://a b.com"]),
+        ];
+        for (name, good, bad) in cases {
+            let p = pda(name);
+            for g in *good {
+                assert!(p.matches(g.as_bytes()), "{name}: {g}");
+            }
+            for b in *bad {
+                assert!(!p.matches(b.as_bytes()), "{name}: {b}");
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Per-keyword tests: each schema with instances that must be accepted and rejected.
+
+use super::*;
+use crate::automaton::Pda;
+use crate::Limits;
+use serde_json::json;
+
+fn pda_with(schema: Value, opts: &Options) -> Pda {
+    let g = compile(&schema, opts).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    Pda::build(&g, &Limits::default()).unwrap_or_else(|e| panic!("{schema}: {e}\n{g}"))
+}
+
+fn check(schema: Value, good: &[&str], bad: &[&str]) {
+    let p = pda_with(schema.clone(), &Options::default());
+    for g in good {
+        assert!(p.matches(g.as_bytes()), "{schema} should accept {g}");
+    }
+    for b in bad {
+        assert!(!p.matches(b.as_bytes()), "{schema} should reject {b}");
+    }
+}
+
+fn error_keyword(schema: Value) -> String {
+    compile(&schema, &Options::default()).map(|_| String::new()).unwrap_or_else(|e| e.keyword().to_string())
+}
+
+#[test]
+fn types_and_type_arrays() {
+    check(json!({"type": "integer"}), &["0", "-12", "345"], &["1.5", "\"1\"", "01", "-"]);
+    check(json!({"type": ["string", "null"]}), &["\"a\"", "null"], &["1", "true"]);
+    check(json!({"type": "boolean"}), &["true", "false"], &["null", "1"]);
+    check(json!({"type": "number"}), &["1", "-1.5e+20", "0.25"], &["01", ".5", "1."]);
+    check(json!(true), &["1", "{\"a\": [1, \"x\"]}", "null"], &["{", "nul"]);
+    assert!(compile(&json!(false), &Options::default()).is_ok());
+}
+
+#[test]
+fn enum_and_const() {
+    check(json!({"enum": ["a", 1, null, {"k": [true]}]}), &["\"a\"", "1", "null", "{\"k\": [true]}"], &["\"b\"", "2", "{\"k\": []}"]);
+    check(json!({"const": "x\"y"}), &["\"x\\\"y\""], &["\"xy\""]);
+    // Values that fail sibling keywords are dropped.
+    check(json!({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}), &["\"a\""], &["1", "\"bb\""]);
+}
+
+#[test]
+fn objects_properties_required_additional() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["b"]});
+    check(s, &["{\"b\": \"x\"}", "{\"a\": 1, \"b\": \"x\"}", "{\"a\": 1, \"b\": \"x\", \"c\": [1]}", "{\"b\":\"x\",\"zz\":null}"], &["{}", "{\"a\": 1}", "{\"a\": \"1\", \"b\": \"x\"}", "{\"b\": \"x\", \"a\": \"no\"}"]);
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false});
+    check(s, &["{}", "{\"a\": 1}"], &["{\"b\": 1}", "{\"a\": 1, \"b\": 1}"]);
+    let s = json!({"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 2});
+    check(s, &["{}", "{\"x\": 1, \"y\": 2}"], &["{\"x\": \"1\"}", "{\"x\": 1, \"y\": 2, \"z\": 3}"]);
+    let s = json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1, "additionalProperties": false});
+    check(s, &["{\"a\": 1}", "{\"b\": 1}", "{\"a\": 1, \"b\": 2}"], &["{}"]);
+}
+
+#[test]
+fn strict_forbids_unnamed_properties() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+    let p = pda_with(s, &Options { strict: true, ..Options::default() });
+    assert!(p.matches(b"{\"a\": 1}"));
+    assert!(!p.matches(b"{\"a\": 1, \"b\": 2}"));
+}
+
+#[test]
+fn pattern_properties() {
+    let s = json!({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": false});
+    check(s, &["{}", "{\"x-a\": 1, \"x-b\": 2}"], &["{\"y\": 1}", "{\"x-a\": \"s\"}"]);
+}
+
+#[test]
+fn arrays_items_prefix_counts() {
+    check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}), &["[1]", "[1, 2, 3]"], &["[]", "[1, 2, 3, 4]", "[\"a\"]"]);
+    check(json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}), &["[]", "[\"a\"]", "[\"a\", 1]"], &["[1]", "[\"a\", 1, 2]"]);
+    check(json!({"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "boolean"}, "minItems": 2}), &["[\"a\", true]", "[\"a\", true, false]"], &["[\"a\"]", "[\"a\", 1]"]);
+    assert_eq!(error_keyword(json!({"type": "array", "uniqueItems": true})), "uniqueItems");
+    assert_eq!(error_keyword(json!({"type": "array", "contains": {"type": "integer"}})), "contains");
+}
+
+#[test]
+fn string_lengths_count_code_points() {
+    check(json!({"type": "string", "minLength": 2, "maxLength": 3}), &["\"ab\"", "\"héé\"", "\"a\\nb\"", "\"\\u00e9\\u00e9\""], &["\"a\"", "\"abcd\"", "\"é\""]);
+}
+
+#[test]
+fn patterns_unanchored_and_escaped() {
+    check(json!({"type": "string", "pattern": "^[a-z]+$"}), &["\"abc\""], &["\"ab1\"", "\"\""]);
+    check(json!({"type": "string", "pattern": "\\d{3}"}), &["\"ab123cd\"", "\"a\\\"123\""], &["\"12\""]);
+    check(json!({"type": "string", "pattern": "^a.b$"}), &["\"a\\\"b\"", "\"a\\\\b\""], &["\"a\\nb\""]);
+    check(json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}), &["\"abc\""], &["\"abcd\""]);
+    assert_eq!(error_keyword(json!({"type": "string", "pattern": "(?=a)"})), "pattern");
+}
+
+#[test]
+fn formats_are_a_valid_subset() {
+    check(json!({"type": "string", "format": "date"}), &["\"2020-01-31\""], &["\"2020-02-31\"", "\"x\""]);
+    check(json!({"type": "string", "format": "email"}), &["\"a.b@example.org\""], &["\"a@\""]);
+    // Unknown formats are annotations.
+    check(json!({"type": "string", "format": "color"}), &["\"red\""], &["1"]);
+}
+
+#[test]
+fn numeric_bounds() {
+    check(json!({"type": "integer", "minimum": 1, "exclusiveMaximum": 10}), &["1", "9"], &["0", "10", "-1"]);
+    check(json!({"type": "integer", "maximum": 5, "exclusiveMaximum": true}), &["4", "-3"], &["5"]);
+    check(json!({"type": "number", "minimum": 0, "maximum": 1}), &["0", "0.5", "1", "1.0"], &["1.01", "-0.1", "2"]);
+    check(json!({"type": "number", "exclusiveMinimum": 0.5}), &["0.51", "3"], &["0.5", "0.49"]);
+    check(json!({"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 20}), &["0", "15", "20"], &["3", "25"]);
+    check(json!({"type": "integer", "multipleOf": 10}), &["0", "-120"], &["15"]);
+    assert_eq!(error_keyword(json!({"type": "number", "multipleOf": 0.01})), "multipleOf");
+}
+
+#[test]
+fn any_of_one_of_all_of() {
+    check(json!({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]}), &["1", "\"a\""], &["\"ab\"", "null"]);
+    check(json!({"oneOf": [{"type": "integer"}, {"type": "string"}]}), &["1", "\"a\""], &["null"]);
+    let disc = json!({"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]}
+    ]});
+    check(disc, &["{\"kind\": \"a\", \"x\": 1}", "{\"kind\": \"b\", \"y\": \"s\"}"], &["{\"kind\": \"c\"}", "{\"kind\": \"a\", \"x\": \"s\"}"]);
+    assert_eq!(error_keyword(json!({"oneOf": [{"type": "integer"}, {"type": "number"}]})), "oneOf");
+    check(
+        json!({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"properties": {"b": {"type": "string"}}, "required": ["b"]}]}),
+        &["{\"a\": 1, \"b\": \"x\"}"],
+        &["{\"a\": 1}", "{\"b\": \"x\"}"],
+    );
+    check(json!({"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 3}]}), &["0", "3"], &["4", "-1"]);
+}
+
+#[test]
+fn refs_and_recursion() {
+    let s = json!({
+        "$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}}, "required": ["v"], "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    check(s, &["{\"v\": 1}", "{\"v\": 1, \"next\": {\"v\": 2, \"next\": {\"v\": 3}}}"], &["{\"v\": 1, \"next\": {}}", "{}"]);
+    let s = json!({"definitions": {"a~b/c": {"type": "integer"}}, "properties": {"x": {"$ref": "#/definitions/a~0b~1c"}}, "type": "object"});
+    check(s, &["{\"x\": 1}"], &["{\"x\": \"1\"}"]);
+    assert_eq!(error_keyword(json!({"$ref": "http://example.com/x.json"})), "$ref");
+}
+
+#[test]
+fn not_and_unsupported_keywords() {
+    check(json!({"not": {"type": "string"}}), &["1", "null"], &["\"a\""]);
+    assert_eq!(error_keyword(json!({"if": {"type": "string"}, "then": {"minLength": 1}})), "if");
+    assert_eq!(error_keyword(json!({"type": "object", "dependentRequired": {"a": ["b"]}})), "dependentRequired");
+    // Vendor keywords and annotations are ignored.
+    check(json!({"type": "integer", "x-foo": 1, "title": "t", "description": "d", "examples": [1]}), &["1"], &["\"1\""]);
+}
+
+#[test]
+fn whitespace_policies() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}});
+    let compact = pda_with(s.clone(), &Options { whitespace: Whitespace::Compact, ..Options::default() });
+    assert!(compact.matches(b"{\"a\":[1,2]}"));
+    assert!(!compact.matches(b"{\"a\": [1, 2]}"));
+    let pretty = pda_with(s.clone(), &Options::default());
+    assert!(pretty.matches(b"{\"a\": [1, 2]}"));
+    assert!(pretty.matches(b"{\n  \"a\": [\n    1,\n    2\n  ]\n}"));
+    assert!(!pretty.matches(b"{\"a\":  [1]}"));
+    assert!(!pretty.matches(format!("{{\n{}\"a\": []}}", " ".repeat(40)).as_bytes()));
+    let unbounded = pda_with(s, &Options { whitespace: Whitespace::Unbounded, ..Options::default() });
+    assert!(unbounded.matches(b"{ \t \"a\"  :\n\n [ 1 ,2 ] }"));
+}
