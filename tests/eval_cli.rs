@@ -75,7 +75,8 @@ fn bench(tag: &str, broken_schema: bool) -> PathBuf {
         &set.join("tests/obj.json"),
         &tests_file(&[(true, json!({"a": 12})), (false, json!({"a": "x"})), (false, json!({}))]),
     );
-    let str_schema = if broken_schema { "{\"type\": ".to_string() } else { json!({"type": "string", "maxLength": 3}).to_string() };
+    let str_schema =
+        if broken_schema { "{\"type\": ".to_string() } else { json!({"type": "string", "maxLength": 3}).to_string() };
     write(&set.join("str.json"), &str_schema);
     write(&set.join("tests/str.json"), &tests_file(&[(true, json!("abc")), (false, json!("abcd")), (false, json!(5))]));
     write(&set.join("empty.json"), "{}");
@@ -102,8 +103,19 @@ fn report(root: &Path) -> Value {
 }
 
 const TOTALS_KEYS: [&str; 13] = [
-    "schemas", "compiled", "passing", "wrong_accepts", "wrong_rejects", "tokens", "mask_mean_us", "mask_p50_us",
-    "mask_p99_us", "mask_p999_us", "mask_max_us", "ttfm_p50_us", "ttfm_p99_us",
+    "schemas",
+    "compiled",
+    "passing",
+    "wrong_accepts",
+    "wrong_rejects",
+    "tokens",
+    "mask_mean_us",
+    "mask_p50_us",
+    "mask_p99_us",
+    "mask_p999_us",
+    "mask_max_us",
+    "ttfm_p50_us",
+    "ttfm_p99_us",
 ];
 
 fn keys(v: &Value) -> Vec<&str> {
@@ -127,7 +139,8 @@ fn report_has_the_fixed_keys_and_counts_only_schemas_with_tests() {
     assert_eq!(schemas[1]["compiled"], false);
     assert_eq!(r["details"]["totals"]["compile_errors"]["invalid schema JSON"], 1);
     for s in schemas {
-        for k in ["id", "compiled", "ttfm_us", "masks", "mask_mean_us", "mask_max_us", "wrong_accepts", "wrong_rejects"] {
+        for k in ["id", "compiled", "ttfm_us", "masks", "mask_mean_us", "mask_max_us", "wrong_accepts", "wrong_rejects"]
+        {
             assert!(s.get(k).is_some(), "{k} missing in {s}");
         }
     }

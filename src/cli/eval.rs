@@ -19,6 +19,13 @@
 //!    reject*; an invalid one accepted whole is a *wrong accept*.
 //! 3. A schema **passes** when it compiled and every test came out right.
 //!
+//! `tokens` in the report counts timed mask steps: one per instance token replayed (up to the
+//! first rejected one) plus the final EOS check of each instance replayed to its end. The mask
+//! percentiles are over those steps, the ttfm percentiles over compiled schemas.
+//! Instances are prepared before timing starts; one that cannot be serialised (a lone
+//! surrogate), tokenized, or whose token bytes do not spell its text exactly (a vocabulary
+//! bug) is skipped and counted under `details.*.skipped_instances`.
+//!
 //! The tokenizer-wide [`TokenIndex`] is built once and its build time reported separately.
 //! Each schema runs under `catch_unwind`: a panic is a bug, counted as an "internal panic"
 //! compile failure and printed loudly. The exit code is failure when any wrong accept, panic
@@ -191,7 +198,10 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
     let alarms = [
         (total.panics, "schemas PANICKED (bugs)"),
-        (total.inconsistencies, "matcher inconsistencies (mask allowed a token accept_token refused, or EOS bit ≠ is_accepting)"),
+        (
+            total.inconsistencies,
+            "matcher inconsistencies (mask allowed a token accept_token refused, or EOS bit ≠ is_accepting)",
+        ),
         (total.matcher_errors, "matcher errors (limits or internal)"),
         (total.skipped_instances, "instances skipped (not serialisable, not tokenizable, or token bytes ≠ text)"),
     ];
@@ -276,9 +286,10 @@ struct Instance {
 /// Evaluates one schema; `None` when it has no tests.
 fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResult> {
     let mut r = SchemaResult { id: job.id.clone(), set: job.set.clone(), ..Default::default() };
-    let tests = match std::fs::read(&job.tests).map_err(|e| e.to_string()).and_then(|b| {
-        python_json::parse(&b).map_err(|e| e.to_string())
-    }) {
+    let tests = match std::fs::read(&job.tests)
+        .map_err(|e| e.to_string())
+        .and_then(|b| python_json::parse(&b).map_err(|e| e.to_string()))
+    {
         Ok(v) => v,
         Err(e) => {
             r.error = Some(("unreadable test file".into(), format!("{}: {e}", job.tests.display())));
@@ -373,7 +384,9 @@ fn compile(ctx: &Context, job: &Job) -> Result<Constraint, (String, String)> {
                 (format!("keyword {kw}"), e.to_string())
             })?
         }
-        Source::Gbnf(text) => parse_gbnf(text).map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?,
+        Source::Gbnf(text) => {
+            parse_gbnf(text).map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?
+        }
     };
     Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {
         let group = match &e {

@@ -375,9 +375,7 @@ fn guess_eos(file: &TokenizerFile) -> Vec<TokenId> {
         .iter()
         .filter(|t| EOS_NAMES.contains(&t.content.as_str()))
         .map(|t| TokenId(t.id))
-        .chain(
-            file.model.vocab.0.iter().filter(|(p, _)| EOS_NAMES.contains(&p.as_str())).map(|(_, id)| TokenId(*id)),
-        )
+        .chain(file.model.vocab.0.iter().filter(|(p, _)| EOS_NAMES.contains(&p.as_str())).map(|(_, id)| TokenId(*id)))
         .collect();
     ids.sort();
     ids.dedup();
@@ -438,8 +436,7 @@ mod tests {
     /// A Llama-2-style SentencePiece BPE with byte fallback: `<unk>`, `<s>`, `</s>`, the 256
     /// `<0xNN>` tokens, then a few pieces. Id 300 is left unused (a hole).
     fn sentencepiece_json() -> String {
-        let mut vocab: Vec<(String, u32)> =
-            vec![("<unk>".into(), 0), ("<s>".into(), 1), ("</s>".into(), 2)];
+        let mut vocab: Vec<(String, u32)> = vec![("<unk>".into(), 0), ("<s>".into(), 1), ("</s>".into(), 2)];
         for b in 0..=255u32 {
             vocab.push((format!("<0x{b:02X}>"), 3 + b));
         }
@@ -570,8 +567,7 @@ mod tests {
         assert_eq!(load(no_eos.as_bytes(), None).unwrap_err(), Error::NoEos);
         let wordpiece = r###"{"model": {"type": "WordPiece", "vocab": {"a": 0, "##b": 1}}}"###;
         assert!(matches!(load(wordpiece.as_bytes(), None), Err(Error::Format(_))));
-        let suffix =
-            r#"{"model": {"type": "BPE", "end_of_word_suffix": "</w>", "vocab": {"a</w>": 0}, "merges": []}}"#;
+        let suffix = r#"{"model": {"type": "BPE", "end_of_word_suffix": "</w>", "vocab": {"a</w>": 0}, "merges": []}}"#;
         assert!(matches!(load(suffix.as_bytes(), Some(&[TokenId(0)])), Err(Error::Format(_))));
         let dup = r#"{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}}"#;
         assert!(matches!(load(dup.as_bytes(), Some(&[TokenId(0)])), Err(Error::Format(_))));

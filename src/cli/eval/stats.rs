@@ -189,8 +189,22 @@ impl Summary {
     pub fn table_header() -> String {
         format!(
             "{:<16} {:>7} {:>8} {:>8} {:>6} {:>6} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}",
-            "set", "schemas", "compiled", "passing", "w.acc", "w.rej", "tokens", "mean µs", "p50", "p99",
-            "p99.9", "max", "ttfm p50", "ttfm p99", "mem p50", "mem max"
+            "set",
+            "schemas",
+            "compiled",
+            "passing",
+            "w.acc",
+            "w.rej",
+            "tokens",
+            "mean µs",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            "ttfm p50",
+            "ttfm p99",
+            "mem p50",
+            "mem max"
         )
     }
 
@@ -282,8 +296,19 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "schemas", "compiled", "passing", "wrong_accepts", "wrong_rejects", "tokens", "mask_mean_us",
-                "mask_p50_us", "mask_p99_us", "mask_p999_us", "mask_max_us", "ttfm_p50_us", "ttfm_p99_us"
+                "schemas",
+                "compiled",
+                "passing",
+                "wrong_accepts",
+                "wrong_rejects",
+                "tokens",
+                "mask_mean_us",
+                "mask_p50_us",
+                "mask_p99_us",
+                "mask_p999_us",
+                "mask_max_us",
+                "ttfm_p50_us",
+                "ttfm_p99_us"
             ]
         );
         assert_eq!((s.schemas, s.compiled, s.passing, s.wrong_rejects, s.tokens()), (3, 2, 1, 1, 3));
