@@ -315,9 +315,19 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResul
         }
     }
 
-    // Compile to first mask.
+    // Compile to first mask (the file is read before timing; parsing it is part of compiling).
+    let schema_bytes = match &ctx.source {
+        Source::Schemas(_) => match std::fs::read(&job.schema) {
+            Ok(b) => b,
+            Err(e) => {
+                r.error = Some(("unreadable schema".into(), format!("{}: {e}", job.schema.display())));
+                return Some(r);
+            }
+        },
+        Source::Gbnf(_) => Vec::new(),
+    };
     let start = Instant::now();
-    let constraint = match compile(ctx, job) {
+    let constraint = match compile(ctx, job, &schema_bytes) {
         Ok(c) => c,
         Err(e) => {
             r.error = Some(e);
@@ -371,13 +381,11 @@ fn prepare_instance(ctx: &Context, vocab: &Vocabulary, case: &PyValue) -> Option
     Some(Instance { valid, tokens })
 }
 
-/// Compiles the job's schema (or the GBNF) into a constraint; errors as (group, message).
-fn compile(ctx: &Context, job: &Job) -> Result<Constraint, (String, String)> {
+/// Compiles the job's schema text (or the GBNF) into a constraint; errors as (group, message).
+fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<Constraint, (String, String)> {
     let grammar: Grammar = match &ctx.source {
         Source::Schemas(options) => {
-            let bytes = std::fs::read(&job.schema)
-                .map_err(|e| ("unreadable schema".to_string(), format!("{}: {e}", job.schema.display())))?;
-            let value: serde_json::Value = serde_json::from_slice(&bytes)
+            let value: serde_json::Value = serde_json::from_slice(schema_bytes)
                 .map_err(|e| ("invalid schema JSON".to_string(), format!("{}: {e}", job.schema.display())))?;
             schema::compile(&value, options).map_err(|e| {
                 let kw = if e.keyword().is_empty() { "(no keyword)" } else { e.keyword() };
