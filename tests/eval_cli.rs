@@ -186,3 +186,48 @@ fn valid_instances_accepted_and_invalid_rejected() {
     assert_eq!(code, std::process::ExitCode::SUCCESS);
     std::fs::remove_dir_all(&root).ok();
 }
+
+/// `--grammar-file`: one grammar for every schema, instances judged by their `valid` flag.
+/// Exercises the real matcher without the schema compiler.
+#[test]
+fn grammar_file_replaces_the_schemas() {
+    let root = bench("gbnf", false);
+    // Accepts exactly `{"a": <digits>}`: right for every `obj` test, wrong for the valid "abc".
+    write(&root.join("a.gbnf"), "root ::= \"{\\\"a\\\": \" [0-9]+ \"}\"\n");
+    let mut a = args(root.clone(), &root);
+    a.grammar_file = Some(root.join("a.gbnf"));
+    let code = run(&a).unwrap();
+    let r = report(&root);
+    let t = &r["totals"];
+    assert_eq!((t["schemas"].as_u64(), t["compiled"].as_u64()), (Some(2), Some(2)), "{r:#}");
+    assert_eq!(t["passing"], 1, "{r:#}");
+    assert_eq!(t["wrong_accepts"], 0, "{r:#}");
+    assert_eq!(t["wrong_rejects"], 1, "{r:#}");
+    assert_eq!(r["schemas"][0]["passing"], true);
+    assert_eq!(r["schemas"][1]["wrong_rejects"], 1);
+    assert!(t["tokens"].as_u64().unwrap() >= 6);
+    for k in ["mask_mean_us", "mask_p50_us", "mask_p99_us", "mask_p999_us", "mask_max_us", "ttfm_p50_us"] {
+        assert!(t[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+
+    // Any JSON: every invalid instance here is still JSON, so all four are wrong accepts,
+    // and the exit code says so.
+    a.grammar_file = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("grammars/json.gbnf"));
+    let code = run(&a).unwrap();
+    let t = report(&root)["totals"].clone();
+    assert_eq!(
+        (t["passing"].as_u64(), t["wrong_accepts"].as_u64(), t["wrong_rejects"].as_u64()),
+        (Some(0), Some(4), Some(0))
+    );
+    assert_eq!(code, std::process::ExitCode::FAILURE);
+
+    // A grammar that does not parse: a compile error per schema, grouped by kind.
+    write(&root.join("bad.gbnf"), "root ::= (\n");
+    a.grammar_file = Some(root.join("bad.gbnf"));
+    run(&a).unwrap();
+    let r = report(&root);
+    assert_eq!(r["totals"]["compiled"], 0);
+    assert_eq!(r["details"]["totals"]["compile_errors"]["gbnf: Syntax"], 2, "{r:#}");
+    std::fs::remove_dir_all(&root).ok();
+}

@@ -183,10 +183,14 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         println!("{}", s.table_row(name));
     }
     println!("{}", total.table_row("TOTAL"));
+    let (cache_entries, cache_bytes) = ctx.index.cache_stats();
     println!(
         "(mask times in µs per token: fill_mask + check + accept_token; ttfm = compile + first mask, µs; \
-         token index build {:.1} ms, once per tokenizer)",
-        ms(index_build)
+         mem = compiled constraint)\ntoken index (once per tokenizer): built in {:.1} ms, {:.1} MB; \
+         shared mask cache at the end: {cache_entries} entries, {:.1} MB",
+        ms(index_build),
+        ctx.index.memory_usage() as f64 / 1e6,
+        cache_bytes as f64 / 1e6,
     );
     if !total.errors.is_empty() {
         println!("\ncompile errors by keyword / kind:");
@@ -220,6 +224,9 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             "vocab_size": vocab_len,
             "vocab_load_ms": ms(vocab_load),
             "token_index_build_ms": ms(index_build),
+            "token_index_bytes": ctx.index.memory_usage(),
+            "mask_cache_entries": cache_entries,
+            "mask_cache_bytes": cache_bytes,
             "totals": total.to_json(),
             "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),
             "details": {
@@ -341,7 +348,7 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResul
         return Some(r);
     }
     r.ttfm_ns = Some(ttfm.as_nanos().min(u64::MAX as u128) as u64);
-    r.memory_bytes = Some(constraint.pda().memory_usage());
+    r.memory_bytes = Some(constraint.memory_usage());
 
     for inst in &instances {
         let outcome = replay(&constraint, &inst.tokens, mask, &mut r.mask_ns);
@@ -392,9 +399,8 @@ fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<Constraint, 
                 (format!("keyword {kw}"), e.to_string())
             })?
         }
-        Source::Gbnf(text) => {
-            parse_gbnf(text).map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?
-        }
+        Source::Gbnf(text) => crate::grammar::gbnf::parse(text)
+            .map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?,
     };
     Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {
         let group = match &e {
@@ -403,14 +409,6 @@ fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<Constraint, 
         };
         (group, e.to_string())
     })
-}
-
-/// The GBNF parser (`grammar::gbnf::parse`, written in another branch).
-fn parse_gbnf(_text: &str) -> Result<Grammar, crate::grammar::Error> {
-    Err(crate::grammar::Error::new(
-        crate::grammar::ErrorKind::Syntax("GBNF parsing is not available in this build yet".into()),
-        "<gbnf>",
-    ))
 }
 
 /// How replaying one instance ended.
