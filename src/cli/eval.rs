@@ -480,3 +480,23 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_names_group_errors() {
+        assert_eq!(variant_name(&MatchError::Rejected(3)), "Rejected");
+        assert_eq!(variant_name(&crate::automaton::Error::TooLarge("r".into())), "TooLarge");
+        assert_eq!(variant_name(&MatchError::Finished), "Finished");
+    }
+
+    #[test]
+    fn panic_payloads_become_messages() {
+        let p = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "boom 1");
+        let p = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "(non-string panic payload)");
+    }
+}
