@@ -110,12 +110,15 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("cannot load tokenizer {}: {e}", args.tokenizer.display()))?;
     let encoder_load = t.elapsed();
     let vocab_len = vocab.len();
+    let eos_ids: Vec<u32> = vocab.eos_tokens().iter().map(|t| t.0).collect();
     let t = Instant::now();
     let index = TokenIndex::new(vocab);
     let index_build = t.elapsed();
     eprintln!(
-        "tokenizer: {} tokens; vocabulary loaded in {:.1} ms, encoder in {:.1} ms; token index built in {:.1} ms",
+        "tokenizer: {} tokens, end-of-generation ids {:?}; vocabulary loaded in {:.1} ms, encoder in {:.1} ms; \
+         token index built in {:.1} ms",
         vocab_len,
+        eos_ids,
         ms(vocab_load),
         ms(encoder_load),
         ms(index_build)
@@ -222,6 +225,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             "grammar_file": args.grammar_file.as_ref().map(|p| p.display().to_string()),
             "whitespace": format!("{:?}", args.whitespace),
             "vocab_size": vocab_len,
+            "eos_ids": eos_ids,
             "vocab_load_ms": ms(vocab_load),
             "token_index_build_ms": ms(index_build),
             "token_index_bytes": ctx.index.memory_usage(),
