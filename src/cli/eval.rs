@@ -1,5 +1,51 @@
-//! `constrain eval`: the JSONSchemaBench-style evaluation (being written).
-use std::path::PathBuf;
+//! `constrain eval`: the JSONSchemaBench mask-correctness and speed evaluation.
+//!
+//! Input: a directory laid out like JSONSchemaBench (set folders holding `<name>.json` schemas
+//! and `tests/<name>.json` files with `{"tests": [{"valid": bool, "data": …}, …]}`), or one
+//! such set folder, and a HF `tokenizer.json`.
+//! Output: a table per set and in total on stdout, a progress bar on stderr, and optionally a
+//! JSON report (`--json-report`).
+//!
+//! How, for each schema with at least one test (single thread):
+//! 1. **Compile** — `schema::compile` (spec semantics, default whitespace, schema property
+//!    order, not strict) or the `--grammar-file` GBNF instead, then `Constraint::new`, then the
+//!    first `fill_mask`: together the time-to-first-mask (ttfm).
+//! 2. **Each test instance** — serialised exactly like Python's
+//!    `json.dumps(data, ensure_ascii=False)` (see [`python_json`]), tokenized with the
+//!    `tokenizers` crate (no special tokens). A fresh matcher then, before every token, fills
+//!    the mask, checks the token's bit and accepts the token; these three together are one
+//!    timed "mask step". After the last token one more mask is filled and must allow an EOS id
+//!    exactly when the instance is valid. A valid instance rejected anywhere is a *wrong
+//!    reject*; an invalid one accepted whole is a *wrong accept*.
+//! 3. A schema **passes** when it compiled and every test came out right.
+//!
+//! `tokens` in the report counts timed mask steps: one per instance token replayed (up to the
+//! first rejected one) plus the final EOS check of each instance replayed to its end. The mask
+//! percentiles are over those steps, the ttfm percentiles over compiled schemas.
+//! Instances are prepared before timing starts; one that cannot be serialised (a lone
+//! surrogate), tokenized, or whose token bytes do not spell its text exactly (a vocabulary
+//! bug) is skipped and counted under `details.*.skipped_instances`.
+//!
+//! The tokenizer-wide [`TokenIndex`] is built once and its build time reported separately.
+//! Each schema runs under `catch_unwind`: a panic is a bug, counted as an "internal panic"
+//! compile failure and printed loudly. The exit code is failure when any wrong accept, panic
+//! or matcher inconsistency occurred.
+
+mod python_json;
+mod stats;
+
+use crate::grammar::Grammar;
+use crate::mask::{is_allowed, TokenIndex};
+use crate::matcher::{Constraint, Error as MatchError};
+use crate::schema::{self, Whitespace};
+use crate::{Limits, TokenId, Vocabulary};
+use anyhow::Context as _;
+use python_json::PyValue;
+use stats::{SchemaResult, Summary};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Arguments of `constrain eval`.
 #[derive(clap::Args, Debug, Clone)]
@@ -12,9 +58,449 @@ pub struct EvalArgs {
     /// Where to write the JSON report.
     #[arg(long)]
     pub json_report: Option<PathBuf>,
+    /// Compile this GBNF grammar for every schema instead of the schema itself (instances are
+    /// still judged by their `valid` flag).
+    #[arg(long)]
+    pub grammar_file: Option<PathBuf>,
+    /// Evaluate at most this many schemas (those with tests, after `--filter`).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Only schemas whose id (`set/name.json`) contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Whitespace policy of the compiled schemas.
+    #[arg(long, value_enum, default_value_t)]
+    pub whitespace: Whitespace,
 }
 
-/// Runs the evaluation.
-pub fn run(_args: &EvalArgs) -> anyhow::Result<std::process::ExitCode> {
-    anyhow::bail!("eval not written yet")
+/// What is compiled for each schema.
+enum Source {
+    /// Each schema file itself.
+    Schemas(schema::Options),
+    /// One GBNF text, parsed again for every schema (so ttfm measures the same work).
+    Gbnf(String),
+}
+
+/// Everything shared by all schemas.
+struct Context {
+    index: Arc<TokenIndex>,
+    tokenizer: tokenizers::Tokenizer,
+    source: Source,
+    limits: Limits,
+}
+
+/// One schema file to evaluate.
+struct Job {
+    set: String,
+    schema: PathBuf,
+    tests: PathBuf,
+    id: String,
+}
+
+/// Runs the evaluation; see the module documentation.
+pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let tokenizer_json = std::fs::read(&args.tokenizer)
+        .with_context(|| format!("cannot read tokenizer file {}", args.tokenizer.display()))?;
+    let t = Instant::now();
+    let vocab = Vocabulary::from_tokenizer_json_bytes(&tokenizer_json, None)
+        .with_context(|| format!("cannot load vocabulary from {}", args.tokenizer.display()))?;
+    let vocab_load = t.elapsed();
+    let t = Instant::now();
+    let tokenizer = tokenizers::Tokenizer::from_bytes(&tokenizer_json)
+        .map_err(|e| anyhow::anyhow!("cannot load tokenizer {}: {e}", args.tokenizer.display()))?;
+    let encoder_load = t.elapsed();
+    let vocab_len = vocab.len();
+    let eos_ids: Vec<u32> = vocab.eos_tokens().iter().map(|t| t.0).collect();
+    let t = Instant::now();
+    let index = TokenIndex::new(vocab);
+    let index_build = t.elapsed();
+    eprintln!(
+        "tokenizer: {} tokens, end-of-generation ids {:?}; vocabulary loaded in {:.1} ms, encoder in {:.1} ms; \
+         token index built in {:.1} ms",
+        vocab_len,
+        eos_ids,
+        ms(vocab_load),
+        ms(encoder_load),
+        ms(index_build)
+    );
+
+    let source = match &args.grammar_file {
+        Some(path) => Source::Gbnf(
+            std::fs::read_to_string(path).with_context(|| format!("cannot read grammar file {}", path.display()))?,
+        ),
+        None => Source::Schemas(schema::Options { whitespace: args.whitespace, strict: false, lenient: false }),
+    };
+    let ctx = Context { index, tokenizer, source, limits: Limits::default() };
+
+    let mut jobs = discover(&args.dir)?;
+    if let Some(f) = &args.filter {
+        jobs.retain(|j| j.id.contains(f.as_str()));
+    }
+    let limit = args.limit.unwrap_or(usize::MAX);
+
+    let bar = indicatif::ProgressBar::new(jobs.len().min(limit) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} eta {eta} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut results: Vec<SchemaResult> = Vec::new();
+    let mut mask = vec![0u32; ctx.index.vocab().mask_words()];
+    for job in &jobs {
+        if results.len() >= limit {
+            break;
+        }
+        bar.set_message(job.id.clone());
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| eval_schema(&ctx, job, &mut mask)));
+        match outcome {
+            Ok(Some(r)) => results.push(r),
+            Ok(None) => {} // no tests
+            Err(payload) => {
+                let msg = panic_message(payload.as_ref());
+                bar.suspend(|| eprintln!("!!! INTERNAL PANIC on {}: {msg}", job.id));
+                results.push(SchemaResult {
+                    id: job.id.clone(),
+                    set: job.set.clone(),
+                    panic: Some(msg),
+                    ..Default::default()
+                });
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    // Aggregate per set and in total.
+    let mut sets: std::collections::BTreeMap<String, Summary> = Default::default();
+    let mut total = Summary::default();
+    for r in &results {
+        sets.entry(r.set.clone()).or_default().add(r);
+        total.add(r);
+    }
+    for s in sets.values_mut() {
+        s.finish();
+    }
+    total.finish();
+
+    println!("{}", Summary::table_header());
+    for (name, s) in &sets {
+        println!("{}", s.table_row(name));
+    }
+    println!("{}", total.table_row("TOTAL"));
+    let (cache_entries, cache_bytes) = ctx.index.cache_stats();
+    println!(
+        "(mask times in µs per token: fill_mask + check + accept_token; ttfm = compile + first mask, µs; \
+         mem = compiled constraint)\ntoken index (once per tokenizer): built in {:.1} ms, {:.1} MB; \
+         shared mask cache at the end: {cache_entries} entries, {:.1} MB",
+        ms(index_build),
+        ctx.index.memory_usage() as f64 / 1e6,
+        cache_bytes as f64 / 1e6,
+    );
+    if !total.errors.is_empty() {
+        println!("\ncompile errors by keyword / kind:");
+        let mut errs: Vec<(&String, &usize)> = total.errors.iter().collect();
+        errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (group, n) in errs {
+            println!("  {n:>6}  {group}");
+        }
+    }
+    let alarms = [
+        (total.panics, "schemas PANICKED (bugs)"),
+        (
+            total.inconsistencies,
+            "matcher inconsistencies (mask allowed a token accept_token refused, or EOS bit ≠ is_accepting)",
+        ),
+        (total.matcher_errors, "matcher errors (limits or internal)"),
+        (total.skipped_instances, "instances skipped (not serialisable, not tokenizable, or token bytes ≠ text)"),
+    ];
+    for (n, what) in alarms {
+        if n > 0 {
+            println!("!!! {n} {what}");
+        }
+    }
+
+    if let Some(path) = &args.json_report {
+        let report = serde_json::json!({
+            "dir": args.dir.display().to_string(),
+            "tokenizer": args.tokenizer.display().to_string(),
+            "grammar_file": args.grammar_file.as_ref().map(|p| p.display().to_string()),
+            "whitespace": format!("{:?}", args.whitespace),
+            "vocab_size": vocab_len,
+            "eos_ids": eos_ids,
+            "vocab_load_ms": ms(vocab_load),
+            "token_index_build_ms": ms(index_build),
+            "token_index_bytes": ctx.index.memory_usage(),
+            "mask_cache_entries": cache_entries,
+            "mask_cache_bytes": cache_bytes,
+            "totals": total.to_json(),
+            "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),
+            "details": {
+                "totals": total.details_json(),
+                "sets": sets.iter().map(|(k, s)| (k.clone(), s.details_json())).collect::<serde_json::Map<_, _>>(),
+            },
+            "schemas": results.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text).with_context(|| format!("cannot write report {}", path.display()))?;
+        eprintln!("report written to {}", path.display());
+    }
+
+    let bad = total.wrong_accepts > 0 || total.panics > 0 || total.inconsistencies > 0;
+    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Finds the schema files: `dir` itself if it is a set folder (has `tests/`), else every
+/// subfolder that is one. Sorted by set, then file name.
+fn discover(dir: &Path) -> anyhow::Result<Vec<Job>> {
+    let set_dirs: Vec<PathBuf> = if dir.join("tests").is_dir() {
+        vec![dir.to_path_buf()]
+    } else {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("tests").is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    if set_dirs.is_empty() {
+        anyhow::bail!(
+            "{} holds no benchmark sets: expected folders with `<name>.json` schemas and `tests/<name>.json` instances",
+            dir.display()
+        );
+    }
+    let mut jobs = Vec::new();
+    for set_dir in set_dirs {
+        let set = set_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&set_dir)
+            .with_context(|| format!("cannot read directory {}", set_dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for schema in files {
+            let Some(name) = schema.file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
+            let tests = set_dir.join("tests").join(&name);
+            if tests.is_file() {
+                jobs.push(Job { id: format!("{set}/{name}"), set: set.clone(), schema, tests });
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+/// One test instance ready to replay.
+struct Instance {
+    valid: bool,
+    tokens: Vec<TokenId>,
+}
+
+/// Evaluates one schema; `None` when it has no tests.
+fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResult> {
+    let mut r = SchemaResult { id: job.id.clone(), set: job.set.clone(), ..Default::default() };
+    let tests = match std::fs::read(&job.tests)
+        .map_err(|e| e.to_string())
+        .and_then(|b| python_json::parse(&b).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => {
+            r.error = Some(("unreadable test file".into(), format!("{}: {e}", job.tests.display())));
+            return Some(r);
+        }
+    };
+    let Some(PyValue::Array(cases)) = tests.get("tests") else {
+        r.error = Some(("unreadable test file".into(), format!("{}: no `tests` list", job.tests.display())));
+        return Some(r);
+    };
+    if cases.is_empty() {
+        return None;
+    }
+    r.tests = cases.len();
+
+    // Serialise and tokenize every instance first (not timed).
+    let vocab = ctx.index.vocab();
+    let mut instances = Vec::with_capacity(cases.len());
+    for case in cases {
+        match prepare_instance(ctx, vocab, case) {
+            Some(i) => instances.push(i),
+            None => r.skipped_instances += 1,
+        }
+    }
+
+    // Compile to first mask (the file is read before timing; parsing it is part of compiling).
+    let schema_bytes = match &ctx.source {
+        Source::Schemas(_) => match std::fs::read(&job.schema) {
+            Ok(b) => b,
+            Err(e) => {
+                r.error = Some(("unreadable schema".into(), format!("{}: {e}", job.schema.display())));
+                return Some(r);
+            }
+        },
+        Source::Gbnf(_) => Vec::new(),
+    };
+    let start = Instant::now();
+    let constraint = match compile(ctx, job, &schema_bytes) {
+        Ok(c) => c,
+        Err(e) => {
+            r.error = Some(e);
+            return Some(r);
+        }
+    };
+    let first = constraint.matcher().fill_mask(mask);
+    let ttfm = start.elapsed();
+    if let Err(e) = first {
+        r.error = Some((format!("matcher: {}", variant_name(&e)), format!("first mask: {e}")));
+        return Some(r);
+    }
+    r.ttfm_ns = Some(ttfm.as_nanos().min(u64::MAX as u128) as u64);
+    r.memory_bytes = Some(constraint.memory_usage());
+
+    for inst in &instances {
+        let outcome = replay(&constraint, &inst.tokens, mask, &mut r.mask_ns);
+        match outcome {
+            Replay::Accepted => {
+                if !inst.valid {
+                    r.wrong_accepts += 1;
+                }
+            }
+            Replay::Rejected => {
+                if inst.valid {
+                    r.wrong_rejects += 1;
+                }
+            }
+            Replay::Inconsistent => r.inconsistencies += 1,
+            Replay::Error => r.matcher_errors += 1,
+        }
+    }
+    Some(r)
+}
+
+/// Serialises a test case like Python and tokenizes it; `None` (instance skipped) when it cannot
+/// be serialised or tokenized, or when its tokens' bytes do not spell the text (which would be
+/// a vocabulary bug).
+fn prepare_instance(ctx: &Context, vocab: &Vocabulary, case: &PyValue) -> Option<Instance> {
+    let valid = match case.get("valid") {
+        Some(PyValue::Bool(b)) => *b,
+        _ => return None,
+    };
+    let text = python_json::dumps(case.get("data")?).ok()?;
+    let encoding = ctx.tokenizer.encode(text.as_str(), false).ok()?;
+    let tokens: Vec<TokenId> = encoding.get_ids().iter().map(|&id| TokenId(id)).collect();
+    let spelled: Vec<u8> = tokens.iter().flat_map(|&t| vocab.token_bytes(t).iter().copied()).collect();
+    if spelled != text.as_bytes() {
+        return None;
+    }
+    Some(Instance { valid, tokens })
+}
+
+/// Compiles the job's schema text (or the GBNF) into a constraint; errors as (group, message).
+fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<Constraint, (String, String)> {
+    let grammar: Grammar = match &ctx.source {
+        Source::Schemas(options) => {
+            let value: serde_json::Value = serde_json::from_slice(schema_bytes)
+                .map_err(|e| ("invalid schema JSON".to_string(), format!("{}: {e}", job.schema.display())))?;
+            schema::compile(&value, options).map_err(|e| {
+                let kw = if e.keyword().is_empty() { "(no keyword)" } else { e.keyword() };
+                (format!("keyword {kw}"), e.to_string())
+            })?
+        }
+        Source::Gbnf(text) => crate::grammar::gbnf::parse(text)
+            .map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?,
+    };
+    Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {
+        let group = match &e {
+            MatchError::Automaton(a) => format!("automaton: {}", variant_name(a)),
+            other => format!("matcher: {}", variant_name(other)),
+        };
+        (group, e.to_string())
+    })
+}
+
+/// How replaying one instance ended.
+enum Replay {
+    /// Every token allowed and accepted, and EOS allowed at the end.
+    Accepted,
+    /// A token was masked out, or EOS was not allowed at the end.
+    Rejected,
+    /// The mask and the matcher disagreed (a bug).
+    Inconsistent,
+    /// The matcher failed (limit or internal error).
+    Error,
+}
+
+/// Feeds `tokens` to a fresh matcher, timing each mask step into `times` (nanoseconds).
+fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: &mut Vec<u32>) -> Replay {
+    let mut m = constraint.matcher();
+    let ns = |t: Instant| t.elapsed().as_nanos().min(u32::MAX as u128) as u32;
+    for &token in tokens {
+        let t = Instant::now();
+        let filled = m.fill_mask(mask);
+        let allowed = filled.is_ok() && is_allowed(mask, token);
+        let accepted = if allowed { Some(m.accept_token(token)) } else { None };
+        times.push(ns(t));
+        if filled.is_err() {
+            return Replay::Error;
+        }
+        match accepted {
+            None => return Replay::Rejected,
+            Some(Ok(())) => {}
+            Some(Err(MatchError::Rejected(_))) => return Replay::Inconsistent,
+            Some(Err(_)) => return Replay::Error,
+        }
+    }
+    let t = Instant::now();
+    let filled = m.fill_mask(mask);
+    let eos = constraint.index().vocab().eos_tokens();
+    let eos_allowed = filled.is_ok() && eos.iter().any(|&e| is_allowed(mask, e));
+    times.push(ns(t));
+    if filled.is_err() {
+        return Replay::Error;
+    }
+    if eos_allowed != m.is_accepting() {
+        return Replay::Inconsistent;
+    }
+    if eos_allowed {
+        Replay::Accepted
+    } else {
+        Replay::Rejected
+    }
+}
+
+/// The enum variant name from a `Debug` rendering (`TooLarge("x")` → `TooLarge`).
+fn variant_name(e: &impl std::fmt::Debug) -> String {
+    let s = format!("{e:?}");
+    s.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("").to_string()
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".into()
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_names_group_errors() {
+        assert_eq!(variant_name(&MatchError::Rejected(3)), "Rejected");
+        assert_eq!(variant_name(&crate::automaton::Error::TooLarge("r".into())), "TooLarge");
+        assert_eq!(variant_name(&MatchError::Finished), "Finished");
+    }
+
+    #[test]
+    fn panic_payloads_become_messages() {
+        let p = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "boom 1");
+        let p = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_message(p.as_ref()), "(non-string panic payload)");
+    }
 }
