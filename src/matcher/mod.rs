@@ -1,13 +1,33 @@
-//! Stage 5: the per-sequence [`Matcher`] and the compiled, shareable [`Constraint`].
-//! (API pinned; implementation being written.)
-use crate::automaton::Pda;
+//! Stage 5: the compiled, shareable [`Constraint`] and the per-sequence [`Matcher`].
+//!
+//! Input: a [`Grammar`] and a [`TokenIndex`]. Output: token masks, token acceptance,
+//! rollback and completion for one generated sequence, usable from any decode loop.
+//!
+//! ## How
+//!
+//! The matcher keeps the parse as a set of stacks in an arena ([`Stacks`]): each accepted
+//! token appends a *level* (the new stack tops) and rolling back truncates. A mask is the
+//! union, over the current tops, of the cached [`crate::mask`] entry of each top's *context*:
+//!
+//! - the top frame itself (its rule's fingerprint and node),
+//! - every counted-loop frame directly below it, with its count reduced to a *class* — the
+//!   distance to the loop's bounds, capped at the longest token length + 1 (no token can
+//!   tell two counts apart beyond that),
+//! - and, when there was such a loop, the first ordinary frame below (so a string with
+//!   `maxLength` is classified together with its closing quote).
+//!
+//! Tokens that run past the context are checked against the real stack at run time, from
+//! the point where the context's bottom completes. EOS ids are allowed exactly where the
+//! grammar accepts.
+use crate::automaton::exec::{Frame, Stacks, BOTTOM};
+use crate::automaton::{Pda, UNBOUNDED};
 use crate::grammar::Grammar;
-use crate::mask::TokenIndex;
+use crate::mask::{set_bit, SuffixScratch, TokenIndex};
 use crate::{Limits, TokenId};
 use std::sync::Arc;
 
 /// A grammar compiled against one tokenizer: the automaton plus the shared token index.
-/// Cheap to clone; create one [`Matcher`] per sequence with [`Constraint::matcher`].
+/// Cheap to clone (an `Arc`), `Send + Sync`; create one [`Matcher`] per sequence.
 #[derive(Clone)]
 pub struct Constraint {
     inner: Arc<Inner>,
@@ -17,67 +37,333 @@ struct Inner {
     pda: Pda,
     index: Arc<TokenIndex>,
     limits: Limits,
+    /// Per node: hash of (its rule's fingerprint, its index inside the rule).
+    node_key: Vec<u128>,
+    /// Per node: for loop nodes, a hash of the loop's body (bounds excluded).
+    loop_shape: Vec<u128>,
+    /// Loop distances are capped here: the longest token length + 1.
+    class_cap: u32,
 }
 
 impl Constraint {
     /// Compiles `grammar` into an automaton and binds it to the token index.
     pub fn new(grammar: &Grammar, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, Error> {
         let pda = Pda::build(grammar, limits)?;
-        Ok(Constraint { inner: Arc::new(Inner { pda, index, limits: limits.clone() }) })
+        Ok(Constraint::from_pda(pda, index, limits))
     }
+
+    /// Binds an already built automaton to the token index.
+    pub fn from_pda(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
+        use crate::automaton::build::hash128;
+        let node_key = pda
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let rule = &pda.rules[n.rule as usize];
+                hash128(&(rule.fingerprint, i as u32 - rule.first_node))
+            })
+            .collect();
+        let loop_shape = pda
+            .nodes
+            .iter()
+            .map(|n| match n.repeat {
+                Some(l) => hash128(&(0x100Fu32, pda.rules[l.body as usize].fingerprint)),
+                None => 0,
+            })
+            .collect();
+        let class_cap = index.max_token_len().saturating_add(1);
+        Constraint {
+            inner: Arc::new(Inner { pda, index, limits: limits.clone(), node_key, loop_shape, class_cap }),
+        }
+    }
+
     /// A fresh matcher at the start of the grammar.
     pub fn matcher(&self) -> Matcher {
-        Matcher { constraint: self.clone() }
+        Matcher::new(self.clone())
     }
+
     /// The token index (vocabulary and mask cache) this constraint uses.
     pub fn index(&self) -> &Arc<TokenIndex> {
         &self.inner.index
     }
+
     /// The compiled automaton.
     pub fn pda(&self) -> &Pda {
         &self.inner.pda
     }
+
+    /// Approximate heap bytes of this constraint (the shared mask cache excluded).
+    pub fn memory_usage(&self) -> usize {
+        self.inner.pda.memory_usage() + self.inner.node_key.len() * 32
+    }
 }
 
-/// Per-sequence matching state.
+/// One accepted token's worth of parse state.
+#[derive(Clone, Copy, Debug)]
+struct Level {
+    /// Where this level's tops start in `Matcher::tops`.
+    tops_start: usize,
+    /// Arena length before this level was built (rollback truncates to it).
+    arena_len: usize,
+    /// The output so far is a complete string of the grammar.
+    accepting: bool,
+    /// EOS was accepted.
+    finished: bool,
+}
+
+/// Per-sequence matching state: what may come next, given the tokens accepted so far.
 pub struct Matcher {
     constraint: Constraint,
+    stacks: Stacks,
+    tops: Vec<u32>,
+    levels: Vec<Level>,
+    cur: Vec<u32>,
+    next: Vec<u32>,
+    chain: Vec<u32>,
+    context: Vec<Frame>,
+    scratch: SuffixScratch,
 }
 
 impl Matcher {
-    /// Writes the allowed-token bitset (bit `i % 32` of word `i / 32` set = token `i` allowed).
-    /// `mask.len()` must be `vocab.mask_words()`. EOS ids are set only where the grammar accepts.
-    pub fn fill_mask(&mut self, _mask: &mut [u32]) -> Result<(), Error> {
-        let _ = &self.constraint.inner.limits;
-        Err(Error::Internal("matcher not written yet".into()))
+    fn new(constraint: Constraint) -> Matcher {
+        let stacks = Stacks::new(&constraint.inner.limits);
+        let mut m = Matcher {
+            constraint,
+            stacks,
+            tops: Vec::new(),
+            levels: Vec::new(),
+            cur: Vec::new(),
+            next: Vec::new(),
+            chain: Vec::new(),
+            context: Vec::new(),
+            scratch: SuffixScratch::default(),
+        };
+        m.reset();
+        m
     }
-    /// Advances by one token. EOS is accepted only where the grammar may stop (then the
-    /// matcher is finished). A rejected token leaves the state unchanged.
-    pub fn accept_token(&mut self, _token: TokenId) -> Result<(), Error> {
-        Err(Error::Internal("matcher not written yet".into()))
+
+    /// Back to the start of the grammar (keeps the allocations).
+    pub fn reset(&mut self) {
+        self.stacks.arena.clear();
+        self.tops.clear();
+        self.levels.clear();
+        let accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
+        self.levels.push(Level { tops_start: 0, arena_len: 0, accepting, finished: false });
     }
-    /// Advances by raw bytes (all or nothing).
-    pub fn accept_bytes(&mut self, _bytes: &[u8]) -> Result<(), Error> {
-        Err(Error::Internal("matcher not written yet".into()))
+
+    fn level(&self) -> Level {
+        // `levels` is never empty: `reset` pushes the first level and rollback keeps it.
+        self.levels.last().copied().unwrap_or(Level { tops_start: 0, arena_len: 0, accepting: false, finished: true })
     }
-    /// Undoes the last `n` accepted tokens (`accept_bytes` counts as one).
-    pub fn rollback(&mut self, _n: usize) -> Result<(), Error> {
-        Err(Error::Internal("matcher not written yet".into()))
+
+    fn current_tops(&self) -> &[u32] {
+        &self.tops[self.level().tops_start..]
     }
-    /// Whether the output so far is complete (EOS allowed).
+
+    /// The constraint this matcher follows.
+    pub fn constraint(&self) -> &Constraint {
+        &self.constraint
+    }
+
+    /// Writes the allowed-token bitset: bit `i % 32` of word `i / 32` set = token `i` allowed.
+    /// `mask.len()` must be the vocabulary's [`crate::Vocabulary::mask_words`]. EOS ids are set
+    /// only where the grammar accepts; special tokens and ids past the tokenizer never are.
+    pub fn fill_mask(&mut self, mask: &mut [u32]) -> Result<(), Error> {
+        let inner = Arc::clone(&self.constraint.inner);
+        let vocab = inner.index.vocab();
+        if mask.len() != vocab.mask_words() {
+            return Err(Error::MaskLength { got: mask.len(), expected: vocab.mask_words() });
+        }
+        mask.fill(0);
+        let level = self.level();
+        if level.finished {
+            return Ok(());
+        }
+        for k in level.tops_start..self.tops.len() {
+            let top = self.tops[k];
+            let key = self.context_of(&inner, top);
+            self.context.clear();
+            self.context.extend(self.chain.iter().rev().map(|&f| self.stacks.arena[f as usize]));
+            let entry = inner.index.entry(key, &inner.pda, &inner.limits, &self.context);
+            entry.add_accepted(mask);
+            if entry.has_suffixes() {
+                let bottom = self.chain.last().copied().unwrap_or(top);
+                entry.add_suffixes(&inner.pda, &mut self.stacks, bottom, &mut self.scratch, mask);
+            }
+        }
+        if level.accepting {
+            for &eos in vocab.eos_tokens() {
+                set_bit(mask, eos.0);
+            }
+        }
+        Ok(())
+    }
+
+    /// The cache key of `top`'s context; leaves the context's frames (top first) in `chain`.
+    fn context_of(&mut self, inner: &Inner, top: u32) -> u128 {
+        use crate::automaton::build::hash128;
+        let arena = &self.stacks.arena;
+        self.chain.clear();
+        self.chain.push(top);
+        let mut key = inner.node_key[arena[top as usize].node as usize];
+        let mut f = arena[top as usize].parent;
+        let mut loops = 0;
+        while f != BOTTOM {
+            let frame = arena[f as usize];
+            let Some(l) = inner.pda.nodes[frame.node as usize].repeat else { break };
+            let cap = inner.class_cap;
+            let below_min = if frame.count < l.min { (l.min - frame.count).min(cap) } else { 0 };
+            let to_max = if l.max == UNBOUNDED { cap } else { l.max.saturating_sub(frame.count).min(cap) };
+            key = hash128(&(key, inner.loop_shape[frame.node as usize], below_min, to_max));
+            self.chain.push(f);
+            loops += 1;
+            f = frame.parent;
+        }
+        if loops > 0 && f != BOTTOM {
+            key = hash128(&(key, 0xB0u8, inner.node_key[arena[f as usize].node as usize]));
+            self.chain.push(f);
+        }
+        key
+    }
+
+    /// Advances by one token. An end-of-generation id is accepted only where the grammar may
+    /// stop (the matcher is then finished). A rejected token leaves the state unchanged.
+    pub fn accept_token(&mut self, token: TokenId) -> Result<(), Error> {
+        let level = self.level();
+        if level.finished {
+            return Err(Error::Finished);
+        }
+        let vocab = self.constraint.inner.index.vocab();
+        if vocab.is_eos(token) {
+            if !level.accepting {
+                return Err(Error::Rejected(token.0));
+            }
+            let tops_start = self.tops.len();
+            self.tops.extend_from_within(level.tops_start..);
+            self.levels.push(Level {
+                tops_start,
+                arena_len: self.stacks.arena.len(),
+                accepting: true,
+                finished: true,
+            });
+            return Ok(());
+        }
+        if token.index() >= vocab.len() || vocab.is_special(token) {
+            return Err(Error::Rejected(token.0));
+        }
+        let inner = Arc::clone(&self.constraint.inner);
+        let bytes = inner.index.vocab().token_bytes(token);
+        self.advance(bytes).map_err(|_| Error::Rejected(token.0))
+    }
+
+    /// Advances by raw bytes, all or nothing; counts as one token for [`Matcher::rollback`].
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if self.level().finished {
+            return Err(Error::Finished);
+        }
+        self.advance(bytes)
+    }
+
+    fn advance(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let level = self.level();
+        let pda = &self.constraint.inner.pda;
+        let arena_len = self.stacks.arena.len();
+        self.cur.clear();
+        self.cur.extend_from_slice(&self.tops[level.tops_start..]);
+        let mut accepting = level.accepting;
+        for (i, &b) in bytes.iter().enumerate() {
+            self.next.clear();
+            let reached = self.stacks.step(pda, &self.cur, b, &mut self.next);
+            let last = i + 1 == bytes.len();
+            if self.next.is_empty() && !(reached && last) {
+                self.stacks.arena.truncate(arena_len);
+                return Err(Error::RejectedBytes);
+            }
+            accepting = reached;
+            std::mem::swap(&mut self.cur, &mut self.next);
+        }
+        let tops_start = self.tops.len();
+        self.tops.extend_from_slice(&self.cur);
+        self.levels.push(Level { tops_start, arena_len, accepting, finished: false });
+        Ok(())
+    }
+
+    /// Undoes the last `n` accepted tokens (an [`Matcher::accept_bytes`] call counts as one).
+    pub fn rollback(&mut self, n: usize) -> Result<(), Error> {
+        let available = self.levels.len() - 1;
+        if n > available {
+            return Err(Error::Rollback { requested: n, available });
+        }
+        for _ in 0..n {
+            if let Some(l) = self.levels.pop() {
+                self.tops.truncate(l.tops_start);
+                self.stacks.arena.truncate(l.arena_len);
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of tokens accepted so far (what [`Matcher::rollback`] can undo).
+    pub fn num_tokens(&self) -> usize {
+        self.levels.len() - 1
+    }
+
+    /// Whether the output so far is a complete string of the grammar (EOS allowed).
     pub fn is_accepting(&self) -> bool {
-        false
+        self.level().accepting
     }
-    /// Whether nothing but EOS can follow (or EOS was accepted).
+
+    /// Whether nothing but EOS can follow (or EOS was accepted): stop generating.
     pub fn is_finished(&self) -> bool {
-        false
+        let l = self.level();
+        l.finished || (l.accepting && self.current_tops().is_empty())
     }
-    /// The bytes the grammar dictates next (empty if there is a choice).
-    pub fn forced_bytes(&self) -> Vec<u8> {
-        Vec::new()
+
+    /// The bytes the grammar dictates next — the longest run where exactly one byte is
+    /// possible and the output cannot end — for jump-forward decoding. Empty if there is a
+    /// choice right away.
+    pub fn forced_bytes(&mut self) -> Vec<u8> {
+        const MAX_FORCED: usize = 4096;
+        let level = self.level();
+        let mut out = Vec::new();
+        if level.finished {
+            return out;
+        }
+        let pda = &self.constraint.inner.pda;
+        let arena_len = self.stacks.arena.len();
+        self.cur.clear();
+        self.cur.extend_from_slice(&self.tops[level.tops_start..]);
+        let mut accepting = level.accepting;
+        while !accepting && out.len() < MAX_FORCED {
+            let mut only: Option<u8> = None;
+            let mut single = !self.cur.is_empty();
+            for &t in &self.cur {
+                for e in pda.nodes[self.stacks.arena[t as usize].node as usize].bytes.iter() {
+                    if e.lo != e.hi || only.is_some_and(|b| b != e.lo) {
+                        single = false;
+                    }
+                    only = Some(e.lo);
+                }
+            }
+            let Some(b) = only.filter(|_| single) else { break };
+            self.next.clear();
+            accepting = self.stacks.step(pda, &self.cur, b, &mut self.next);
+            out.push(b);
+            std::mem::swap(&mut self.cur, &mut self.next);
+            if self.cur.is_empty() {
+                break;
+            }
+        }
+        self.stacks.arena.truncate(arena_len);
+        out
     }
-    /// Back to the start of the grammar.
-    pub fn reset(&mut self) {}
+
+    /// Whether a parse limit (stack depth, number of parallel stacks) cut a path off; the
+    /// matcher then errs on the side of rejecting.
+    pub fn hit_limit(&self) -> bool {
+        self.stacks.overflow
+    }
 }
 
 /// Why a constraint could not be built or a matcher step failed.
@@ -108,4 +394,191 @@ pub enum Error {
     /// Bug guard: an internal inconsistency, reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::{Expr, GrammarBuilder, RuleId};
+    use crate::mask::is_allowed;
+    use crate::Vocabulary;
+    use rand::{Rng, SeedableRng};
+
+    /// A toy vocabulary with single bytes, multi-byte tokens that cross rule ends, duplicate
+    /// byte strings, a special token and two EOS ids.
+    fn vocab() -> Arc<TokenIndex> {
+        let mut toks: Vec<Vec<u8>> = Vec::new();
+        for b in [b'a', b'b', b'"', b',', b'[', b']', b'1', b'2', b' ', b'x', b'{', b'}', b':'] {
+            toks.push(vec![b]);
+        }
+        for t in ["ab", "ba", "aaa", "abab", "\",", "\"]", "a\"", "ab\",", "1,", "12", ",\"", "[\"", "\"]]", "]]", "[[", "ab", "a\",\"b", "\":", "{\"", "\"}", "ε", "aaaaaaaa"] {
+            toks.push(t.as_bytes().to_vec());
+        }
+        let special = toks.len() as u32;
+        toks.push(b"<s>".to_vec());
+        let eos1 = toks.len() as u32;
+        toks.push(Vec::new());
+        let eos2 = toks.len() as u32;
+        toks.push(Vec::new());
+        let v = Vocabulary::new(toks, &[TokenId(special)], &[TokenId(eos1), TokenId(eos2)]).unwrap();
+        TokenIndex::new(v.with_mask_len(70).unwrap())
+    }
+
+    fn string_rule(b: &mut GrammarBuilder, min: u32, max: Option<u32>) -> RuleId {
+        let ch = Expr::Chars(vec![('a', 'b'), ('x', 'x'), ('ε', 'ε')]);
+        b.add("string", Expr::seq([Expr::lit("\""), Expr::repeat(ch, min, max), Expr::lit("\"")]))
+    }
+
+    /// Grammars exercising loops, recursion, crossings and ambiguity.
+    fn grammars() -> Vec<Grammar> {
+        let mut out = Vec::new();
+        // A list of bounded strings: ["ab","a"] with 1..=3 items of length 0..=9.
+        let mut b = GrammarBuilder::new();
+        let s = string_rule(&mut b, 0, Some(9));
+        let item = b.add("item", Expr::Ref(s));
+        let list = Expr::seq([
+            Expr::lit("["),
+            Expr::Ref(item),
+            Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(item)]), 0, Some(2)),
+            Expr::lit("]"),
+        ]);
+        let root = b.add("root", list);
+        out.push(b.build(root).unwrap());
+        // Nested arrays of numbers, recursive.
+        let mut b = GrammarBuilder::new();
+        let v = b.declare("value");
+        let num = Expr::repeat(Expr::Bytes(vec![(b'1', b'2')]), 1, Some(3));
+        let items = Expr::seq([Expr::Ref(v), Expr::star(Expr::seq([Expr::lit(","), Expr::Ref(v)]))]);
+        b.define(v, Expr::alt([num, Expr::seq([Expr::lit("["), Expr::opt(items), Expr::lit("]")])]));
+        out.push(b.build(v).unwrap());
+        // An object with a long counted string (loop on the stack) and an optional key.
+        let mut b = GrammarBuilder::new();
+        let s = string_rule(&mut b, 2, Some(40));
+        let root = b.add(
+            "root",
+            Expr::seq([
+                Expr::lit("{\"a\":"),
+                Expr::Ref(s),
+                Expr::opt(Expr::seq([Expr::lit(",\"b\":"), Expr::Ref(s)])),
+                Expr::lit("}"),
+            ]),
+        );
+        out.push(b.build(root).unwrap());
+        // Ambiguous alternatives through different rules.
+        let mut b = GrammarBuilder::new();
+        let x = b.add("x", Expr::repeat(Expr::lit("a"), 1, Some(20)));
+        let y = b.add("y", Expr::seq([Expr::lit("a"), Expr::star(Expr::lit("b"))]));
+        let root = b.add("root", Expr::seq([Expr::alt([Expr::Ref(x), Expr::Ref(y)]), Expr::lit("\""), Expr::opt(Expr::lit(","))]));
+        out.push(b.build(root).unwrap());
+        out
+    }
+
+    /// The mask a brute-force check gives: token allowed iff prefix + token is still a prefix
+    /// of the language (or complete).
+    fn brute_mask(c: &Constraint, prefix: &[u8]) -> Vec<bool> {
+        let vocab = c.index().vocab();
+        (0..vocab.mask_len())
+            .map(|i| {
+                let id = TokenId(i as u32);
+                if vocab.is_eos(id) {
+                    return c.pda().matches(prefix);
+                }
+                if i >= vocab.len() || vocab.is_special(id) || vocab.token_bytes(id).is_empty() {
+                    return false;
+                }
+                let mut p = prefix.to_vec();
+                p.extend_from_slice(vocab.token_bytes(id));
+                c.pda().matches_prefix(&p)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn masks_agree_with_brute_force_on_random_walks() {
+        let index = vocab();
+        let mask_words = index.vocab().mask_words();
+        for (gi, g) in grammars().iter().enumerate() {
+            let c = Constraint::new(g, index.clone(), &Limits::default()).unwrap();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(gi as u64);
+            for _walk in 0..30 {
+                let mut m = c.matcher();
+                let mut prefix = Vec::new();
+                let mut mask = vec![0u32; mask_words];
+                for _step in 0..60 {
+                    m.fill_mask(&mut mask).unwrap();
+                    let want = brute_mask(&c, &prefix);
+                    let allowed: Vec<u32> = (0..want.len() as u32).filter(|&i| want[i as usize]).collect();
+                    for (i, &w) in want.iter().enumerate() {
+                        assert_eq!(is_allowed(&mask, TokenId(i as u32)), w, "grammar {gi}, prefix {:?}, token {i}", String::from_utf8_lossy(&prefix));
+                    }
+                    assert_eq!(m.is_accepting(), c.pda().matches(&prefix));
+                    assert!(!allowed.is_empty(), "a trimmed grammar always allows something");
+                    let t = TokenId(allowed[rng.random_range(0..allowed.len())]);
+                    m.accept_token(t).unwrap();
+                    if index.vocab().is_eos(t) {
+                        assert!(m.is_finished());
+                        m.fill_mask(&mut mask).unwrap();
+                        assert!(mask.iter().all(|&w| w == 0));
+                        break;
+                    }
+                    prefix.extend_from_slice(index.vocab().token_bytes(t));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rejection_keeps_state_and_rollback_restores() {
+        let index = vocab();
+        let g = &grammars()[0];
+        let c = Constraint::new(g, index.clone(), &Limits::default()).unwrap();
+        let id = |s: &str| {
+            TokenId((0..index.vocab().len() as u32).find(|&i| index.vocab().token_bytes(TokenId(i)) == s.as_bytes()).unwrap())
+        };
+        let mut m = c.matcher();
+        assert!(matches!(m.accept_token(id("]")), Err(Error::Rejected(_))));
+        m.accept_token(id("[\"")).unwrap();
+        let mut before = vec![0u32; index.vocab().mask_words()];
+        m.fill_mask(&mut before).unwrap();
+        m.accept_token(id("ab")).unwrap();
+        m.accept_token(id("\"]")).unwrap();
+        assert!(m.is_accepting() && m.is_finished());
+        assert!(m.accept_token(id("a")).is_err());
+        m.rollback(2).unwrap();
+        let mut after = vec![0u32; index.vocab().mask_words()];
+        m.fill_mask(&mut after).unwrap();
+        assert_eq!(before, after);
+        assert!(m.rollback(5).is_err());
+        assert_eq!(m.num_tokens(), 1);
+        // EOS only where accepting; the special token never.
+        let eos = index.vocab().eos_tokens()[0];
+        assert!(m.accept_token(eos).is_err());
+        assert!(m.accept_token(TokenId(index.vocab().len() as u32 - 3)).is_err());
+        assert!(m.accept_token(TokenId(69)).is_err(), "ids past the tokenizer are rejected");
+        m.reset();
+        assert_eq!(m.num_tokens(), 0);
+    }
+
+    #[test]
+    fn forced_bytes_follow_the_grammar() {
+        let index = vocab();
+        let c = Constraint::new(&grammars()[2], index, &Limits::default()).unwrap();
+        let mut m = c.matcher();
+        assert_eq!(m.forced_bytes(), b"{\"a\":\"");
+        m.accept_bytes(b"{\"a\":\"ab").unwrap();
+        assert_eq!(m.forced_bytes(), b"", "a choice: more characters or the closing quote");
+        m.accept_bytes(b"\"").unwrap();
+        assert_eq!(m.forced_bytes(), b"", "`,` or `}}`");
+        m.accept_bytes(b",").unwrap();
+        assert_eq!(m.forced_bytes(), b"\"b\":\"");
+        assert!(m.accept_bytes(b"\"c").is_err());
+    }
+
+    #[test]
+    fn wrong_mask_width_is_an_error() {
+        let index = vocab();
+        let c = Constraint::new(&grammars()[1], index, &Limits::default()).unwrap();
+        let mut m = c.matcher();
+        assert!(matches!(m.fill_mask(&mut [0u32; 1]), Err(Error::MaskLength { .. })));
+    }
 }

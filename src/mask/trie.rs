@@ -1,0 +1,120 @@
+//! A byte trie over token strings, stored flat in preorder.
+//!
+//! Tokens are sorted by their bytes and laid out depth-first, so a walk is one forward pass:
+//! a node's subtree is the contiguous range `index..end`, and skipping a dead prefix is a
+//! jump to `end`. Several ids with the same bytes share one node. The same structure serves
+//! the whole vocabulary ([`super::TokenIndex`]) and the small per-state sets of token
+//! suffixes that must be checked against the real stack at run time.
+
+/// One node: the byte on the edge into it, its depth (bytes from the root, ≥ 1), where its
+/// subtree ends, and the ids of the tokens that end exactly here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TrieNode {
+    pub byte: u8,
+    pub depth: u32,
+    /// One past the last node of this node's subtree.
+    pub end: u32,
+    pub ids_start: u32,
+    pub ids_end: u32,
+}
+
+/// A flat preorder byte trie mapping byte strings to token ids.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ByteTrie {
+    pub nodes: Box<[TrieNode]>,
+    pub ids: Box<[u32]>,
+}
+
+impl ByteTrie {
+    /// Builds the trie from `(bytes, id)` pairs (any order; empty strings are dropped).
+    pub fn build<'a>(items: impl IntoIterator<Item = (&'a [u8], u32)>) -> ByteTrie {
+        let mut items: Vec<(&[u8], u32)> = items.into_iter().filter(|(b, _)| !b.is_empty()).collect();
+        items.sort_unstable();
+        let mut nodes: Vec<TrieNode> = Vec::new();
+        let mut ids: Vec<u32> = Vec::with_capacity(items.len());
+        // Node indices along the current path; path[k] is the node at depth k + 1.
+        let mut path: Vec<usize> = Vec::new();
+        let mut prev: &[u8] = &[];
+        for (bytes, id) in items {
+            let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            while path.len() > common {
+                if let Some(done) = path.pop() {
+                    nodes[done].end = nodes.len() as u32;
+                }
+            }
+            for (k, &byte) in bytes.iter().enumerate().skip(common) {
+                nodes.push(TrieNode {
+                    byte,
+                    depth: k as u32 + 1,
+                    end: 0,
+                    ids_start: ids.len() as u32,
+                    ids_end: ids.len() as u32,
+                });
+                path.push(nodes.len() - 1);
+            }
+            // The token ends at the last node of the path; equal byte strings are adjacent
+            // in sorted order, so a node's ids stay contiguous.
+            if let Some(&last) = path.last() {
+                ids.push(id);
+                nodes[last].ids_end = ids.len() as u32;
+            }
+            prev = bytes;
+        }
+        for done in path {
+            nodes[done].end = nodes.len() as u32;
+        }
+        ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice() }
+    }
+
+    /// Whether the trie holds no strings.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The ids of tokens ending at `node`.
+    #[inline]
+    pub fn ids_at(&self, node: &TrieNode) -> &[u32] {
+        &self.ids[node.ids_start as usize..node.ids_end as usize]
+    }
+
+    /// Heap bytes held.
+    pub fn memory_usage(&self) -> usize {
+        self.nodes.len() * std::mem::size_of::<TrieNode>() + self.ids.len() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rebuilds every (string, id) pair by walking the trie.
+    fn contents(t: &ByteTrie) -> Vec<(Vec<u8>, u32)> {
+        let mut out = Vec::new();
+        let mut path: Vec<u8> = Vec::new();
+        for n in t.nodes.iter() {
+            path.truncate(n.depth as usize - 1);
+            path.push(n.byte);
+            for &id in t.ids_at(n) {
+                out.push((path.clone(), id));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn shared_prefixes_and_duplicate_strings() {
+        let items: Vec<(&[u8], u32)> =
+            vec![(b"ab", 0), (b"a", 1), (b"abc", 2), (b"b", 3), (b"ab", 4), (b"", 5)];
+        let t = ByteTrie::build(items);
+        // a, ab, abc, b
+        assert_eq!(t.nodes.len(), 4);
+        assert_eq!(t.nodes[0].end, 3, "subtree of `a` spans a, ab, abc");
+        assert_eq!(t.ids_at(&t.nodes[1]), &[0, 4], "both ids of `ab` share a node");
+        let mut got = contents(&t);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![(b"a".to_vec(), 1), (b"ab".to_vec(), 0), (b"ab".to_vec(), 4), (b"abc".to_vec(), 2), (b"b".to_vec(), 3)]
+        );
+    }
+}
