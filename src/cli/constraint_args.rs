@@ -87,11 +87,9 @@ impl ConstraintArgs {
     }
 }
 
-/// GBNF text → grammar.
+/// GBNF text → grammar (errors carry line and column).
 fn parse_gbnf(text: &str) -> anyhow::Result<Grammar> {
-    let _ = text;
-    // The GBNF parser (`grammar::gbnf::parse`) lands with the grammar branch.
-    anyhow::bail!("GBNF grammars are not available in this build yet")
+    Ok(crate::grammar::gbnf::parse(text)?)
 }
 
 /// Anchored regex → grammar.
@@ -113,6 +111,16 @@ mod tests {
     #[test]
     fn two_constraints_are_refused() {
         let args = ConstraintArgs { regex: Some("a".into()), grammar: Some("root ::= \"a\"".into()), ..Default::default() };
+        assert!(args.grammar().is_err());
+    }
+
+    #[test]
+    fn inline_gbnf_compiles_and_bad_gbnf_is_an_error() {
+        let args = ConstraintArgs { grammar: Some("root ::= \"a\" [0-9]+".into()), ..Default::default() };
+        let g = args.grammar().unwrap().expect("a grammar");
+        let pda = crate::automaton::Pda::build(&g, &crate::Limits::default()).unwrap();
+        assert!(pda.matches(b"a12") && !pda.matches(b"a"));
+        let args = ConstraintArgs { grammar: Some("root ::= (".into()), ..Default::default() };
         assert!(args.grammar().is_err());
     }
 
