@@ -1,0 +1,266 @@
+//! The default command: constrained generation.
+//!
+//! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
+//! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
+use super::constraint_args::ConstraintArgs;
+use super::{Failure, EXIT_USAGE};
+use crate::engine::GeneratorSettings;
+use crate::sampling::SamplerSettings;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Which model to load and how to run it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// GGUF model file [default: $CONSTRAIN_MODEL, else the cached SmolLM2-135M-Instruct,
+    /// downloaded on first use].
+    #[arg(short = 'm', long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Context size in tokens (prompt + output); 0 = the model's training context.
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
+    pub ctx_size: u32,
+    /// CPU threads [default: all available cores].
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+    /// Layers to offload to the GPU (`-ngl` works too; needs a `cuda` build).
+    #[arg(long = "n-gpu-layers", visible_alias = "ngl", default_value_t = 0)]
+    pub n_gpu_layers: u32,
+    /// Show llama.cpp's logs and generation statistics on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// The sampling chain (llama.cpp's flags and defaults).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SamplingArgs {
+    /// Temperature; 0 = greedy.
+    #[arg(long = "temp", default_value_t = 0.8)]
+    pub temperature: f32,
+    /// Top-k; 0 = off.
+    #[arg(long = "top-k", default_value_t = 40)]
+    pub top_k: usize,
+    /// Top-p (nucleus); 1.0 = off.
+    #[arg(long = "top-p", default_value_t = 0.95)]
+    pub top_p: f32,
+    /// Min-p; 0 = off.
+    #[arg(long = "min-p", default_value_t = 0.05)]
+    pub min_p: f32,
+    /// CTRL repetition penalty; 1.0 = off.
+    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    /// Tokens the penalties look back over; 0 = off.
+    #[arg(long = "repeat-last-n", default_value_t = 64)]
+    pub repeat_last_n: usize,
+    /// OpenAI frequency penalty.
+    #[arg(long = "frequency-penalty", default_value_t = 0.0, allow_negative_numbers = true)]
+    pub frequency_penalty: f32,
+    /// OpenAI presence penalty.
+    #[arg(long = "presence-penalty", default_value_t = 0.0, allow_negative_numbers = true)]
+    pub presence_penalty: f32,
+    /// Random seed [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl SamplingArgs {
+    /// The sampler settings these flags describe.
+    pub fn settings(&self) -> SamplerSettings {
+        SamplerSettings {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            logit_bias: Vec::new(),
+            seed: self.seed,
+        }
+    }
+}
+
+/// Flags of the default (generation) command.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GenerateArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The prompt [default: read from stdin].
+    #[arg(short = 'p', long)]
+    pub prompt: Option<String>,
+    /// System turn [default: one telling the model the JSON Schema, if any].
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Maximum tokens to generate; running out is an error (exit code 5).
+    #[arg(short = 'n', long = "max-tokens", default_value_t = 512)]
+    pub max_tokens: usize,
+    /// Print the text as it is generated.
+    #[arg(long)]
+    pub stream: bool,
+    /// Do not wrap the prompt in the model's chat template.
+    #[arg(long)]
+    pub raw: bool,
+    /// Sample every token, even where the grammar dictates the next bytes.
+    #[arg(long = "no-jump-forward")]
+    pub no_jump_forward: bool,
+    /// Sampling.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// The constraint (none = unconstrained).
+    #[command(flatten)]
+    pub constraint: ConstraintArgs,
+}
+
+impl GenerateArgs {
+    /// The sampler settings.
+    pub fn sampler_settings(&self) -> SamplerSettings {
+        self.sampling.settings()
+    }
+
+    /// The generator settings.
+    pub fn generator_settings(&self) -> GeneratorSettings {
+        GeneratorSettings {
+            sampler: self.sampler_settings(),
+            max_tokens: self.max_tokens,
+            ctx_size: self.model.ctx_size,
+            threads: self.model.threads,
+            n_gpu_layers: self.model.n_gpu_layers,
+            chat_template: !self.raw,
+            jump_forward: !self.no_jump_forward,
+            verbose: self.model.verbose,
+        }
+    }
+}
+
+/// The prompt from `-p`, else all of stdin (refusing an interactive terminal).
+pub fn read_prompt(prompt: &Option<String>) -> Result<String, Failure> {
+    if let Some(p) = prompt {
+        return Ok(p.clone());
+    }
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("no prompt: pass -p/--prompt or pipe it on stdin")));
+    }
+    let mut text = String::new();
+    stdin
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::new(super::EXIT_OTHER, anyhow::anyhow!("cannot read the prompt from stdin: {e}")))?;
+    Ok(text)
+}
+
+/// Runs the generation command.
+pub fn run(args: &GenerateArgs) -> Result<ExitCode, Failure> {
+    // Check everything cheap before loading the model.
+    let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
+    let schema = args.constraint.schema_value().map_err(Failure::constraint)?;
+    let settings = args.generator_settings();
+    settings.sampler.validate().map_err(|e| Failure::new(EXIT_USAGE, e))?;
+    let prompt = read_prompt(&args.prompt)?;
+    run_model(args, settings, grammar, schema, prompt)
+}
+
+#[cfg(not(feature = "llama"))]
+fn run_model(
+    _args: &GenerateArgs,
+    _settings: GeneratorSettings,
+    _grammar: Option<crate::grammar::Grammar>,
+    _schema: Option<serde_json::Value>,
+    _prompt: String,
+) -> Result<ExitCode, Failure> {
+    Err(Failure::new(
+        super::EXIT_BAD_MODEL,
+        anyhow::anyhow!("this constrain was built without the `llama` feature, so it cannot run a model; rebuild with default features (needs cmake, clang and libclang-dev)"),
+    ))
+}
+
+#[cfg(feature = "llama")]
+fn run_model(
+    args: &GenerateArgs,
+    settings: GeneratorSettings,
+    grammar: Option<crate::grammar::Grammar>,
+    schema: Option<serde_json::Value>,
+    prompt: String,
+) -> Result<ExitCode, Failure> {
+    use crate::engine::Prompt;
+    use std::io::Write;
+
+    let generator = load_generator(&args.model, settings)?;
+    let mut prompt = Prompt::user(prompt);
+    if let Some(system) = &args.system {
+        prompt = prompt.with_system(system.clone());
+    } else if let Some(schema) = &schema {
+        prompt = prompt.with_schema(schema);
+    }
+    let mut stdout = std::io::stdout().lock();
+    let mut on_text = |piece: &str| {
+        if args.stream {
+            let _ = stdout.write_all(piece.as_bytes());
+            let _ = stdout.flush();
+        }
+    };
+    let out = match &grammar {
+        Some(g) => {
+            let constraint = generator.constraint(g)?;
+            generator.generate_with(prompt, &constraint, &mut on_text)
+        }
+        None => generator.generate_unconstrained(prompt, &mut on_text),
+    };
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            if args.stream {
+                println!();
+            }
+            return Err(e.into());
+        }
+    };
+    if args.stream {
+        println!();
+    } else {
+        println!("{}", out.text);
+    }
+    if grammar.is_none() && out.stop == crate::engine::StopReason::MaxTokens {
+        eprintln!("constrain: stopped at --max-tokens {}", args.max_tokens);
+    }
+    if args.model.verbose {
+        eprintln!(
+            "constrain: {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
+            out.prompt_tokens,
+            out.timings.prompt.as_secs_f64(),
+            out.generated_tokens,
+            out.forced_tokens,
+            out.model_steps,
+            out.timings.generation.as_secs_f64(),
+            out.tokens_per_second(),
+            out.timings.mask.as_secs_f64() * 1e3,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the model given by `--model` (or the default one) behind a progress spinner.
+#[cfg(feature = "llama")]
+pub fn load_generator(model: &ModelArgs, settings: GeneratorSettings) -> Result<crate::engine::Generator, Failure> {
+    let path = match &model.model {
+        Some(p) => p.clone(),
+        None => crate::engine::default_model_path()?,
+    };
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    spinner.set_message(format!("loading {}", path.display()));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+    let generator = crate::engine::Generator::load(&path, settings);
+    spinner.finish_and_clear();
+    let generator = generator?;
+    if model.verbose {
+        eprintln!(
+            "constrain: loaded {} ({} tokens) in {:.2} s",
+            path.display(),
+            generator.index().vocab().len(),
+            generator.load_time().as_secs_f64()
+        );
+    }
+    Ok(generator)
+}

@@ -1,0 +1,206 @@
+//! End to end with the real default model (SmolLM2-135M-Instruct, feature `llama`): snapshots
+//! of generated JSON for the example schemas (greedy and a fixed seed), each validated with
+//! `jsonschema`; 100 sampled generations that must all validate; the engine's error paths.
+//!
+//! One model, loaded once; a global mutex runs the generations one at a time (two model
+//! runs at once would halve each other's speed). The model comes from `$CONSTRAIN_MODEL` or
+//! the cache (`scripts/fetch-model.sh` puts it there).
+use constrain::engine::{Error, Generator, GeneratorSettings, Prompt, StopReason};
+use constrain::sampling::SamplerSettings;
+use serde_json::Value;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// `(schema file in examples/, prompt)` for every snapshot.
+const CASES: &[(&str, &str)] = &[
+    ("person", "Invent a person who lives in Lyon and likes the outdoors."),
+    ("address_book", "Give the contact details of a bakery in Berlin."),
+    ("todo_list", "Make a short to-do list for moving house."),
+    ("product", "Describe a cheap children's toy sold in Japan."),
+    ("event", "Create a meetup event in room B12 next spring."),
+    ("shape", "Describe a rectangle that is twice as wide as it is high."),
+    ("tree", "Show a small family tree: a grandmother, her two children and one grandchild."),
+    ("weather", "Report a hot, humid summer day in Bangkok."),
+    ("settings", "Settings for a user who prefers a dark theme and large fonts."),
+];
+
+fn generator() -> MutexGuard<'static, Generator> {
+    static GENERATOR: OnceLock<Mutex<Generator>> = OnceLock::new();
+    GENERATOR
+        .get_or_init(|| {
+            let g = Generator::load_default(GeneratorSettings::default())
+                .expect("the default model (run scripts/fetch-model.sh or set CONSTRAIN_MODEL)");
+            Mutex::new(g)
+        })
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn schema(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("example schema")).expect("valid JSON")
+}
+
+/// Panics with every validation error if `text` is not JSON valid against `schema`.
+fn assert_valid(name: &str, schema: &Value, text: &str) -> Value {
+    let value: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {text}"));
+    let validator = jsonschema::draft202012::new(schema).unwrap_or_else(|e| panic!("{name}: bad schema: {e}"));
+    let errors: Vec<String> =
+        validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{name}: output does not validate: {errors:?}\n{text}");
+    value
+}
+
+fn settings(sampler: SamplerSettings, max_tokens: usize) -> GeneratorSettings {
+    GeneratorSettings { sampler, max_tokens, ctx_size: 2048, ..GeneratorSettings::default() }
+}
+
+fn run(g: &mut Generator, name: &str, prompt: &str, sampler: SamplerSettings, max_tokens: usize) -> Result<constrain::engine::Output, Error> {
+    g.set_settings(settings(sampler, max_tokens)).expect("valid settings");
+    let schema = schema(name);
+    let constraint = g.schema_constraint(&schema).unwrap_or_else(|e| panic!("{name}: {e}"));
+    g.generate(Prompt::user(prompt).with_schema(&schema), &constraint)
+}
+
+#[test]
+fn snapshots_of_example_schemas() {
+    let mut g = generator();
+    for &(name, prompt) in CASES {
+        let greedy = run(&mut g, name, prompt, SamplerSettings::greedy(), 400).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_valid(name, &schema(name), &greedy.text);
+        assert_eq!(greedy.stop, StopReason::Finished, "{name}: stops the moment the grammar is complete");
+        insta::assert_snapshot!(format!("{name}_greedy"), greedy.text);
+
+        let seeded = SamplerSettings { seed: Some(42), ..SamplerSettings::default() };
+        let sampled = run(&mut g, name, prompt, seeded, 400).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_valid(name, &schema(name), &sampled.text);
+        insta::assert_snapshot!(format!("{name}_seed42"), sampled.text);
+    }
+}
+
+#[test]
+fn hundred_sampled_generations_validate() {
+    let mut g = generator();
+    let mut incomplete = Vec::new();
+    for seed in 0..100u64 {
+        let (name, prompt) = CASES[seed as usize % CASES.len()];
+        let sampler = SamplerSettings { temperature: 1.0, seed: Some(seed), ..SamplerSettings::default() };
+        match run(&mut g, name, prompt, sampler, 320) {
+            Ok(out) => {
+                assert_valid(name, &schema(name), &out.text);
+            }
+            // Running out of tokens is reported, never returned as output; recursive
+            // schemas can nest past any budget at temperature 1.
+            Err(Error::Incomplete { .. }) => incomplete.push((name, seed)),
+            Err(e) => panic!("{name} seed {seed}: {e}"),
+        }
+    }
+    assert!(incomplete.len() <= 5, "too many incomplete generations: {incomplete:?}");
+}
+
+#[test]
+fn same_seed_same_output_and_greedy_is_stable() {
+    let mut g = generator();
+    let seeded = SamplerSettings { seed: Some(7), temperature: 1.0, ..SamplerSettings::default() };
+    let a = run(&mut g, "person", "Invent a person.", seeded.clone(), 300).expect("a");
+    let b = run(&mut g, "person", "Invent a person.", seeded, 300).expect("b");
+    assert_eq!(a.text, b.text);
+    let c = run(&mut g, "weather", "Weather in Oslo.", SamplerSettings::greedy(), 300).expect("c");
+    let d = run(&mut g, "weather", "Weather in Oslo.", SamplerSettings::greedy(), 300).expect("d");
+    assert_eq!(c.text, d.text);
+}
+
+#[test]
+fn running_out_of_tokens_is_an_error_not_output() {
+    let mut g = generator();
+    match run(&mut g, "person", "Invent a person.", SamplerSettings::greedy(), 5) {
+        Err(Error::Incomplete { tokens, .. }) => assert!(tokens <= 5),
+        other => panic!("expected Incomplete, got {other:?}"),
+    }
+}
+
+#[test]
+fn jump_forward_feeds_tokens_and_keeps_output_valid() {
+    let mut g = generator();
+    let schema = schema("person");
+    let constraint = g.schema_constraint(&schema).expect("schema");
+    let prompt = Prompt::user("Invent a person.").with_schema(&schema);
+    g.set_settings(GeneratorSettings { jump_forward: true, ..settings(SamplerSettings::greedy(), 300) }).unwrap();
+    let jumped = g.generate(prompt.clone(), &constraint).expect("jump-forward run");
+    g.set_settings(GeneratorSettings { jump_forward: false, ..settings(SamplerSettings::greedy(), 300) }).unwrap();
+    let sampled = g.generate(prompt, &constraint).expect("plain run");
+    assert_valid("person", &schema, &jumped.text);
+    assert_valid("person", &schema, &sampled.text);
+    assert!(jumped.forced_tokens > 0, "property names are forced: {jumped:?}");
+    assert_eq!(sampled.forced_tokens, 0);
+    assert!(jumped.model_steps < sampled.model_steps);
+}
+
+#[test]
+fn streaming_pieces_add_up_to_the_text() {
+    let mut g = generator();
+    g.set_settings(settings(SamplerSettings::greedy(), 300)).unwrap();
+    let schema = schema("product");
+    let constraint = g.schema_constraint(&schema).expect("schema");
+    let mut pieces = Vec::new();
+    let out = g
+        .generate_with(Prompt::user("A toy.").with_schema(&schema), &constraint, |p| pieces.push(p.to_string()))
+        .expect("generation");
+    assert!(pieces.len() > 3);
+    assert_eq!(pieces.concat(), out.text);
+    assert_eq!(out.value, Some(serde_json::from_str::<Value>(&out.text).unwrap()));
+}
+
+#[test]
+fn typed_generation_returns_the_type() {
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct City {
+        #[schemars(length(min = 1, max = 30))]
+        name: String,
+        #[schemars(range(min = 0, max = 40000000))]
+        population: u32,
+        coastal: bool,
+    }
+    let mut g = generator();
+    g.set_settings(settings(SamplerSettings::greedy(), 200)).unwrap();
+    let city: City = g.generate_json("Describe Marseille.").expect("typed generation");
+    assert!(!city.name.is_empty() && city.name.len() <= 30, "{city:?}");
+    assert!(city.population <= 40_000_000);
+    let _ = city.coastal;
+}
+
+#[test]
+fn model_vocabulary_comes_from_the_gguf() {
+    let g = generator();
+    let vocab = g.index().vocab();
+    assert_eq!(vocab.len(), 49_152);
+    assert_eq!(vocab.mask_len(), 49_152);
+    for eog in [0, 2, 4] {
+        assert!(vocab.is_eos(constrain::TokenId(eog)), "{eog} ends generation");
+    }
+    assert!(vocab.is_special(constrain::TokenId(1)), "<|im_start|> is a control token");
+    assert!(!vocab.is_special(constrain::TokenId(300)));
+    // Byte-level BPE pieces come back as raw bytes (a leading space, not 'Ġ').
+    let spaced = vocab.grammar_tokens().filter(|(_, b)| b.first() == Some(&b' ')).count();
+    assert!(spaced > 10_000, "{spaced} tokens start with a space");
+}
+
+#[test]
+fn unconstrained_generation_and_bad_inputs() {
+    let mut g = generator();
+    g.set_settings(settings(SamplerSettings::greedy(), 16)).unwrap();
+    let out = g.generate_unconstrained("Say hello.", |_| {}).expect("free text");
+    assert!(out.generated_tokens <= 16);
+    assert!(matches!(out.stop, StopReason::Eos | StopReason::MaxTokens));
+
+    assert!(matches!(Generator::load("/nonexistent/model.gguf", GeneratorSettings::default()), Err(Error::Model { .. })));
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/person.json");
+    assert!(matches!(Generator::load(&bad, GeneratorSettings::default()), Err(Error::Model { .. })));
+    let bad_settings = GeneratorSettings { sampler: SamplerSettings { top_p: 0.0, ..Default::default() }, ..Default::default() };
+    assert!(matches!(g.set_settings(bad_settings), Err(Error::Settings(_))));
+
+    // A prompt longer than the context is refused up front.
+    g.set_settings(GeneratorSettings { ctx_size: 64, ..settings(SamplerSettings::greedy(), 16) }).unwrap();
+    let long = "word ".repeat(200);
+    assert!(matches!(g.generate_unconstrained(long.as_str(), |_| {}), Err(Error::PromptTooLong { .. })));
+}
