@@ -334,6 +334,17 @@ impl<'p> Runner<'p> {
         Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting: false }
     }
 
+    /// Pushes a level holding just `frame` as its single top, without consuming a byte
+    /// (the mask walk materialises a state it tracked outside the runner); undone by one
+    /// [`Recognizer::pop_bytes`].
+    pub fn push_frame_level(&mut self, frame: Frame) {
+        let arena_len = self.stacks.arena.len();
+        self.stacks.arena.push(frame);
+        let start = self.tops.len();
+        self.tops.push((self.stacks.arena.len() - 1) as u32);
+        self.levels.push((start, arena_len));
+    }
+
     /// Tops of the current level.
     pub fn current_tops(&self) -> &[u32] {
         let (start, _) = *self.levels.last().unwrap_or(&(0, 0));

@@ -198,28 +198,65 @@ impl Classified {
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut conds: Vec<Cond> = Vec::new();
-        let mut depth: u32 = 0;
+        // One entry per byte on the current path (see `Level`).
+        let mut path: Vec<Level> = Vec::new();
         let mut i = 0usize;
         while let Some(node) = trie.nodes.get(i) {
             let parent_depth = node.depth - 1;
-            if depth > parent_depth {
-                runner.pop_bytes((depth - parent_depth) as usize);
-                depth = parent_depth;
-                while crossings.last().is_some_and(|&(j, _)| j > depth) {
-                    crossings.pop();
+            while path.len() as u32 > parent_depth {
+                if let Some(Level::Real(n)) = path.pop() {
+                    runner.pop_bytes(n as usize);
                 }
             }
-            let step = runner.push_byte(node.byte);
-            depth += 1;
-            if step.reached_end {
-                for &count in &runner.stacks.reached_counts {
-                    crossings.push((depth, Cond::of_count(count, false)));
+            while crossings.last().is_some_and(|&(j, _)| j > parent_depth) {
+                crossings.pop();
+            }
+            let depth = node.depth;
+            // Fast path: a single stack whose next node only consumes bytes needs no closure;
+            // track it outside the runner.
+            let single = match path.last() {
+                Some(&Level::Virtual { node, template }) => Some((node, template)),
+                Some(Level::Dead) => None,
+                _ => match runner.current_tops() {
+                    &[top] => Some((runner.stacks.arena[top as usize].node, top)),
+                    _ => None,
+                },
+            };
+            let mut fast = None;
+            if let Some((from, template)) = single {
+                match pda.nodes[from as usize].step(node.byte) {
+                    None => fast = Some(Level::Dead),
+                    Some(t) if pda.nodes[t as usize].is_plain() => fast = Some(Level::Virtual { node: t, template }),
+                    Some(_) => {}
                 }
             }
+            let (alive, level) = match fast {
+                Some(level) => (!matches!(level, Level::Dead), level),
+                None => {
+                    let mut levels = 1;
+                    if let Some(&Level::Virtual { node: from, template }) = path.last() {
+                        runner.push_frame_level(Frame { node: from, ..runner.stacks.arena[template as usize] });
+                        levels += 1;
+                    }
+                    let step = runner.push_byte(node.byte);
+                    if step.reached_end {
+                        for &count in &runner.stacks.reached_counts {
+                            crossings.push((depth, Cond::of_count(count, false)));
+                        }
+                    }
+                    (step.alive, Level::Real(levels))
+                }
+            };
+            path.push(level);
             let ids = trie.ids_at(node);
-            if step.alive {
+            if alive {
                 if !ids.is_empty() {
-                    alive_conds(pda, &runner, relaxed.is_some(), &mut conds);
+                    match level {
+                        Level::Virtual { template, .. } => {
+                            alive_conds(pda, &runner.stacks.arena, &[template], relaxed.is_some(), &mut conds)
+                        }
+                        _ => alive_conds(pda, &runner.stacks.arena, runner.current_tops(), relaxed.is_some(), &mut conds),
+                    }
                     for &id in ids {
                         accepted.extend(conds.iter().map(|&c| (id, c)));
                         accepted.extend(crossings.iter().filter(|&&(j, _)| j == depth).map(|&(_, c)| (id, c)));
@@ -267,16 +304,27 @@ impl Classified {
     }
 }
 
-/// The conditions under which the runner's current tops are valid: for each top, the first
+/// One byte of the path in [`Classified::compute`]'s trie walk.
+#[derive(Clone, Copy, Debug)]
+enum Level {
+    /// Pushed `n` levels onto the runner.
+    Real(u32),
+    /// A single stack at a plain `node`, tracked outside the runner: the stack is the
+    /// runner's frame `template` with its node replaced.
+    Virtual { node: u32, template: u32 },
+    /// Every stack died on this byte.
+    Dead,
+}
+
+/// The conditions under which stacks with these tops are valid: for each top, the first
 /// frame below it that carries the relaxed count decides.
-fn alive_conds(pda: &Pda, runner: &Runner<'_>, relaxed: bool, out: &mut Vec<Cond>) {
+fn alive_conds(pda: &Pda, arena: &[Frame], tops: &[u32], relaxed: bool, out: &mut Vec<Cond>) {
     out.clear();
     if !relaxed {
         out.push(Cond::Always);
         return;
     }
-    let arena = &runner.stacks.arena;
-    for &top in runner.current_tops() {
+    for &top in tops {
         let mut f = top;
         let mut cond = Cond::Always;
         while f != BOTTOM {

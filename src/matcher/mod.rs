@@ -58,15 +58,7 @@ impl Constraint {
     /// Binds an already built automaton to the token index.
     pub fn from_pda(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
         use crate::automaton::build::hash128;
-        let node_key = pda
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let rule = &pda.rules[n.rule as usize];
-                hash128(&(rule.fingerprint, i as u32 - rule.first_node))
-            })
-            .collect();
+        let node_key = node_keys(&pda);
         let loop_shape = pda
             .nodes
             .iter()
@@ -101,6 +93,72 @@ impl Constraint {
         self.inner.pda.memory_usage() + self.inner.node_key.len() * 32
     }
 }
+
+/// Identifies what each node can do, for the mask cache: the canonical shape of the part of
+/// its rule's automaton reachable from it (callees by fingerprint). Isomorphic pieces — the
+/// tail of every JSON string, whatever keys came before it — get the same key across rules
+/// and grammars. Nodes reaching more than [`MAX_CANONICAL_NODES`] nodes fall back to (rule
+/// fingerprint, position in the rule).
+fn node_keys(pda: &Pda) -> Vec<u128> {
+    use crate::automaton::build::hash128;
+    let n = pda.nodes.len();
+    let mut order: Vec<u32> = Vec::new();
+    // BFS number of each node in the current walk, valid when `stamp[i] == walk`.
+    let mut number = vec![0u32; n];
+    let mut stamp = vec![u32::MAX; n];
+    let mut buf: Vec<u64> = Vec::new();
+    (0..n)
+        .map(|start| {
+            let walk = start as u32;
+            order.clear();
+            order.push(walk);
+            stamp[start] = walk;
+            number[start] = 0;
+            buf.clear();
+            let mut k = 0;
+            let mut canonical = true;
+            while k < order.len() {
+                if order.len() > MAX_CANONICAL_NODES {
+                    canonical = false;
+                    break;
+                }
+                let node = &pda.nodes[order[k] as usize];
+                k += 1;
+                let mut visit = |t: u32, order: &mut Vec<u32>| -> u64 {
+                    if stamp[t as usize] != walk {
+                        stamp[t as usize] = walk;
+                        number[t as usize] = order.len() as u32;
+                        order.push(t);
+                    }
+                    number[t as usize] as u64
+                };
+                buf.push(0xF1 + node.is_final as u64);
+                for e in node.bytes.iter() {
+                    let t = visit(e.target, &mut order);
+                    buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | t);
+                }
+                for c in node.calls.iter() {
+                    let fp = pda.rules[c.callee as usize].fingerprint;
+                    let t = visit(c.ret, &mut order);
+                    buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, t]);
+                }
+                if let Some(l) = node.repeat {
+                    let fp = pda.rules[l.body as usize].fingerprint;
+                    buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
+                }
+            }
+            if canonical {
+                hash128(&buf)
+            } else {
+                let rule = &pda.rules[pda.nodes[start].rule as usize];
+                hash128(&(rule.fingerprint, start as u32 - rule.first_node))
+            }
+        })
+        .collect()
+}
+
+/// See [`node_keys`].
+const MAX_CANONICAL_NODES: usize = 64;
 
 /// One accepted token's worth of parse state.
 #[derive(Clone, Copy, Debug)]
