@@ -350,7 +350,7 @@ pub(crate) enum TokenSet {
 
 impl TokenSet {
     fn from_ids(mut ids: Vec<u32>, mask_words: usize) -> TokenSet {
-        if ids.len() > mask_words / 2 {
+        if ids.len() > mask_words / 4 {
             let mut bits = vec![0u32; mask_words];
             for id in ids {
                 set_bit(&mut bits, id);

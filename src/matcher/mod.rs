@@ -678,6 +678,35 @@ mod tests {
     }
 
     #[test]
+    fn matchers_and_constraints_cross_threads() {
+        fn assert_send<T: Send>() {}
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send::<Matcher>();
+        assert_send_sync::<Constraint>();
+        assert_send_sync::<TokenIndex>();
+        // Two threads share one constraint (and its mask cache) and agree.
+        let c = Constraint::new(&grammars()[0], vocab(), &Limits::default()).unwrap();
+        let words = c.index().vocab().mask_words();
+        let masks: Vec<Vec<u32>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let c = c.clone();
+                    s.spawn(move || {
+                        let mut m = c.matcher();
+                        m.accept_bytes(b"[\"ab").unwrap();
+                        let mut mask = vec![0u32; words];
+                        m.fill_mask(&mut mask).unwrap();
+                        mask
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(masks[0], masks[1]);
+        assert!(masks[0].iter().any(|&w| w != 0));
+    }
+
+    #[test]
     fn wrong_mask_width_is_an_error() {
         let index = vocab();
         let c = Constraint::new(&grammars()[1], index, &Limits::default()).unwrap();
