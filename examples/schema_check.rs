@@ -138,11 +138,13 @@ fn main() -> anyhow::Result<()> {
     let mut dir = PathBuf::from("../shared/jsonschemabench");
     let mut subset: Option<String> = None;
     let mut failures: Option<PathBuf> = None;
+    let mut trace = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--subset" => subset = args.next(),
             "--failures" => failures = args.next().map(PathBuf::from),
+            "--trace" => trace = true,
             _ => dir = PathBuf::from(a),
         }
     }
@@ -179,6 +181,10 @@ fn main() -> anyhow::Result<()> {
                 None => continue,
             };
             let id = format!("{name}/{}", Path::new(stem).display());
+            let schema_started = std::time::Instant::now();
+            if trace {
+                eprint!("{id} ... ");
+            }
             let compiled = std::panic::catch_unwind(|| compile(&schema, &Options::default()));
             let grammar = match compiled {
                 Err(_) => {
@@ -237,6 +243,9 @@ fn main() -> anyhow::Result<()> {
             }
             if wa == 0 && wr == 0 {
                 counts.passing += 1;
+            }
+            if trace {
+                eprintln!("{:.1} ms", schema_started.elapsed().as_secs_f64() * 1e3);
             }
         }
         println!("{}", counts.line(&name));

@@ -213,7 +213,7 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 }
                 Value::Object(m)
             }
-            "required" => {
+            "required" | super::FORBIDDEN => {
                 let mut r = old.as_array().cloned().unwrap_or_default();
                 for x in v.as_array().cloned().unwrap_or_default() {
                     if !r.contains(&x) {

@@ -110,9 +110,13 @@ pub(crate) fn is_constraint_keyword(k: &str) -> bool {
             | "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "minLength" | "maxLength" | "pattern" | "format"
             | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "anyOf" | "oneOf" | "allOf" | "$ref" | "not"
             | "uniqueItems" | "contains" | "minContains" | "maxContains" | "dependentRequired" | "dependentSchemas" | "dependencies" | "if"
-            | "then" | "else" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" | "$dynamicRef" | "$recursiveRef"
+            | "then" | "else" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" | "$dynamicRef" | "$recursiveRef" | FORBIDDEN
     )
 }
+
+/// Internal keyword (set by `not: {required: [k]}` and by `oneOf` disambiguation): property
+/// names an object instance must not have.
+pub(crate) const FORBIDDEN: &str = "x-constrain-forbidden";
 
 /// The JSON types, in a fixed order.
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
@@ -334,19 +338,26 @@ impl<'a> Compiler<'a> {
             let mut rest = map.clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
+            let forbidden = if key == "oneOf" && !self.lenient() {
+                self.check_disjoint(branches, &rest, ptr)?
+            } else {
+                vec![vec![]; branches.len()]
+            };
             let mut parts = Vec::new();
             for (i, b) in branches.iter().enumerate() {
                 let bptr = format!("{ptr}/{key}/{i}");
-                let e = if has_rest {
-                    let merged = self.merge_all(&[Value::Object(rest.clone()), b.clone()], &bptr)?;
+                let forbid = forbidden.get(i).cloned().unwrap_or_default();
+                let e = if has_rest || !forbid.is_empty() {
+                    let mut list = vec![Value::Object(rest.clone()), b.clone()];
+                    if !forbid.is_empty() {
+                        list.push(serde_json::json!({ FORBIDDEN: forbid }));
+                    }
+                    let merged = self.merge_all(&list, &bptr)?;
                     self.compile_value(&merged, &bptr)?
                 } else {
                     self.compile_value(b, &bptr)?
                 };
                 parts.push(e);
-            }
-            if key == "oneOf" && !self.lenient() {
-                self.check_disjoint(branches, &rest, ptr)?;
             }
             return Ok(Expr::alt(parts));
         }
@@ -393,9 +404,9 @@ impl<'a> Compiler<'a> {
                     if let Some(Value::Array(req)) = n.get("required") {
                         if req.len() == 1 {
                             let banned: Vec<String> = req.iter().filter_map(|v| v.as_str().map(String::from)).collect();
-                            let mut existing: Vec<Value> = map.get("x-constrain-forbidden").and_then(|v| v.as_array().cloned()).unwrap_or_default();
+                            let mut existing: Vec<Value> = map.get(FORBIDDEN).and_then(|v| v.as_array().cloned()).unwrap_or_default();
                             existing.extend(banned.into_iter().map(Value::String));
-                            map.insert("x-constrain-forbidden".into(), Value::Array(existing));
+                            map.insert(FORBIDDEN.into(), Value::Array(existing));
                             return Ok(());
                         }
                     }
@@ -421,7 +432,7 @@ impl<'a> Compiler<'a> {
             }
         }
         let keyword = if map.contains_key("enum") { "enum" } else { "const" };
-        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type"].contains(&k.as_str())).collect();
+        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type", FORBIDDEN].contains(&k.as_str())).collect();
         let types = allowed_types(map);
         values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
         if !others.is_empty() && !values.is_empty() {
@@ -430,7 +441,7 @@ impl<'a> Compiler<'a> {
             let mut doc = map.clone();
             doc.remove("enum");
             doc.remove("const");
-            doc.remove("x-constrain-forbidden");
+            doc.remove(FORBIDDEN);
             if let Value::Object(root) = self.root {
                 for k in ["definitions", "$defs"] {
                     if let Some(d) = root.get(k) {
@@ -445,7 +456,7 @@ impl<'a> Compiler<'a> {
                 .map_err(|e| Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}")))?;
             values.retain(|x| v.is_valid(x));
         }
-        if let Some(Value::Array(forbidden)) = map.get("x-constrain-forbidden") {
+        if let Some(Value::Array(forbidden)) = map.get(FORBIDDEN) {
             values.retain(|x| !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f)))));
         }
         let ws = self.ws.clone();
@@ -750,7 +761,7 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err(Error::new(ptr, "required", "required must be an array")),
         };
         let forbidden: Vec<String> = map
-            .get("x-constrain-forbidden")
+            .get(FORBIDDEN)
             .and_then(|v| v.as_array())
             .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
             .unwrap_or_default();
@@ -822,6 +833,11 @@ impl<'a> Compiler<'a> {
             }
             let member = Expr::seq([json::string_literal(name), self.colon(), value]);
             named.push((name.clone(), member, is_req));
+        }
+        for f in &forbidden {
+            if !matching(f)?.is_empty() {
+                self.unsupported(ptr, "patternProperties", &format!("property {f:?} must be absent but matches a patternProperties pattern"))?;
+            }
         }
         // Free members: keys matching a pattern, or any other key when allowed.
         let mut free = Vec::new();
@@ -909,7 +925,27 @@ impl<'a> Compiler<'a> {
                     self.unsupported(ptr, "maxProperties", "maxProperties below the number of possible properties cannot be compiled")?;
                 }
             }
-            let named_part = self.named_sequence(&named);
+            // Schema order, and also "required first" order (required names in the order of
+            // `required`, then the others in schema order), which is how many documents are
+            // written. Each order is exact on its own, so their union is too.
+            let mut named_part = self.named_sequence(&named);
+            let mut req_first: Vec<(String, Expr, bool)> = Vec::new();
+            for r in &required {
+                if let Some(m) = named.iter().find(|m| &m.0 == r) {
+                    if !req_first.iter().any(|x| x.0 == m.0) {
+                        req_first.push(m.clone());
+                    }
+                }
+            }
+            for m in &named {
+                if !req_first.iter().any(|x| x.0 == m.0) {
+                    req_first.push(m.clone());
+                }
+            }
+            if req_first.iter().map(|m| &m.0).ne(named.iter().map(|m| &m.0)) {
+                let other = self.named_sequence(&req_first);
+                named_part = Expr::alt([named_part, other]);
+            }
             let first_required = named.iter().any(|m| m.2);
             may_be_empty = !first_required;
             if first_required || !has_free {
@@ -967,21 +1003,43 @@ impl<'a> Compiler<'a> {
         Expr::alt((0..n).map(|j| Expr::seq([named[j].1.clone(), rests[j + 1].clone()])))
     }
 
-    /// Checks that the branches of a `oneOf` cannot both match one instance.
-    fn check_disjoint(&self, branches: &[Value], rest: &Map<String, Value>, ptr: &str) -> Result<(), Error> {
+    /// Checks that the branches of a `oneOf` cannot both match one instance. Branches that
+    /// overlap only through optional properties are made disjoint by forbidding, in each
+    /// branch, the properties the other branch requires and it does not (a subset of the
+    /// branch: instances with both sets of properties are rejected). Returns the properties to
+    /// forbid per branch.
+    fn check_disjoint(&self, branches: &[Value], rest: &Map<String, Value>, ptr: &str) -> Result<Vec<Vec<String>>, Error> {
         let infos: Vec<BranchInfo> = branches.iter().map(|b| self.branch_info(b, rest, 0)).collect();
+        let mut forbidden: Vec<Vec<String>> = vec![vec![]; branches.len()];
         for i in 0..infos.len() {
             for j in i + 1..infos.len() {
-                if !infos[i].disjoint(&infos[j]) {
-                    return Err(Error::new(
-                        ptr,
-                        "oneOf",
-                        format!("oneOf branches {i} and {j} may both match the same instance; only provably disjoint branches can be compiled exactly"),
-                    ));
+                if infos[i].disjoint(&infos[j]) {
+                    continue;
                 }
+                let objects_only = |x: &BranchInfo| x.types.as_ref().is_some_and(|t| t.iter().all(|t| t == "object"));
+                let only_i: Vec<String> = infos[i].required.iter().filter(|r| !infos[j].required.contains(r)).cloned().collect();
+                let only_j: Vec<String> = infos[j].required.iter().filter(|r| !infos[i].required.contains(r)).cloned().collect();
+                if (objects_only(&infos[i]) || objects_only(&infos[j])) && !only_i.is_empty() && !only_j.is_empty() {
+                    for k in only_j {
+                        if !forbidden[i].contains(&k) {
+                            forbidden[i].push(k);
+                        }
+                    }
+                    for k in only_i {
+                        if !forbidden[j].contains(&k) {
+                            forbidden[j].push(k);
+                        }
+                    }
+                    continue;
+                }
+                return Err(Error::new(
+                    ptr,
+                    "oneOf",
+                    format!("oneOf branches {i} and {j} may both match the same instance; only provably disjoint branches can be compiled exactly"),
+                ));
             }
         }
-        Ok(())
+        Ok(forbidden)
     }
 
     fn deref<'v>(&'v self, s: &'v Value, depth: usize) -> &'v Value {
@@ -1028,6 +1086,23 @@ impl<'a> Compiler<'a> {
                     }
                     info.consts.extend(pi.consts);
                     info.required.extend(pi.required);
+                }
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let (Some(Value::Array(parts)), true) = (m.get(key), depth < 4) {
+                let mut union: Option<Vec<String>> = Some(vec![]);
+                for p in parts {
+                    match (self.branch_info(p, &Map::new(), depth + 1).types, union.as_mut()) {
+                        (Some(t), Some(u)) => u.extend(t),
+                        _ => union = None,
+                    }
+                }
+                if let Some(u) = union {
+                    types = Some(match types {
+                        None => u,
+                        Some(old) => old.into_iter().filter(|x| u.contains(x) || (x == "number" && u.iter().any(|y| y == "integer"))).collect(),
+                    });
                 }
             }
         }

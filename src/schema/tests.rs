@@ -163,3 +163,27 @@ fn whitespace_policies() {
     let unbounded = pda_with(s, &Options { whitespace: Whitespace::Unbounded, ..Options::default() });
     assert!(unbounded.matches(b"{ \t \"a\"  :\n\n [ 1 ,2 ] }"));
 }
+
+#[test]
+fn one_of_made_disjoint_by_required_properties() {
+    let s = json!({"type": "object", "oneOf": [
+        {"properties": {"lock": {"type": "string"}}, "required": ["lock"]},
+        {"properties": {"error": {"type": "string"}}, "required": ["error"]}
+    ]});
+    check(s, &["{\"lock\": \"a\"}", "{\"error\": \"e\"}", "{\"lock\": \"a\", \"x\": 1}"], &["{\"lock\": \"a\", \"error\": \"e\"}", "{\"error\": \"e\", \"lock\": \"a\"}", "{}"]);
+    let s = json!({"oneOf": [{"$ref": "#/$defs/s"}, {"type": "object"}], "$defs": {"s": {"oneOf": [{"type": "string"}, {"type": "array"}]}}});
+    check(s, &["\"a\"", "[]", "{}"], &["1"]);
+}
+
+#[test]
+fn one_of_required_only_branches() {
+    let s = json!({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}, "width": {"type": "number"}},
+        "oneOf": [{"required": ["radius"]}, {"required": ["base", "width"]}]});
+    check(s, &["{\"radius\": 5}", "{\"base\": 1, \"width\": 2}"], &["{\"base\": 1, \"radius\": 5}", "{\"base\": 1}", "{}"]);
+}
+
+#[test]
+fn properties_in_schema_order_or_required_order() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c", "a"], "additionalProperties": false});
+    check(s, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"c\": 3, \"a\": 1, \"b\": 2}", "{\"c\": 3, \"a\": 1}"], &["{\"b\": 2, \"a\": 1, \"c\": 3}", "{\"c\": 3}", "{\"a\": 1, \"c\": 3, \"a\": 1}"]);
+}
