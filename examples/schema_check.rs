@@ -154,6 +154,10 @@ fn main() -> anyhow::Result<()> {
     };
     let mut subsets: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("tests").is_dir()).collect();
     subsets.sort();
+    if dir.join("tests").is_dir() {
+        // A single set folder.
+        subsets = vec![dir.clone()];
+    }
     let mut total = Counts::default();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let limits = Limits::default();
@@ -203,6 +207,7 @@ fn main() -> anyhow::Result<()> {
                 }
                 Ok(Ok(g)) => g,
             };
+            let compile_ms = schema_started.elapsed().as_secs_f64() * 1e3;
             let pda = match Pda::build(&grammar, &limits) {
                 Ok(p) => p,
                 Err(e) => {
@@ -215,6 +220,20 @@ fn main() -> anyhow::Result<()> {
                 }
             };
             counts.compiled += 1;
+            let build_ms = schema_started.elapsed().as_secs_f64() * 1e3 - compile_ms;
+            if trace {
+                eprint!("compile {compile_ms:.1} ms, pda {build_ms:.1} ms ({} states, {} rules, grammar size {}), ", pda.num_states(), pda.num_rules(), grammar.size());
+            }
+            if std::env::var("SHOW_RULES").is_ok() {
+                let mut sizes: Vec<(usize, &str)> = grammar.rules().iter().map(|r| (r.expr.size(), r.name.as_str())).collect();
+                sizes.sort();
+                sizes.reverse();
+                let mut names: BTreeMap<String, usize> = BTreeMap::new();
+                for r in grammar.rules() {
+                    *names.entry(r.name.split('_').next().unwrap_or("").to_string()).or_default() += 1;
+                }
+                eprintln!("\nlargest rules: {:?}\nrule kinds: {:?}", &sizes[..sizes.len().min(8)], names);
+            }
             let (mut wa, mut wr) = (0, 0);
             for (i, t) in tests.iter().enumerate() {
                 let valid = t.get("valid").and_then(|v| v.as_bool()).unwrap_or(false);

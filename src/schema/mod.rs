@@ -145,18 +145,28 @@ impl<'a> Compiler<'a> {
     fn new(root: &'a Value, opts: &'a Options) -> Self {
         let mut ids = HashMap::new();
         collect_ids(root, &mut ids);
-        Compiler {
+        let mut c = Compiler {
             root,
             opts,
             b: GrammarBuilder::new(),
-            ws: json::ws(opts.whitespace),
+            ws: Expr::Empty,
             shared: HashMap::new(),
             interned: HashMap::new(),
             ref_rules: HashMap::new(),
             pending: Vec::new(),
             ids,
             depth: 0,
-        }
+        };
+        c.ws = match opts.whitespace {
+            // The indentation after a newline is one shared rule, so the bounded count is one
+            // automaton loop rather than one per whitespace position.
+            Whitespace::Pretty => {
+                let indent = c.shared_rule("indent");
+                Expr::opt(Expr::alt([Expr::lit(" "), Expr::seq([Expr::lit("\n"), indent])]))
+            }
+            other => json::ws(other),
+        };
+        c
     }
 
     fn lenient(&self) -> bool {
@@ -240,6 +250,21 @@ impl<'a> Compiler<'a> {
         self.shared.insert(name, id);
         let body = match name {
             "string" => Expr::seq([Expr::lit("\""), Expr::star(json::any_unit()), Expr::lit("\"")]),
+            "string_rest" => Expr::seq([Expr::star(json::any_unit()), Expr::lit("\"")]),
+            // After a backslash: the rest of an escape, then the rest of the string.
+            "escape_rest" => {
+                let rest = self.shared_rule("string_rest");
+                let unit = json::any_unit();
+                let after_backslash = match unit {
+                    Expr::Alt(v) => v.into_iter().find_map(|e| match e {
+                        Expr::Seq(mut p) if p.first() == Some(&Expr::lit("\\")) => Some(Expr::seq(p.drain(1..))),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                Expr::seq([after_backslash.unwrap_or(Expr::Nothing), rest])
+            }
+            "indent" => Expr::repeat(Expr::lit(" "), 0, Some(json::MAX_INDENT)),
             "number" => number::any_number(),
             "integer" => number::any_integer(),
             "any" => {
@@ -874,8 +899,10 @@ impl<'a> Compiler<'a> {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
-                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>());
-                    let e = Expr::seq([Expr::lit("\""), json::escape_expr(&content), Expr::lit("\"")]);
+                    let rest = self.shared_rule("string_rest");
+                    let escape_rest = self.shared_rule("escape_rest");
+                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &rest, &escape_rest);
+                    let e = Expr::seq([Expr::lit("\""), content]);
                     self.rule("other_key", e)
                 };
                 free.push(Expr::seq([key, self.colon(), value]));
@@ -987,7 +1014,7 @@ impl<'a> Compiler<'a> {
             return Expr::seq(parts);
         }
         // All optional: the first present member, then any of the later ones.
-        if n <= 12 {
+        if n <= 3 {
             let tail = |k: usize| Expr::seq(named[k..].iter().map(|m| Expr::opt(Expr::seq([sep.clone(), m.1.clone()]))));
             return Expr::alt((0..n).map(|j| Expr::seq([named[j].1.clone(), tail(j + 1)])));
         }
@@ -1318,15 +1345,17 @@ fn collect_ids(root: &Value, out: &mut HashMap<String, String>) {
     }
 }
 
-/// Character strings *not* in `keys` (the names an "other property" may have).
-fn not_in_set(keys: &[&[char]]) -> Expr {
-    let any = crate::grammar::regex::any_char();
+/// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
+/// closing quote where no key ends, or a character no key continues with followed by `rest`
+/// (any string units and the closing quote). Only canonical spellings of the keys' own
+/// characters are followed down the trie; other characters go to `rest`.
+fn not_in_set(keys: &[&[char]], rest: &Expr, escape_rest: &Expr) -> Expr {
     if keys.is_empty() {
-        return Expr::star(any);
+        return rest.clone();
     }
     let mut alts = Vec::new();
     if !keys.iter().any(|k| k.is_empty()) {
-        alts.push(Expr::Empty);
+        alts.push(Expr::lit("\""));
     }
     let mut firsts: Vec<char> = keys.iter().filter_map(|k| k.first().copied()).collect();
     firsts.sort();
@@ -1349,13 +1378,57 @@ fn not_in_set(keys: &[&[char]]) -> Expr {
     }
     let others: Vec<(char, char)> = others.into_iter().flat_map(split_surrogates).collect();
     if !others.is_empty() {
-        alts.push(Expr::seq([Expr::Chars(others), Expr::star(any)]));
+        if firsts.iter().any(|&c| c == '"' || c == '\\' || (c as u32) < 0x20) {
+            alts.push(Expr::seq([json::class_units(&others), rest.clone()]));
+        } else {
+            // No key character needs an escape here, so every escape is an "other" character:
+            // the raw class, or a backslash followed by the shared escape-then-rest rule.
+            let raw: Vec<(char, char)> = others
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let a = a.max(' ');
+                    (a <= b).then_some((a, b))
+                })
+                .flat_map(|(a, b)| split_out(a, b, &['"', '\\']))
+                .collect();
+            if !raw.is_empty() {
+                alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
+            }
+            alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
+        }
     }
     for c in firsts {
-        let rest: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        alts.push(Expr::seq([Expr::Chars(vec![(c, c)]), not_in_set(&rest)]));
+        let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
+        alts.push(Expr::seq([json::str_units(&c.to_string()), not_in_set(&tails, rest, escape_rest)]));
     }
     Expr::alt(alts)
+}
+
+/// The range `a..=b` without the characters in `holes`.
+fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {
+    let mut out = vec![(a, b)];
+    for &h in holes {
+        out = out
+            .into_iter()
+            .flat_map(|(x, y)| {
+                if h < x || h > y {
+                    vec![(x, y)]
+                } else {
+                    let mut v = Vec::new();
+                    if h > x {
+                        v.push((x, prev(h)));
+                    }
+                    if let Some(n) = next(h) {
+                        if n <= y {
+                            v.push((n, y));
+                        }
+                    }
+                    v
+                }
+            })
+            .collect();
+    }
+    out
 }
 
 fn prev(c: char) -> char {
