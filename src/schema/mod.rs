@@ -386,15 +386,26 @@ impl<'a> Compiler<'a> {
             }
             return Ok(Expr::alt(parts));
         }
-        let mut map = map.clone();
-        merge::normalise_bounds(&mut map);
-        if let Some(not) = map.remove("not") {
-            self.apply_not(&mut map, &not, ptr)?;
-        }
+        // Copy the (shallow) map only when it must be rewritten.
+        let needs_rewrite = map.contains_key("not")
+            || matches!(map.get("exclusiveMinimum"), Some(Value::Bool(_)))
+            || matches!(map.get("exclusiveMaximum"), Some(Value::Bool(_)));
+        let owned;
+        let map: &Map<String, Value> = if needs_rewrite {
+            let mut m = map.clone();
+            merge::normalise_bounds(&mut m);
+            if let Some(not) = m.remove("not") {
+                self.apply_not(&mut m, &not, ptr)?;
+            }
+            owned = m;
+            &owned
+        } else {
+            map
+        };
         if map.contains_key("enum") || map.contains_key("const") {
-            return self.compile_enum(&map, ptr);
+            return self.compile_enum(map, ptr);
         }
-        self.compile_typed(&map, ptr)
+        self.compile_typed(map, ptr)
     }
 
     /// Turns `not` into restrictions on `map` for the cases that can be done exactly.

@@ -187,3 +187,15 @@ fn properties_in_schema_order_or_required_order() {
     let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c", "a"], "additionalProperties": false});
     check(s, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"c\": 3, \"a\": 1, \"b\": 2}", "{\"c\": 3, \"a\": 1}"], &["{\"b\": 2, \"a\": 1, \"c\": 3}", "{\"c\": 3}", "{\"a\": 1, \"c\": 3, \"a\": 1}"]);
 }
+
+#[test]
+fn other_keys_exclude_named_keys() {
+    let s = json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a\"c": {"type": "integer"}}});
+    check(
+        s,
+        &["{\"ab\": 1}", "{\"ab\": 1, \"a\": \"x\"}", "{\"ab\": 1, \"abc\": \"x\"}", "{\"ab\": 1, \"b\\n\": \"x\"}", "{\"a\\\"c\": 2}", "{\"a\\\"\": \"x\"}"],
+        &["{\"ab\": \"x\"}", "{\"ab\": 1, \"ab\": \"x\"}", "{\"a\\\"c\": \"x\"}"],
+    );
+    let s = json!({"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": {"type": "integer"}});
+    check(s, &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"], &["{\"name\": 1}", "{\"x\": \"s\"}"]);
+}
