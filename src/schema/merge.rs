@@ -204,11 +204,16 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 let mut m = old.as_object().cloned().unwrap_or_default();
                 if let Value::Object(pm) = v {
                     for (pk, pv) in pm {
-                        let nv = match m.remove(&pk) {
-                            Some(o) => all_of(o, pv),
-                            None => pv,
-                        };
-                        m.insert(pk, nv);
+                        // Update in place: the order of properties is the generation order.
+                        match m.get_mut(&pk) {
+                            Some(slot) => {
+                                let o = std::mem::replace(slot, Value::Bool(true));
+                                *slot = all_of(o, pv);
+                            }
+                            None => {
+                                m.insert(pk, pv);
+                            }
+                        }
                     }
                 }
                 Value::Object(m)

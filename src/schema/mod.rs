@@ -124,6 +124,11 @@ const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "numbe
 /// Deepest schema nesting the compiler follows.
 const MAX_DEPTH: usize = 128;
 
+/// Objects with at most this many named properties accept them in any order (one rule per
+/// subset of properties written so far); larger ones accept schema order or required-first
+/// order.
+const ANY_ORDER_MAX: usize = 4;
+
 /// Largest integer range compiled by listing its multiples (for `multipleOf`).
 const MAX_ENUMERATED: i128 = 2000;
 
@@ -963,33 +968,37 @@ impl<'a> Compiler<'a> {
                     self.unsupported(ptr, "maxProperties", "maxProperties below the number of possible properties cannot be compiled")?;
                 }
             }
-            // Schema order, and also "required first" order (required names in the order of
-            // `required`, then the others in schema order), which is how many documents are
-            // written. Each order is exact on its own, so their union is too.
-            let mut named_part = self.named_sequence(&named);
-            let mut req_first: Vec<(String, Expr, bool)> = Vec::new();
-            for r in &required {
-                if let Some(m) = named.iter().find(|m| &m.0 == r) {
+            let first_required = named.iter().any(|m| m.2);
+            may_be_empty = !first_required;
+            if named.len() <= ANY_ORDER_MAX {
+                body = Some(self.any_order(&named, &free, &free_tail));
+            } else {
+                // Schema order, and also "required first" order (required names in the order
+                // of `required`, then the others in schema order), which is how many documents
+                // are written. Each order is exact on its own, so their union is too.
+                let mut named_part = self.named_sequence(&named);
+                let mut req_first: Vec<(String, Expr, bool)> = Vec::new();
+                for r in &required {
+                    if let Some(m) = named.iter().find(|m| &m.0 == r) {
+                        if !req_first.iter().any(|x| x.0 == m.0) {
+                            req_first.push(m.clone());
+                        }
+                    }
+                }
+                for m in &named {
                     if !req_first.iter().any(|x| x.0 == m.0) {
                         req_first.push(m.clone());
                     }
                 }
-            }
-            for m in &named {
-                if !req_first.iter().any(|x| x.0 == m.0) {
-                    req_first.push(m.clone());
+                if req_first.iter().map(|m| &m.0).ne(named.iter().map(|m| &m.0)) {
+                    let other = self.named_sequence(&req_first);
+                    named_part = Expr::alt([named_part, other]);
                 }
-            }
-            if req_first.iter().map(|m| &m.0).ne(named.iter().map(|m| &m.0)) {
-                let other = self.named_sequence(&req_first);
-                named_part = Expr::alt([named_part, other]);
-            }
-            let first_required = named.iter().any(|m| m.2);
-            may_be_empty = !first_required;
-            if first_required || !has_free {
-                body = Some(Expr::seq([named_part, free_tail.clone()]));
-            } else {
-                body = Some(Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free.clone(), free_tail])]));
+                if first_required || !has_free {
+                    body = Some(Expr::seq([named_part, free_tail.clone()]));
+                } else {
+                    body = Some(Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free.clone(), free_tail])]));
+                }
             }
         }
         if min_props >= 1 {
@@ -1005,6 +1014,34 @@ impl<'a> Compiler<'a> {
             }
         };
         Ok(self.rule("object", e))
+    }
+
+    /// Named members in any order, each at most once, the required ones present, then the
+    /// free members: one rule per set of members already written (so only for a few members).
+    /// Non-empty; the caller makes it optional when nothing is required.
+    fn any_order(&mut self, named: &[(String, Expr, bool)], free: &Expr, free_tail: &Expr) -> Expr {
+        let n = named.len();
+        let required: usize = named.iter().enumerate().filter(|(_, m)| m.2).map(|(i, _)| 1 << i).sum();
+        let full = (1usize << n) - 1;
+        let sep = self.sep();
+        let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
+        for mask in (1..=full).rev() {
+            let mut alts = Vec::new();
+            for (k, m) in named.iter().enumerate() {
+                if mask & (1 << k) == 0 {
+                    alts.push(Expr::seq([sep.clone(), m.1.clone(), after[mask | (1 << k)].clone()]));
+                }
+            }
+            if mask & required == required {
+                alts.push(free_tail.clone());
+            }
+            after[mask] = self.rule("members", Expr::alt(alts));
+        }
+        let mut alts: Vec<Expr> = named.iter().enumerate().map(|(k, m)| Expr::seq([m.1.clone(), after[1 << k].clone()])).collect();
+        if required == 0 && *free != Expr::Nothing {
+            alts.push(Expr::seq([free.clone(), free_tail.clone()]));
+        }
+        Expr::alt(alts)
     }
 
     /// Named members in order, separated by commas, optional ones omissible, at least one

@@ -184,8 +184,9 @@ fn one_of_required_only_branches() {
 
 #[test]
 fn properties_in_schema_order_or_required_order() {
-    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c", "a"], "additionalProperties": false});
-    check(s, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"c\": 3, \"a\": 1, \"b\": 2}", "{\"c\": 3, \"a\": 1}"], &["{\"b\": 2, \"a\": 1, \"c\": 3}", "{\"c\": 3}", "{\"a\": 1, \"c\": 3, \"a\": 1}"]);
+    // Five properties: more than ANY_ORDER_MAX, so two orders are accepted.
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}, "e": {}}, "required": ["c", "a"], "additionalProperties": false});
+    check(s, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"c\": 3, \"a\": 1, \"b\": 2}", "{\"c\": 3, \"a\": 1}", "{\"a\": 1, \"c\": 3, \"e\": 3}"], &["{\"b\": 2, \"a\": 1, \"c\": 3}", "{\"c\": 3}", "{\"a\": 1, \"c\": 3, \"a\": 1}", "{\"a\": 1, \"c\": 3, \"e\": 3, \"d\": 1}"]);
 }
 
 #[test]
@@ -198,4 +199,14 @@ fn other_keys_exclude_named_keys() {
     );
     let s = json!({"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": {"type": "integer"}});
     check(s, &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"], &["{\"name\": 1}", "{\"x\": \"s\"}"]);
+}
+
+#[test]
+fn small_objects_accept_any_order() {
+    let s = json!({"type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "method": {"type": "string"}, "id": {"type": "integer"}, "params": {"type": "array"}}, "required": ["jsonrpc", "method"], "additionalProperties": false});
+    check(
+        s,
+        &["{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"params\": [], \"id\": 1}", "{\"method\": \"m\", \"jsonrpc\": \"2.0\"}", "{\"id\": 1, \"method\": \"m\", \"jsonrpc\": \"2.0\"}"],
+        &["{\"method\": \"m\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"method\": \"n\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"x\": 1}", "{}"],
+    );
 }
