@@ -247,6 +247,22 @@ fn main() -> anyhow::Result<()> {
                         wa += 1;
                     }
                     if let Some(o) = fail_out.as_mut() {
+                        // Where a rejected valid instance stops being a viable prefix.
+                        if valid {
+                            let bytes = text.as_bytes();
+                            let (mut lo, mut hi) = (0usize, bytes.len());
+                            while lo < hi {
+                                let mid = (lo + hi).div_ceil(2);
+                                if pda.matches_prefix(&bytes[..mid]) {
+                                    lo = mid;
+                                } else {
+                                    hi = mid - 1;
+                                }
+                            }
+                            let from = lo.saturating_sub(60);
+                            let to = (lo + 40).min(bytes.len());
+                            writeln!(o, "  stops at byte {lo}: {}<<HERE>>{}", String::from_utf8_lossy(&bytes[from..lo]), String::from_utf8_lossy(&bytes[lo..to]))?;
+                        }
                         let shown: String = text.chars().take(400).collect();
                         writeln!(o, "{} {id} #{i} {shown}", if valid { "WRONG-REJECT" } else { "WRONG-ACCEPT" })?;
                     }
