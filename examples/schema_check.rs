@@ -226,8 +226,7 @@ fn main() -> anyhow::Result<()> {
             }
             if std::env::var("SHOW_RULES").is_ok() {
                 let mut sizes: Vec<(usize, &str)> = grammar.rules().iter().map(|r| (r.expr.size(), r.name.as_str())).collect();
-                sizes.sort();
-                sizes.reverse();
+                sizes.sort_by(|a, b| b.cmp(a));
                 let mut names: BTreeMap<String, usize> = BTreeMap::new();
                 for r in grammar.rules() {
                     *names.entry(r.name.split('_').next().unwrap_or("").to_string()).or_default() += 1;
@@ -288,7 +287,7 @@ fn main() -> anyhow::Result<()> {
     }
     println!("{}", total.line("TOTAL"));
     let mut errs: Vec<(String, usize)> = errors.into_iter().collect();
-    errs.sort_by(|a, b| b.1.cmp(&a.1));
+    errs.sort_by_key(|e| std::cmp::Reverse(e.1));
     println!("compile errors by keyword:");
     for (k, n) in errs {
         println!("  {n:>5} {k}");

@@ -107,9 +107,7 @@ fn intersect_types(a: &[String], b: &[String]) -> Vec<String> {
     for t in a {
         if b.contains(t) {
             out.push(t.clone());
-        } else if t == "integer" && b.iter().any(|x| x == "number") {
-            out.push("integer".into());
-        } else if t == "number" && b.iter().any(|x| x == "integer") {
+        } else if (t == "integer" && b.iter().any(|x| x == "number")) || (t == "number" && b.iter().any(|x| x == "integer")) {
             out.push("integer".into());
         }
     }
@@ -276,9 +274,7 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
             }
             "not" => return Err(Error::new(ptr, "not", "cannot merge two `not` keywords across allOf parts")),
             _ => {
-                if old == v {
-                    old
-                } else if k.starts_with("x-") || !super::is_constraint_keyword(&k) {
+                if old == v || k.starts_with("x-") || !super::is_constraint_keyword(&k) {
                     old
                 } else {
                     return Err(Error::new(ptr, &k, format!("allOf parts give different values for `{k}`, which cannot be merged")));

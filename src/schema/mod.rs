@@ -353,11 +353,11 @@ impl<'a> Compiler<'a> {
                 let (_, target) = self.resolve_ref(r, ptr)?;
                 return Ok(Expr::Ref(self.ref_rule_for_pointer(&target)));
             }
-            let merged = self.merge_all(&[schema.clone()], ptr)?;
+            let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
             return self.compile_value(&merged, ptr);
         }
         if map.contains_key("allOf") {
-            let merged = self.merge_all(&[schema.clone()], ptr)?;
+            let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
             return self.compile_value(&merged, ptr);
         }
         for key in ["anyOf", "oneOf"] {
@@ -432,7 +432,7 @@ impl<'a> Compiler<'a> {
                     let banned = type_list(n.get("type"));
                     let allowed: Vec<Value> = allowed_types(map)
                         .into_iter()
-                        .filter(|t| !banned.contains(t) && !(*t == "integer" && banned.contains(&"number")))
+                        .filter(|t| !(banned.contains(t) || (*t == "integer" && banned.contains(&"number"))))
                         .map(|t| Value::String(t.into()))
                         .collect();
                     if allowed.iter().any(|t| t == "number") && banned.contains(&"integer") {
@@ -501,8 +501,21 @@ impl<'a> Compiler<'a> {
             values.retain(|x| !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f)))));
         }
         let ws = self.ws.clone();
-        let alts: Vec<Expr> = values.iter().map(|v| json::value_literal(v, &ws)).collect();
-        let e = Expr::alt(alts);
+        // Deduplicate with a hash set: `Expr::alt` compares pairwise, which is quadratic for
+        // enums with thousands of values.
+        let mut seen = std::collections::HashSet::new();
+        let mut alts: Vec<Expr> = Vec::new();
+        for v in &values {
+            let lit = json::value_literal(v, &ws);
+            if seen.insert(lit.clone()) {
+                alts.push(lit);
+            }
+        }
+        let e = match alts.len() {
+            0 => Expr::Nothing,
+            1 => alts.pop().unwrap_or(Expr::Nothing),
+            _ => Expr::Alt(alts),
+        };
         Ok(if e.size() > 8 { self.rule("enum", e) } else { e })
     }
 
