@@ -7,7 +7,8 @@
 //! valid instance for validators that check formats), chosen to contain the usual spellings:
 //! `date-time` uses `T` and `Z`/`±hh:mm`, days are valid for their month (no 29 February, no
 //! leap seconds), hosts are at most four labels, `uri` is `scheme://host[:port][/path][?query]
-//! [#fragment]` with plain characters. None of these contain characters that need escaping.
+//! [#fragment]` or `scheme:path` with RFC 3986 path characters and percent escapes. None of
+//! these contain characters that need escaping in JSON.
 
 use crate::grammar::Expr;
 

@@ -16,9 +16,16 @@
 //! its branches are provably disjoint.
 //!
 //! Deviations from the spec (all make the grammar accept *less*, never more):
-//! object properties appear in schema order, with extra properties (when allowed) after the
-//! named ones; bounded numbers are written without exponent; `format`s accept a documented
-//! subset ([`format`]); constrained strings accept only the escapes JSON requires.
+//! - property order: objects with at most four named properties accept them in any order
+//!   (each at most once); larger objects accept schema order or "required first" order
+//!   (the names of `required` in that order, then the others in schema order); extra
+//!   properties (when allowed) come after the named ones; no key is ever repeated;
+//! - `oneOf` branches that overlap only through optional properties are made disjoint by
+//!   forbidding, in each branch, the properties only the other branch requires;
+//! - `pattern` with `minLength`/`maxLength` that cannot be intersected exactly is an error;
+//!   extra properties are not accepted next to `patternProperties`;
+//! - bounded numbers are written without exponent; `format`s accept a documented subset
+//!   ([`format`]); constrained strings accept only the escapes JSON requires.
 //!
 //! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
 //! must be filtered by sibling keywords.
