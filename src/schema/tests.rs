@@ -88,6 +88,8 @@ fn patterns_unanchored_and_escaped() {
     check(json!({"type": "string", "pattern": "\\d{3}"}), &["\"ab123cd\"", "\"a\\\"123\""], &["\"12\""]);
     check(json!({"type": "string", "pattern": "^a.b$"}), &["\"a\\\"b\"", "\"a\\\\b\""], &["\"a\\nb\""]);
     check(json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}), &["\"abc\""], &["\"abcd\""]);
+    // Unanchored pattern with a length: the whole-match subset.
+    check(json!({"type": "string", "pattern": "[0-9a-f]+", "minLength": 4, "maxLength": 4}), &["\"00ff\""], &["\"0ff\"", "\"00fff\"", "\"00fg\""]);
     assert_eq!(error_keyword(json!({"type": "string", "pattern": "(?=a)"})), "pattern");
 }
 
