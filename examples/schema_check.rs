@@ -138,11 +138,13 @@ fn main() -> anyhow::Result<()> {
     let mut dir = PathBuf::from("../shared/jsonschemabench");
     let mut subset: Option<String> = None;
     let mut failures: Option<PathBuf> = None;
+    let mut trace = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--subset" => subset = args.next(),
             "--failures" => failures = args.next().map(PathBuf::from),
+            "--trace" => trace = true,
             _ => dir = PathBuf::from(a),
         }
     }
@@ -152,6 +154,10 @@ fn main() -> anyhow::Result<()> {
     };
     let mut subsets: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("tests").is_dir()).collect();
     subsets.sort();
+    if dir.join("tests").is_dir() {
+        // A single set folder.
+        subsets = vec![dir.clone()];
+    }
     let mut total = Counts::default();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let limits = Limits::default();
@@ -179,6 +185,10 @@ fn main() -> anyhow::Result<()> {
                 None => continue,
             };
             let id = format!("{name}/{}", Path::new(stem).display());
+            let schema_started = std::time::Instant::now();
+            if trace {
+                eprint!("{id} ... ");
+            }
             let compiled = std::panic::catch_unwind(|| compile(&schema, &Options::default()));
             let grammar = match compiled {
                 Err(_) => {
@@ -197,6 +207,7 @@ fn main() -> anyhow::Result<()> {
                 }
                 Ok(Ok(g)) => g,
             };
+            let compile_ms = schema_started.elapsed().as_secs_f64() * 1e3;
             let pda = match Pda::build(&grammar, &limits) {
                 Ok(p) => p,
                 Err(e) => {
@@ -209,6 +220,19 @@ fn main() -> anyhow::Result<()> {
                 }
             };
             counts.compiled += 1;
+            let build_ms = schema_started.elapsed().as_secs_f64() * 1e3 - compile_ms;
+            if trace {
+                eprint!("compile {compile_ms:.1} ms, pda {build_ms:.1} ms ({} states, {} rules, grammar size {}), ", pda.num_states(), pda.num_rules(), grammar.size());
+            }
+            if std::env::var("SHOW_RULES").is_ok() {
+                let mut sizes: Vec<(usize, &str)> = grammar.rules().iter().map(|r| (r.expr.size(), r.name.as_str())).collect();
+                sizes.sort_by(|a, b| b.cmp(a));
+                let mut names: BTreeMap<String, usize> = BTreeMap::new();
+                for r in grammar.rules() {
+                    *names.entry(r.name.split('_').next().unwrap_or("").to_string()).or_default() += 1;
+                }
+                eprintln!("\nlargest rules: {:?}\nrule kinds: {:?}", &sizes[..sizes.len().min(8)], names);
+            }
             let (mut wa, mut wr) = (0, 0);
             for (i, t) in tests.iter().enumerate() {
                 let valid = t.get("valid").and_then(|v| v.as_bool()).unwrap_or(false);
@@ -222,6 +246,22 @@ fn main() -> anyhow::Result<()> {
                         wa += 1;
                     }
                     if let Some(o) = fail_out.as_mut() {
+                        // Where a rejected valid instance stops being a viable prefix.
+                        if valid {
+                            let bytes = text.as_bytes();
+                            let (mut lo, mut hi) = (0usize, bytes.len());
+                            while lo < hi {
+                                let mid = (lo + hi).div_ceil(2);
+                                if pda.matches_prefix(&bytes[..mid]) {
+                                    lo = mid;
+                                } else {
+                                    hi = mid - 1;
+                                }
+                            }
+                            let from = lo.saturating_sub(60);
+                            let to = (lo + 40).min(bytes.len());
+                            writeln!(o, "  stops at byte {lo}: {}<<HERE>>{}", String::from_utf8_lossy(&bytes[from..lo]), String::from_utf8_lossy(&bytes[lo..to]))?;
+                        }
                         let shown: String = text.chars().take(400).collect();
                         writeln!(o, "{} {id} #{i} {shown}", if valid { "WRONG-REJECT" } else { "WRONG-ACCEPT" })?;
                     }
@@ -238,13 +278,16 @@ fn main() -> anyhow::Result<()> {
             if wa == 0 && wr == 0 {
                 counts.passing += 1;
             }
+            if trace {
+                eprintln!("{:.1} ms", schema_started.elapsed().as_secs_f64() * 1e3);
+            }
         }
         println!("{}", counts.line(&name));
         total.add(&counts);
     }
     println!("{}", total.line("TOTAL"));
     let mut errs: Vec<(String, usize)> = errors.into_iter().collect();
-    errs.sort_by(|a, b| b.1.cmp(&a.1));
+    errs.sort_by_key(|e| std::cmp::Reverse(e.1));
     println!("compile errors by keyword:");
     for (k, n) in errs {
         println!("  {n:>5} {k}");

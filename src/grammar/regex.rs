@@ -65,14 +65,12 @@ pub fn to_expr(pattern: &str, opts: &RegexOptions) -> Result<Expr, Error> {
         .parse(source)
         .map_err(|e| unsupported(format!("pattern {pattern:?} does not parse: {e}")))?;
     let mut alts = Vec::new();
-    for (start, body, end) in anchored_parts(&hir) {
+    for (start, body, end) in anchored_parts(&hir, pattern)? {
         let mut parts = Vec::new();
         if opts.unanchored && !start {
             parts.push(Expr::star(any_char()));
         }
-        for h in body {
-            parts.push(hir_to_expr(h, pattern)?);
-        }
+        parts.push(body);
         if opts.unanchored && !end {
             parts.push(Expr::star(any_char()));
         }
@@ -98,30 +96,53 @@ pub fn ecma_is_match(pattern: &str, text: &str) -> Result<bool, Error> {
     Ok(re.is_match(text))
 }
 
-/// Splits a pattern into top-level branches `(anchored at start, body, anchored at end)`.
-fn anchored_parts(hir: &Hir) -> Vec<(bool, Vec<&Hir>, bool)> {
-    match hir.kind() {
-        HirKind::Alternation(alts) => alts.iter().flat_map(anchored_parts).collect(),
-        HirKind::Capture(c) => anchored_parts(&c.sub),
-        HirKind::Look(Look::Start) => vec![(true, vec![], false)],
-        HirKind::Look(Look::End) => vec![(false, vec![], true)],
-        HirKind::Concat(items) => {
-            let (mut s, mut e) = (0, items.len());
-            let (mut start, mut end) = (false, false);
-            while s < e && matches!(items[s].kind(), HirKind::Look(Look::Start)) {
-                start = true;
-                s += 1;
-            }
-            while e > s && matches!(items[e - 1].kind(), HirKind::Look(Look::End)) {
-                end = true;
-                e -= 1;
-            }
-            // `^(a|b)$`-style patterns whose single middle part is a group of anchored
-            // alternatives are common too: `(^a$|^b$)`.
-            vec![(start, items[s..e].iter().collect(), end)]
-        }
-        _ => vec![(false, vec![hir], false)],
+/// Most branches a pattern's anchors may split it into.
+const MAX_ANCHORED_BRANCHES: usize = 256;
+
+/// Splits a pattern into branches `(anchored at start, body, anchored at end)`. Anchors may
+/// sit inside groups and alternations (`^a$|^b$`, `^(?:a|b$)`) as long as nothing can be
+/// matched before a `^` or after a `$`; branches where something would be are dropped, as
+/// they can never match.
+fn anchored_parts(hir: &Hir, pattern: &str) -> Result<Vec<(bool, Expr, bool)>, Error> {
+    if !hir.properties().look_set().contains(Look::Start) && !hir.properties().look_set().contains(Look::End) {
+        return Ok(vec![(false, hir_to_expr(hir, pattern)?, false)]);
     }
+    Ok(match hir.kind() {
+        HirKind::Look(Look::Start) => vec![(true, Expr::Empty, false)],
+        HirKind::Look(Look::End) => vec![(false, Expr::Empty, true)],
+        HirKind::Capture(c) => anchored_parts(&c.sub, pattern)?,
+        HirKind::Alternation(alts) => {
+            let mut out = Vec::new();
+            for a in alts {
+                out.extend(anchored_parts(a, pattern)?);
+            }
+            out
+        }
+        HirKind::Concat(items) => {
+            let mut acc = vec![(false, Expr::Empty, false)];
+            for item in items {
+                let parts = anchored_parts(item, pattern)?;
+                let mut next = Vec::new();
+                for (s1, b1, e1) in &acc {
+                    for (s2, b2, e2) in &parts {
+                        if *e1 && *b2 != Expr::Empty {
+                            continue;
+                        }
+                        if *s2 && *b1 != Expr::Empty {
+                            continue;
+                        }
+                        next.push((*s1 || *s2, Expr::seq([b1.clone(), b2.clone()]), *e1 || *e2));
+                    }
+                }
+                if next.len() > MAX_ANCHORED_BRANCHES {
+                    return Err(unsupported(format!("pattern {pattern:?} has too many anchored alternatives")));
+                }
+                acc = next;
+            }
+            acc
+        }
+        _ => vec![(false, hir_to_expr(hir, pattern)?, false)],
+    })
 }
 
 /// Walks a `Hir` into an [`Expr`]. Recursion depth is bounded by regex-syntax's nesting
@@ -426,6 +447,12 @@ mod tests {
         let p = pda("^a|b$", RegexOptions::json_schema());
         assert!(p.matches(b"axx") && p.matches(b"xxb"));
         assert!(!p.matches(b"xax"));
+        let p = pda("^$|^x+$", RegexOptions::json_schema());
+        assert!(p.matches(b"") && p.matches(b"xx"));
+        assert!(!p.matches(b"xa"));
+        let p = pda("^(a$|b)", RegexOptions::json_schema());
+        assert!(p.matches(b"a") && p.matches(b"bzz"));
+        assert!(!p.matches(b"az"));
     }
 
     #[test]
@@ -453,7 +480,7 @@ mod tests {
 
     #[test]
     fn unsupported_features_are_errors() {
-        for pat in [r"(?=a)b", r"(a)\1", r"\bword", "a(?<!b)c", "a^b"] {
+        for pat in [r"(?=a)b", r"(a)\1", r"\bword", "a(?<!b)c"] {
             let err = to_expr(pat, &RegexOptions::json_schema()).unwrap_err();
             assert!(matches!(err.kind(), ErrorKind::UnsupportedRegex(_)), "{pat}: {err}");
         }

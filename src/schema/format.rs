@@ -7,7 +7,8 @@
 //! valid instance for validators that check formats), chosen to contain the usual spellings:
 //! `date-time` uses `T` and `Z`/`±hh:mm`, days are valid for their month (no 29 February, no
 //! leap seconds), hosts are at most four labels, `uri` is `scheme://host[:port][/path][?query]
-//! [#fragment]` with plain characters. None of these contain characters that need escaping.
+//! [#fragment]` or `scheme:path` with RFC 3986 path characters and percent escapes. None of
+//! these contain characters that need escaping in JSON.
 
 use crate::grammar::Expr;
 
@@ -133,14 +134,22 @@ fn duration() -> Expr {
 }
 
 fn uri() -> Expr {
-    let scheme = Expr::alt([Expr::lit("http"), Expr::lit("https"), Expr::lit("ftp")]);
-    let pchar = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'-', b'.'), (b'_', b'_'), (b'~', b'~')]);
+    let alpha = Expr::Bytes(vec![(b'A', b'Z'), (b'a', b'z')]);
+    let scheme = Expr::seq([alpha, Expr::repeat(Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'+', b'+'), (b'-', b'.')]), 0, Some(30))]);
+    // RFC 3986 pchar: unreserved, sub-delimiters, ':' and '@', or a percent escape.
+    let plain = Expr::Bytes(vec![(b'!', b'!'), (b'$', b'$'), (b'&', b'.'), (b'0', b';'), (b'=', b'='), (b'@', b'Z'), (b'_', b'_'), (b'a', b'z'), (b'~', b'~')]);
+    let pchar = Expr::alt([plain, Expr::seq([Expr::lit("%"), hex(), hex()])]);
     let port = Expr::seq([Expr::lit(":"), d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]);
     let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
-    let qchar = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'-', b'.'), (b'_', b'_'), (b'~', b'~'), (b'=', b'='), (b'&', b'&'), (b'/', b'/')]);
+    let qchar = Expr::alt([pchar.clone(), Expr::Bytes(vec![(b'/', b'/'), (b'?', b'?')])]);
     let query = Expr::opt(Expr::seq([Expr::lit("?"), Expr::star(qchar.clone())]));
     let frag = Expr::opt(Expr::seq([Expr::lit("#"), Expr::star(qchar)]));
-    Expr::seq([scheme, Expr::lit("://"), hostname(), Expr::opt(port), path, query, frag])
+    // `scheme://host[:port]/path` or `scheme:path` (e.g. `urn:isbn:123`, `mailto:a@b.c`).
+    let hier = Expr::alt([
+        Expr::seq([Expr::lit("//"), hostname(), Expr::opt(port), path.clone()]),
+        Expr::seq([pchar.clone(), Expr::star(pchar), path]),
+    ]);
+    Expr::seq([scheme, Expr::lit(":"), hier, query, frag])
 }
 
 /// The grammar of a known format's content, or `None` when the format is unknown here.
@@ -194,7 +203,7 @@ mod tests {
             ("ipv4", &["192.168.0.1", "0.0.0.0", "255.255.255.255"], &["256.1.1.1", "01.2.3.4", "1.2.3"]),
             ("ipv6", &["::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::"], &["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::"]),
             ("uuid", &["123e4567-e89b-12d3-a456-426614174000"], &["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"]),
-            ("uri", &["https://example.com/a/b?x=1#top", "http://localhost:8080"], &["example.com", "https://", "https://a b.com"]),
+            ("uri", &["https://example.com/a/b?x=1#top", "http://localhost:8080", "urn:isbn:0451450523", "ecdsa-koblitz-pubkey:14RZvYa", "https://e.org/wiki/Mass%E2%80%93energy", "https://e.com/*"], &["example.com", "https://", "https://a b.com", "1http://a.com", "https://e.com/%zz"]),
         ];
         for (name, good, bad) in cases {
             let p = pda(name);

@@ -107,9 +107,7 @@ fn intersect_types(a: &[String], b: &[String]) -> Vec<String> {
     for t in a {
         if b.contains(t) {
             out.push(t.clone());
-        } else if t == "integer" && b.iter().any(|x| x == "number") {
-            out.push("integer".into());
-        } else if t == "number" && b.iter().any(|x| x == "integer") {
+        } else if (t == "integer" && b.iter().any(|x| x == "number")) || (t == "number" && b.iter().any(|x| x == "integer")) {
             out.push("integer".into());
         }
     }
@@ -204,16 +202,21 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 let mut m = old.as_object().cloned().unwrap_or_default();
                 if let Value::Object(pm) = v {
                     for (pk, pv) in pm {
-                        let nv = match m.remove(&pk) {
-                            Some(o) => all_of(o, pv),
-                            None => pv,
-                        };
-                        m.insert(pk, nv);
+                        // Update in place: the order of properties is the generation order.
+                        match m.get_mut(&pk) {
+                            Some(slot) => {
+                                let o = std::mem::replace(slot, Value::Bool(true));
+                                *slot = all_of(o, pv);
+                            }
+                            None => {
+                                m.insert(pk, pv);
+                            }
+                        }
                     }
                 }
                 Value::Object(m)
             }
-            "required" => {
+            "required" | super::FORBIDDEN => {
                 let mut r = old.as_array().cloned().unwrap_or_default();
                 for x in v.as_array().cloned().unwrap_or_default() {
                     if !r.contains(&x) {
@@ -271,9 +274,7 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
             }
             "not" => return Err(Error::new(ptr, "not", "cannot merge two `not` keywords across allOf parts")),
             _ => {
-                if old == v {
-                    old
-                } else if k.starts_with("x-") || !super::is_constraint_keyword(&k) {
+                if old == v || k.starts_with("x-") || !super::is_constraint_keyword(&k) {
                     old
                 } else {
                     return Err(Error::new(ptr, &k, format!("allOf parts give different values for `{k}`, which cannot be merged")));

@@ -16,9 +16,16 @@
 //! its branches are provably disjoint.
 //!
 //! Deviations from the spec (all make the grammar accept *less*, never more):
-//! object properties appear in schema order, with extra properties (when allowed) after the
-//! named ones; bounded numbers are written without exponent; `format`s accept a documented
-//! subset ([`format`]); constrained strings accept only the escapes JSON requires.
+//! - property order: objects with at most four named properties accept them in any order
+//!   (each at most once); larger objects accept schema order or "required first" order
+//!   (the names of `required` in that order, then the others in schema order); extra
+//!   properties (when allowed) come after the named ones; no key is ever repeated;
+//! - `oneOf` branches that overlap only through optional properties are made disjoint by
+//!   forbidding, in each branch, the properties only the other branch requires;
+//! - `pattern` with `minLength`/`maxLength` that cannot be intersected exactly is an error;
+//!   extra properties are not accepted next to `patternProperties`;
+//! - bounded numbers are written without exponent; `format`s accept a documented subset
+//!   ([`format`]); constrained strings accept only the escapes JSON requires.
 //!
 //! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
 //! must be filtered by sibling keywords.
@@ -110,15 +117,24 @@ pub(crate) fn is_constraint_keyword(k: &str) -> bool {
             | "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "minLength" | "maxLength" | "pattern" | "format"
             | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "anyOf" | "oneOf" | "allOf" | "$ref" | "not"
             | "uniqueItems" | "contains" | "minContains" | "maxContains" | "dependentRequired" | "dependentSchemas" | "dependencies" | "if"
-            | "then" | "else" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" | "$dynamicRef" | "$recursiveRef"
+            | "then" | "else" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" | "$dynamicRef" | "$recursiveRef" | FORBIDDEN
     )
 }
+
+/// Internal keyword (set by `not: {required: [k]}` and by `oneOf` disambiguation): property
+/// names an object instance must not have.
+pub(crate) const FORBIDDEN: &str = "x-constrain-forbidden";
 
 /// The JSON types, in a fixed order.
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
 
 /// Deepest schema nesting the compiler follows.
 const MAX_DEPTH: usize = 128;
+
+/// Objects with at most this many named properties accept them in any order (one rule per
+/// subset of properties written so far); larger ones accept schema order or required-first
+/// order.
+const ANY_ORDER_MAX: usize = 4;
 
 /// Largest integer range compiled by listing its multiples (for `multipleOf`).
 const MAX_ENUMERATED: i128 = 2000;
@@ -141,18 +157,28 @@ impl<'a> Compiler<'a> {
     fn new(root: &'a Value, opts: &'a Options) -> Self {
         let mut ids = HashMap::new();
         collect_ids(root, &mut ids);
-        Compiler {
+        let mut c = Compiler {
             root,
             opts,
             b: GrammarBuilder::new(),
-            ws: json::ws(opts.whitespace),
+            ws: Expr::Empty,
             shared: HashMap::new(),
             interned: HashMap::new(),
             ref_rules: HashMap::new(),
             pending: Vec::new(),
             ids,
             depth: 0,
-        }
+        };
+        c.ws = match opts.whitespace {
+            // The indentation after a newline is one shared rule, so the bounded count is one
+            // automaton loop rather than one per whitespace position.
+            Whitespace::Pretty => {
+                let indent = c.shared_rule("indent");
+                Expr::opt(Expr::alt([Expr::lit(" "), Expr::seq([Expr::lit("\n"), indent])]))
+            }
+            other => json::ws(other),
+        };
+        c
     }
 
     fn lenient(&self) -> bool {
@@ -236,6 +262,21 @@ impl<'a> Compiler<'a> {
         self.shared.insert(name, id);
         let body = match name {
             "string" => Expr::seq([Expr::lit("\""), Expr::star(json::any_unit()), Expr::lit("\"")]),
+            "string_rest" => Expr::seq([Expr::star(json::any_unit()), Expr::lit("\"")]),
+            // After a backslash: the rest of an escape, then the rest of the string.
+            "escape_rest" => {
+                let rest = self.shared_rule("string_rest");
+                let unit = json::any_unit();
+                let after_backslash = match unit {
+                    Expr::Alt(v) => v.into_iter().find_map(|e| match e {
+                        Expr::Seq(mut p) if p.first() == Some(&Expr::lit("\\")) => Some(Expr::seq(p.drain(1..))),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                Expr::seq([after_backslash.unwrap_or(Expr::Nothing), rest])
+            }
+            "indent" => Expr::repeat(Expr::lit(" "), 0, Some(json::MAX_INDENT)),
             "number" => number::any_number(),
             "integer" => number::any_integer(),
             "any" => {
@@ -319,11 +360,11 @@ impl<'a> Compiler<'a> {
                 let (_, target) = self.resolve_ref(r, ptr)?;
                 return Ok(Expr::Ref(self.ref_rule_for_pointer(&target)));
             }
-            let merged = self.merge_all(&[schema.clone()], ptr)?;
+            let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
             return self.compile_value(&merged, ptr);
         }
         if map.contains_key("allOf") {
-            let merged = self.merge_all(&[schema.clone()], ptr)?;
+            let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
             return self.compile_value(&merged, ptr);
         }
         for key in ["anyOf", "oneOf"] {
@@ -334,31 +375,49 @@ impl<'a> Compiler<'a> {
             let mut rest = map.clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
+            let forbidden = if key == "oneOf" && !self.lenient() {
+                self.check_disjoint(branches, &rest, ptr)?
+            } else {
+                vec![vec![]; branches.len()]
+            };
             let mut parts = Vec::new();
             for (i, b) in branches.iter().enumerate() {
                 let bptr = format!("{ptr}/{key}/{i}");
-                let e = if has_rest {
-                    let merged = self.merge_all(&[Value::Object(rest.clone()), b.clone()], &bptr)?;
+                let forbid = forbidden.get(i).cloned().unwrap_or_default();
+                let e = if has_rest || !forbid.is_empty() {
+                    let mut list = vec![Value::Object(rest.clone()), b.clone()];
+                    if !forbid.is_empty() {
+                        list.push(serde_json::json!({ FORBIDDEN: forbid }));
+                    }
+                    let merged = self.merge_all(&list, &bptr)?;
                     self.compile_value(&merged, &bptr)?
                 } else {
                     self.compile_value(b, &bptr)?
                 };
                 parts.push(e);
             }
-            if key == "oneOf" && !self.lenient() {
-                self.check_disjoint(branches, &rest, ptr)?;
-            }
             return Ok(Expr::alt(parts));
         }
-        let mut map = map.clone();
-        merge::normalise_bounds(&mut map);
-        if let Some(not) = map.remove("not") {
-            self.apply_not(&mut map, &not, ptr)?;
-        }
+        // Copy the (shallow) map only when it must be rewritten.
+        let needs_rewrite = map.contains_key("not")
+            || matches!(map.get("exclusiveMinimum"), Some(Value::Bool(_)))
+            || matches!(map.get("exclusiveMaximum"), Some(Value::Bool(_)));
+        let owned;
+        let map: &Map<String, Value> = if needs_rewrite {
+            let mut m = map.clone();
+            merge::normalise_bounds(&mut m);
+            if let Some(not) = m.remove("not") {
+                self.apply_not(&mut m, &not, ptr)?;
+            }
+            owned = m;
+            &owned
+        } else {
+            map
+        };
         if map.contains_key("enum") || map.contains_key("const") {
-            return self.compile_enum(&map, ptr);
+            return self.compile_enum(map, ptr);
         }
-        self.compile_typed(&map, ptr)
+        self.compile_typed(map, ptr)
     }
 
     /// Turns `not` into restrictions on `map` for the cases that can be done exactly.
@@ -380,7 +439,7 @@ impl<'a> Compiler<'a> {
                     let banned = type_list(n.get("type"));
                     let allowed: Vec<Value> = allowed_types(map)
                         .into_iter()
-                        .filter(|t| !banned.contains(t) && !(*t == "integer" && banned.contains(&"number")))
+                        .filter(|t| !(banned.contains(t) || (*t == "integer" && banned.contains(&"number"))))
                         .map(|t| Value::String(t.into()))
                         .collect();
                     if allowed.iter().any(|t| t == "number") && banned.contains(&"integer") {
@@ -393,9 +452,9 @@ impl<'a> Compiler<'a> {
                     if let Some(Value::Array(req)) = n.get("required") {
                         if req.len() == 1 {
                             let banned: Vec<String> = req.iter().filter_map(|v| v.as_str().map(String::from)).collect();
-                            let mut existing: Vec<Value> = map.get("x-constrain-forbidden").and_then(|v| v.as_array().cloned()).unwrap_or_default();
+                            let mut existing: Vec<Value> = map.get(FORBIDDEN).and_then(|v| v.as_array().cloned()).unwrap_or_default();
                             existing.extend(banned.into_iter().map(Value::String));
-                            map.insert("x-constrain-forbidden".into(), Value::Array(existing));
+                            map.insert(FORBIDDEN.into(), Value::Array(existing));
                             return Ok(());
                         }
                     }
@@ -421,7 +480,7 @@ impl<'a> Compiler<'a> {
             }
         }
         let keyword = if map.contains_key("enum") { "enum" } else { "const" };
-        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type"].contains(&k.as_str())).collect();
+        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type", FORBIDDEN].contains(&k.as_str())).collect();
         let types = allowed_types(map);
         values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
         if !others.is_empty() && !values.is_empty() {
@@ -430,7 +489,7 @@ impl<'a> Compiler<'a> {
             let mut doc = map.clone();
             doc.remove("enum");
             doc.remove("const");
-            doc.remove("x-constrain-forbidden");
+            doc.remove(FORBIDDEN);
             if let Value::Object(root) = self.root {
                 for k in ["definitions", "$defs"] {
                     if let Some(d) = root.get(k) {
@@ -445,12 +504,25 @@ impl<'a> Compiler<'a> {
                 .map_err(|e| Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}")))?;
             values.retain(|x| v.is_valid(x));
         }
-        if let Some(Value::Array(forbidden)) = map.get("x-constrain-forbidden") {
+        if let Some(Value::Array(forbidden)) = map.get(FORBIDDEN) {
             values.retain(|x| !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f)))));
         }
         let ws = self.ws.clone();
-        let alts: Vec<Expr> = values.iter().map(|v| json::value_literal(v, &ws)).collect();
-        let e = Expr::alt(alts);
+        // Deduplicate with a hash set: `Expr::alt` compares pairwise, which is quadratic for
+        // enums with thousands of values.
+        let mut seen = std::collections::HashSet::new();
+        let mut alts: Vec<Expr> = Vec::new();
+        for v in &values {
+            let lit = json::value_literal(v, &ws);
+            if seen.insert(lit.clone()) {
+                alts.push(lit);
+            }
+        }
+        let e = match alts.len() {
+            0 => Expr::Nothing,
+            1 => alts.pop().unwrap_or(Expr::Nothing),
+            _ => Expr::Alt(alts),
+        };
         Ok(if e.size() > 8 { self.rule("enum", e) } else { e })
     }
 
@@ -633,7 +705,9 @@ impl<'a> Compiler<'a> {
             }
             Some((e, keyword)) => {
                 let e = if min > 0 || max.is_some() {
-                    match constrain_length(&e, min, max) {
+                    // Exactly if possible; otherwise the subset where an unanchored pattern
+                    // matches the whole string (e.g. `[0-9a-f]+` with length 12).
+                    match constrain_length(&e, min, max).or_else(|| constrain_length(&strip_search_padding(&e), min, max)) {
                         Some(e) => e,
                         None => {
                             self.unsupported(ptr, keyword, &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"))?;
@@ -750,7 +824,7 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err(Error::new(ptr, "required", "required must be an array")),
         };
         let forbidden: Vec<String> = map
-            .get("x-constrain-forbidden")
+            .get(FORBIDDEN)
             .and_then(|v| v.as_array())
             .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
             .unwrap_or_default();
@@ -823,6 +897,11 @@ impl<'a> Compiler<'a> {
             let member = Expr::seq([json::string_literal(name), self.colon(), value]);
             named.push((name.clone(), member, is_req));
         }
+        for f in &forbidden {
+            if !matching(f)?.is_empty() {
+                self.unsupported(ptr, "patternProperties", &format!("property {f:?} must be absent but matches a patternProperties pattern"))?;
+            }
+        }
         // Free members: keys matching a pattern, or any other key when allowed.
         let mut free = Vec::new();
         if !pattern_list.is_empty() {
@@ -858,8 +937,10 @@ impl<'a> Compiler<'a> {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
-                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>());
-                    let e = Expr::seq([Expr::lit("\""), json::escape_expr(&content), Expr::lit("\"")]);
+                    let rest = self.shared_rule("string_rest");
+                    let escape_rest = self.shared_rule("escape_rest");
+                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &rest, &escape_rest);
+                    let e = Expr::seq([Expr::lit("\""), content]);
                     self.rule("other_key", e)
                 };
                 free.push(Expr::seq([key, self.colon(), value]));
@@ -909,13 +990,37 @@ impl<'a> Compiler<'a> {
                     self.unsupported(ptr, "maxProperties", "maxProperties below the number of possible properties cannot be compiled")?;
                 }
             }
-            let named_part = self.named_sequence(&named);
             let first_required = named.iter().any(|m| m.2);
             may_be_empty = !first_required;
-            if first_required || !has_free {
-                body = Some(Expr::seq([named_part, free_tail.clone()]));
+            if named.len() <= ANY_ORDER_MAX {
+                body = Some(self.any_order(&named, &free, &free_tail));
             } else {
-                body = Some(Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free.clone(), free_tail])]));
+                // Schema order, and also "required first" order (required names in the order
+                // of `required`, then the others in schema order), which is how many documents
+                // are written. Each order is exact on its own, so their union is too.
+                let mut named_part = self.named_sequence(&named);
+                let mut req_first: Vec<(String, Expr, bool)> = Vec::new();
+                for r in &required {
+                    if let Some(m) = named.iter().find(|m| &m.0 == r) {
+                        if !req_first.iter().any(|x| x.0 == m.0) {
+                            req_first.push(m.clone());
+                        }
+                    }
+                }
+                for m in &named {
+                    if !req_first.iter().any(|x| x.0 == m.0) {
+                        req_first.push(m.clone());
+                    }
+                }
+                if req_first.iter().map(|m| &m.0).ne(named.iter().map(|m| &m.0)) {
+                    let other = self.named_sequence(&req_first);
+                    named_part = Expr::alt([named_part, other]);
+                }
+                if first_required || !has_free {
+                    body = Some(Expr::seq([named_part, free_tail.clone()]));
+                } else {
+                    body = Some(Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free.clone(), free_tail])]));
+                }
             }
         }
         if min_props >= 1 {
@@ -931,6 +1036,34 @@ impl<'a> Compiler<'a> {
             }
         };
         Ok(self.rule("object", e))
+    }
+
+    /// Named members in any order, each at most once, the required ones present, then the
+    /// free members: one rule per set of members already written (so only for a few members).
+    /// Non-empty; the caller makes it optional when nothing is required.
+    fn any_order(&mut self, named: &[(String, Expr, bool)], free: &Expr, free_tail: &Expr) -> Expr {
+        let n = named.len();
+        let required: usize = named.iter().enumerate().filter(|(_, m)| m.2).map(|(i, _)| 1 << i).sum();
+        let full = (1usize << n) - 1;
+        let sep = self.sep();
+        let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
+        for mask in (1..=full).rev() {
+            let mut alts = Vec::new();
+            for (k, m) in named.iter().enumerate() {
+                if mask & (1 << k) == 0 {
+                    alts.push(Expr::seq([sep.clone(), m.1.clone(), after[mask | (1 << k)].clone()]));
+                }
+            }
+            if mask & required == required {
+                alts.push(free_tail.clone());
+            }
+            after[mask] = self.rule("members", Expr::alt(alts));
+        }
+        let mut alts: Vec<Expr> = named.iter().enumerate().map(|(k, m)| Expr::seq([m.1.clone(), after[1 << k].clone()])).collect();
+        if required == 0 && *free != Expr::Nothing {
+            alts.push(Expr::seq([free.clone(), free_tail.clone()]));
+        }
+        Expr::alt(alts)
     }
 
     /// Named members in order, separated by commas, optional ones omissible, at least one
@@ -951,7 +1084,7 @@ impl<'a> Compiler<'a> {
             return Expr::seq(parts);
         }
         // All optional: the first present member, then any of the later ones.
-        if n <= 12 {
+        if n <= 3 {
             let tail = |k: usize| Expr::seq(named[k..].iter().map(|m| Expr::opt(Expr::seq([sep.clone(), m.1.clone()]))));
             return Expr::alt((0..n).map(|j| Expr::seq([named[j].1.clone(), tail(j + 1)])));
         }
@@ -967,21 +1100,43 @@ impl<'a> Compiler<'a> {
         Expr::alt((0..n).map(|j| Expr::seq([named[j].1.clone(), rests[j + 1].clone()])))
     }
 
-    /// Checks that the branches of a `oneOf` cannot both match one instance.
-    fn check_disjoint(&self, branches: &[Value], rest: &Map<String, Value>, ptr: &str) -> Result<(), Error> {
+    /// Checks that the branches of a `oneOf` cannot both match one instance. Branches that
+    /// overlap only through optional properties are made disjoint by forbidding, in each
+    /// branch, the properties the other branch requires and it does not (a subset of the
+    /// branch: instances with both sets of properties are rejected). Returns the properties to
+    /// forbid per branch.
+    fn check_disjoint(&self, branches: &[Value], rest: &Map<String, Value>, ptr: &str) -> Result<Vec<Vec<String>>, Error> {
         let infos: Vec<BranchInfo> = branches.iter().map(|b| self.branch_info(b, rest, 0)).collect();
+        let mut forbidden: Vec<Vec<String>> = vec![vec![]; branches.len()];
         for i in 0..infos.len() {
             for j in i + 1..infos.len() {
-                if !infos[i].disjoint(&infos[j]) {
-                    return Err(Error::new(
-                        ptr,
-                        "oneOf",
-                        format!("oneOf branches {i} and {j} may both match the same instance; only provably disjoint branches can be compiled exactly"),
-                    ));
+                if infos[i].disjoint(&infos[j]) {
+                    continue;
                 }
+                let objects_only = |x: &BranchInfo| x.types.as_ref().is_some_and(|t| t.iter().all(|t| t == "object"));
+                let only_i: Vec<String> = infos[i].required.iter().filter(|r| !infos[j].required.contains(r)).cloned().collect();
+                let only_j: Vec<String> = infos[j].required.iter().filter(|r| !infos[i].required.contains(r)).cloned().collect();
+                if (objects_only(&infos[i]) || objects_only(&infos[j])) && !only_i.is_empty() && !only_j.is_empty() {
+                    for k in only_j {
+                        if !forbidden[i].contains(&k) {
+                            forbidden[i].push(k);
+                        }
+                    }
+                    for k in only_i {
+                        if !forbidden[j].contains(&k) {
+                            forbidden[j].push(k);
+                        }
+                    }
+                    continue;
+                }
+                return Err(Error::new(
+                    ptr,
+                    "oneOf",
+                    format!("oneOf branches {i} and {j} may both match the same instance; only provably disjoint branches can be compiled exactly"),
+                ));
             }
         }
-        Ok(())
+        Ok(forbidden)
     }
 
     fn deref<'v>(&'v self, s: &'v Value, depth: usize) -> &'v Value {
@@ -1028,6 +1183,23 @@ impl<'a> Compiler<'a> {
                     }
                     info.consts.extend(pi.consts);
                     info.required.extend(pi.required);
+                }
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let (Some(Value::Array(parts)), true) = (m.get(key), depth < 4) {
+                let mut union: Option<Vec<String>> = Some(vec![]);
+                for p in parts {
+                    match (self.branch_info(p, &Map::new(), depth + 1).types, union.as_mut()) {
+                        (Some(t), Some(u)) => u.extend(t),
+                        _ => union = None,
+                    }
+                }
+                if let Some(u) = union {
+                    types = Some(match types {
+                        None => u,
+                        Some(old) => old.into_iter().filter(|x| u.contains(x) || (x == "number" && u.iter().any(|y| y == "integer"))).collect(),
+                    });
                 }
             }
         }
@@ -1243,15 +1415,17 @@ fn collect_ids(root: &Value, out: &mut HashMap<String, String>) {
     }
 }
 
-/// Character strings *not* in `keys` (the names an "other property" may have).
-fn not_in_set(keys: &[&[char]]) -> Expr {
-    let any = crate::grammar::regex::any_char();
+/// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
+/// closing quote where no key ends, or a character no key continues with followed by `rest`
+/// (any string units and the closing quote). Only canonical spellings of the keys' own
+/// characters are followed down the trie; other characters go to `rest`.
+fn not_in_set(keys: &[&[char]], rest: &Expr, escape_rest: &Expr) -> Expr {
     if keys.is_empty() {
-        return Expr::star(any);
+        return rest.clone();
     }
     let mut alts = Vec::new();
     if !keys.iter().any(|k| k.is_empty()) {
-        alts.push(Expr::Empty);
+        alts.push(Expr::lit("\""));
     }
     let mut firsts: Vec<char> = keys.iter().filter_map(|k| k.first().copied()).collect();
     firsts.sort();
@@ -1274,13 +1448,57 @@ fn not_in_set(keys: &[&[char]]) -> Expr {
     }
     let others: Vec<(char, char)> = others.into_iter().flat_map(split_surrogates).collect();
     if !others.is_empty() {
-        alts.push(Expr::seq([Expr::Chars(others), Expr::star(any)]));
+        if firsts.iter().any(|&c| c == '"' || c == '\\' || (c as u32) < 0x20) {
+            alts.push(Expr::seq([json::class_units(&others), rest.clone()]));
+        } else {
+            // No key character needs an escape here, so every escape is an "other" character:
+            // the raw class, or a backslash followed by the shared escape-then-rest rule.
+            let raw: Vec<(char, char)> = others
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let a = a.max(' ');
+                    (a <= b).then_some((a, b))
+                })
+                .flat_map(|(a, b)| split_out(a, b, &['"', '\\']))
+                .collect();
+            if !raw.is_empty() {
+                alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
+            }
+            alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
+        }
     }
     for c in firsts {
-        let rest: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        alts.push(Expr::seq([Expr::Chars(vec![(c, c)]), not_in_set(&rest)]));
+        let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
+        alts.push(Expr::seq([json::str_units(&c.to_string()), not_in_set(&tails, rest, escape_rest)]));
     }
     Expr::alt(alts)
+}
+
+/// The range `a..=b` without the characters in `holes`.
+fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {
+    let mut out = vec![(a, b)];
+    for &h in holes {
+        out = out
+            .into_iter()
+            .flat_map(|(x, y)| {
+                if h < x || h > y {
+                    vec![(x, y)]
+                } else {
+                    let mut v = Vec::new();
+                    if h > x {
+                        v.push((x, prev(h)));
+                    }
+                    if let Some(n) = next(h) {
+                        if n <= y {
+                            v.push((n, y));
+                        }
+                    }
+                    v
+                }
+            })
+            .collect();
+    }
+    out
 }
 
 fn prev(c: char) -> char {
@@ -1332,6 +1550,26 @@ fn char_len(e: &Expr) -> (u64, Option<u64>) {
             (a.saturating_mul(*min as u64), max.and_then(|m| b.map(|b| b.saturating_mul(m as u64))))
         }
         Expr::Ref(_) => (0, None),
+    }
+}
+
+/// Removes the "any characters" padding an unanchored pattern gets at its ends, leaving the
+/// strings the pattern matches as a whole (a subset of what it matches by search).
+fn strip_search_padding(e: &Expr) -> Expr {
+    let pad = Expr::star(crate::grammar::regex::any_char());
+    match e {
+        Expr::Alt(v) => Expr::alt(v.iter().map(strip_search_padding)),
+        Expr::Seq(v) => {
+            let mut parts: &[Expr] = v;
+            if parts.first() == Some(&pad) {
+                parts = &parts[1..];
+            }
+            if parts.last() == Some(&pad) {
+                parts = &parts[..parts.len() - 1];
+            }
+            Expr::seq(parts.iter().cloned())
+        }
+        other => other.clone(),
     }
 }
 

@@ -315,9 +315,9 @@ fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: 
     let (hd, hs) = hi.unwrap_or((&[], false));
     let lo_rest_zero = ld.get(i..).is_none_or(|r| r.iter().all(|&d| d == 0));
     let hi_rest_zero = hd.get(i..).is_none_or(|r| r.iter().all(|&d| d == 0));
-    let end_ok = (!tl || (lo_rest_zero && !ls)) && (!th || !(hi_rest_zero && hs));
+    let end_ok = (!tl || (lo_rest_zero && !ls)) && !(th && hi_rest_zero && hs);
     // A non-strict low bound with nothing left is satisfied by any continuation.
-    let tl = tl && !(i >= ld.len() && !ls);
+    let tl = tl && (i < ld.len() || ls);
     if !tl && !th {
         return (any_digits(1, None), true);
     }
@@ -405,7 +405,7 @@ pub fn number_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
     // Non-negative part: x >= max(lo, 0), x <= hi.
     let nonneg_possible = match hi {
         None => true,
-        Some(h) => !h.value.neg && !(h.value.is_zero() && h.strict),
+        Some(h) => !(h.value.neg || (h.value.is_zero() && h.strict)),
     };
     if nonneg_possible {
         let l = match lo {

@@ -88,6 +88,8 @@ fn patterns_unanchored_and_escaped() {
     check(json!({"type": "string", "pattern": "\\d{3}"}), &["\"ab123cd\"", "\"a\\\"123\""], &["\"12\""]);
     check(json!({"type": "string", "pattern": "^a.b$"}), &["\"a\\\"b\"", "\"a\\\\b\""], &["\"a\\nb\""]);
     check(json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}), &["\"abc\""], &["\"abcd\""]);
+    // Unanchored pattern with a length: the whole-match subset.
+    check(json!({"type": "string", "pattern": "[0-9a-f]+", "minLength": 4, "maxLength": 4}), &["\"00ff\""], &["\"0ff\"", "\"00fff\"", "\"00fg\""]);
     assert_eq!(error_keyword(json!({"type": "string", "pattern": "(?=a)"})), "pattern");
 }
 
@@ -162,4 +164,51 @@ fn whitespace_policies() {
     assert!(!pretty.matches(format!("{{\n{}\"a\": []}}", " ".repeat(40)).as_bytes()));
     let unbounded = pda_with(s, &Options { whitespace: Whitespace::Unbounded, ..Options::default() });
     assert!(unbounded.matches(b"{ \t \"a\"  :\n\n [ 1 ,2 ] }"));
+}
+
+#[test]
+fn one_of_made_disjoint_by_required_properties() {
+    let s = json!({"type": "object", "oneOf": [
+        {"properties": {"lock": {"type": "string"}}, "required": ["lock"]},
+        {"properties": {"error": {"type": "string"}}, "required": ["error"]}
+    ]});
+    check(s, &["{\"lock\": \"a\"}", "{\"error\": \"e\"}", "{\"lock\": \"a\", \"x\": 1}"], &["{\"lock\": \"a\", \"error\": \"e\"}", "{\"error\": \"e\", \"lock\": \"a\"}", "{}"]);
+    let s = json!({"oneOf": [{"$ref": "#/$defs/s"}, {"type": "object"}], "$defs": {"s": {"oneOf": [{"type": "string"}, {"type": "array"}]}}});
+    check(s, &["\"a\"", "[]", "{}"], &["1"]);
+}
+
+#[test]
+fn one_of_required_only_branches() {
+    let s = json!({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}, "width": {"type": "number"}},
+        "oneOf": [{"required": ["radius"]}, {"required": ["base", "width"]}]});
+    check(s, &["{\"radius\": 5}", "{\"base\": 1, \"width\": 2}"], &["{\"base\": 1, \"radius\": 5}", "{\"base\": 1}", "{}"]);
+}
+
+#[test]
+fn properties_in_schema_order_or_required_order() {
+    // Five properties: more than ANY_ORDER_MAX, so two orders are accepted.
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}, "e": {}}, "required": ["c", "a"], "additionalProperties": false});
+    check(s, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"c\": 3, \"a\": 1, \"b\": 2}", "{\"c\": 3, \"a\": 1}", "{\"a\": 1, \"c\": 3, \"e\": 3}"], &["{\"b\": 2, \"a\": 1, \"c\": 3}", "{\"c\": 3}", "{\"a\": 1, \"c\": 3, \"a\": 1}", "{\"a\": 1, \"c\": 3, \"e\": 3, \"d\": 1}"]);
+}
+
+#[test]
+fn other_keys_exclude_named_keys() {
+    let s = json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a\"c": {"type": "integer"}}});
+    check(
+        s,
+        &["{\"ab\": 1}", "{\"ab\": 1, \"a\": \"x\"}", "{\"ab\": 1, \"abc\": \"x\"}", "{\"ab\": 1, \"b\\n\": \"x\"}", "{\"a\\\"c\": 2}", "{\"a\\\"\": \"x\"}"],
+        &["{\"ab\": \"x\"}", "{\"ab\": 1, \"ab\": \"x\"}", "{\"a\\\"c\": \"x\"}"],
+    );
+    let s = json!({"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": {"type": "integer"}});
+    check(s, &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"], &["{\"name\": 1}", "{\"x\": \"s\"}"]);
+}
+
+#[test]
+fn small_objects_accept_any_order() {
+    let s = json!({"type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "method": {"type": "string"}, "id": {"type": "integer"}, "params": {"type": "array"}}, "required": ["jsonrpc", "method"], "additionalProperties": false});
+    check(
+        s,
+        &["{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"params\": [], \"id\": 1}", "{\"method\": \"m\", \"jsonrpc\": \"2.0\"}", "{\"id\": 1, \"method\": \"m\", \"jsonrpc\": \"2.0\"}"],
+        &["{\"method\": \"m\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"method\": \"n\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"x\": 1}", "{}"],
+    );
 }
