@@ -71,7 +71,14 @@ pub struct EvalArgs {
     /// Whitespace policy of the compiled schemas.
     #[arg(long, value_enum, default_value_t)]
     pub whitespace: Whitespace,
+    /// Print each schema id (and its time) to stderr as it is evaluated, to find a schema
+    /// that hangs.
+    #[arg(long)]
+    pub verbose: bool,
 }
+
+/// A schema whose whole evaluation takes this long is reported on stderr.
+const SLOW_SCHEMA_SECS: u64 = 5;
 
 /// What is compiled for each schema.
 enum Source {
@@ -150,7 +157,22 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         bar.set_message(job.id.clone());
+        if args.verbose {
+            bar.suspend(|| eprintln!("{} ...", job.id));
+        }
+        let started = Instant::now();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| eval_schema(&ctx, job, &mut mask)));
+        let took = started.elapsed();
+        if args.verbose || took.as_secs() >= SLOW_SCHEMA_SECS {
+            bar.suspend(|| {
+                eprintln!(
+                    "{}: {:.1} ms{}",
+                    job.id,
+                    ms(took),
+                    if took.as_secs() >= SLOW_SCHEMA_SECS { " (SLOW)" } else { "" }
+                )
+            });
+        }
         match outcome {
             Ok(Some(r)) => results.push(r),
             Ok(None) => {} // no tests
