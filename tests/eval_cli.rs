@@ -95,6 +95,7 @@ fn args(dir: PathBuf, root: &Path) -> EvalArgs {
         limit: None,
         filter: None,
         whitespace: Default::default(),
+        verbose: false,
     }
 }
 

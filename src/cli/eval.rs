@@ -71,7 +71,14 @@ pub struct EvalArgs {
     /// Whitespace policy of the compiled schemas.
     #[arg(long, value_enum, default_value_t)]
     pub whitespace: Whitespace,
+    /// Print each schema id (and its time) to stderr as it is evaluated, to find a schema
+    /// that hangs.
+    #[arg(long)]
+    pub verbose: bool,
 }
+
+/// A schema whose whole evaluation takes this long is reported on stderr.
+const SLOW_SCHEMA_SECS: u64 = 5;
 
 /// What is compiled for each schema.
 enum Source {
@@ -88,6 +95,18 @@ struct Context {
     source: Source,
     limits: Limits,
 }
+
+/// Facts about the tokenizer, measured once, for the report.
+struct TokenizerFacts {
+    vocab_len: usize,
+    eos_ids: Vec<u32>,
+    vocab_load_ms: f64,
+    index_build_ms: f64,
+}
+
+/// Schemas between two rewrites of the JSON report while the run goes on, so an
+/// interrupted run still leaves its results so far (marked `"complete": false`).
+const REPORT_EVERY: usize = 500;
 
 /// One schema file to evaluate.
 struct Job {
@@ -131,6 +150,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         None => Source::Schemas(schema::Options { whitespace: args.whitespace, strict: false, lenient: false }),
     };
     let ctx = Context { index, tokenizer, source, limits: Limits::default() };
+    let facts = TokenizerFacts { vocab_len, eos_ids, vocab_load_ms: ms(vocab_load), index_build_ms: ms(index_build) };
 
     let mut jobs = discover(&args.dir)?;
     if let Some(f) = &args.filter {
@@ -144,13 +164,29 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut results: Vec<SchemaResult> = Vec::new();
+    let mut reported = 0; // results in the last partial report
     let mut mask = vec![0u32; ctx.index.vocab().mask_words()];
     for job in &jobs {
         if results.len() >= limit {
             break;
         }
         bar.set_message(job.id.clone());
+        if args.verbose {
+            bar.suspend(|| eprintln!("{} ...", job.id));
+        }
+        let started = Instant::now();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| eval_schema(&ctx, job, &mut mask)));
+        let took = started.elapsed();
+        if args.verbose || took.as_secs() >= SLOW_SCHEMA_SECS {
+            bar.suspend(|| {
+                eprintln!(
+                    "{}: {:.1} ms{}",
+                    job.id,
+                    ms(took),
+                    if took.as_secs() >= SLOW_SCHEMA_SECS { " (SLOW)" } else { "" }
+                )
+            });
+        }
         match outcome {
             Ok(Some(r)) => results.push(r),
             Ok(None) => {} // no tests
@@ -166,20 +202,16 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             }
         }
         bar.inc(1);
+        if let Some(path) = &args.json_report {
+            if results.len() >= reported + REPORT_EVERY {
+                write_report(path, args, &ctx, &facts, &results, false)?;
+                reported = results.len();
+            }
+        }
     }
     bar.finish_and_clear();
 
-    // Aggregate per set and in total.
-    let mut sets: std::collections::BTreeMap<String, Summary> = Default::default();
-    let mut total = Summary::default();
-    for r in &results {
-        sets.entry(r.set.clone()).or_default().add(r);
-        total.add(r);
-    }
-    for s in sets.values_mut() {
-        s.finish();
-    }
-    total.finish();
+    let (sets, total) = aggregate(&results);
 
     println!("{}", Summary::table_header());
     for (name, s) in &sets {
@@ -219,33 +251,63 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
 
     if let Some(path) = &args.json_report {
-        let report = serde_json::json!({
-            "dir": args.dir.display().to_string(),
-            "tokenizer": args.tokenizer.display().to_string(),
-            "grammar_file": args.grammar_file.as_ref().map(|p| p.display().to_string()),
-            "whitespace": format!("{:?}", args.whitespace),
-            "vocab_size": vocab_len,
-            "eos_ids": eos_ids,
-            "vocab_load_ms": ms(vocab_load),
-            "token_index_build_ms": ms(index_build),
-            "token_index_bytes": ctx.index.memory_usage(),
-            "mask_cache_entries": cache_entries,
-            "mask_cache_bytes": cache_bytes,
-            "totals": total.to_json(),
-            "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),
-            "details": {
-                "totals": total.details_json(),
-                "sets": sets.iter().map(|(k, s)| (k.clone(), s.details_json())).collect::<serde_json::Map<_, _>>(),
-            },
-            "schemas": results.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
-        });
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text).with_context(|| format!("cannot write report {}", path.display()))?;
+        write_report(path, args, &ctx, &facts, &results, true)?;
         eprintln!("report written to {}", path.display());
     }
 
     let bad = total.wrong_accepts > 0 || total.panics > 0 || total.inconsistencies > 0;
     Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Per-set and total summaries of `results`, sorted for percentiles.
+fn aggregate(results: &[SchemaResult]) -> (std::collections::BTreeMap<String, Summary>, Summary) {
+    let mut sets: std::collections::BTreeMap<String, Summary> = Default::default();
+    let mut total = Summary::default();
+    for r in results {
+        sets.entry(r.set.clone()).or_default().add(r);
+        total.add(r);
+    }
+    for s in sets.values_mut() {
+        s.finish();
+    }
+    total.finish();
+    (sets, total)
+}
+
+/// Writes the JSON report of `results` to `path`.
+fn write_report(
+    path: &Path,
+    args: &EvalArgs,
+    ctx: &Context,
+    facts: &TokenizerFacts,
+    results: &[SchemaResult],
+    complete: bool,
+) -> anyhow::Result<()> {
+    let (sets, total) = aggregate(results);
+    let (cache_entries, cache_bytes) = ctx.index.cache_stats();
+    let report = serde_json::json!({
+        "complete": complete,
+        "dir": args.dir.display().to_string(),
+        "tokenizer": args.tokenizer.display().to_string(),
+        "grammar_file": args.grammar_file.as_ref().map(|p| p.display().to_string()),
+        "whitespace": format!("{:?}", args.whitespace),
+        "vocab_size": facts.vocab_len,
+        "eos_ids": facts.eos_ids,
+        "vocab_load_ms": facts.vocab_load_ms,
+        "token_index_build_ms": facts.index_build_ms,
+        "token_index_bytes": ctx.index.memory_usage(),
+        "mask_cache_entries": cache_entries,
+        "mask_cache_bytes": cache_bytes,
+        "totals": total.to_json(),
+        "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),
+        "details": {
+            "totals": total.details_json(),
+            "sets": sets.iter().map(|(k, s)| (k.clone(), s.details_json())).collect::<serde_json::Map<_, _>>(),
+        },
+        "schemas": results.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&report)?;
+    std::fs::write(path, text).with_context(|| format!("cannot write report {}", path.display()))
 }
 
 /// Finds the schema files: `dir` itself if it is a set folder (has `tests/`), else every
