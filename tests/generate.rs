@@ -104,20 +104,23 @@ fn snapshots_of_example_schemas() {
 fn hundred_sampled_generations_validate() {
     let mut g = generator();
     let mut incomplete = Vec::new();
+    // The recursive tree is left out: at temperature 1 a 135M model may nest past any token
+    // budget (it is covered greedily by the snapshots).
+    let cases: Vec<_> = CASES.iter().filter(|(name, _)| *name != "tree").collect();
     for seed in 0..100u64 {
-        let (name, prompt) = CASES[seed as usize % CASES.len()];
+        let &(name, prompt) = cases[seed as usize % cases.len()];
         let sampler = SamplerSettings { temperature: 1.0, seed: Some(seed), ..SamplerSettings::default() };
-        match run_prompt(&mut g, name, prompt, false, sampler, 256) {
+        match run_prompt(&mut g, name, prompt, false, sampler, 384) {
             Ok(out) => {
                 assert_valid(name, &schema(name), &out.text);
             }
-            // Running out of tokens is reported, never returned as output; recursive
-            // schemas can nest past any budget at temperature 1.
+            // Running out of tokens is reported, never returned as output; a long unbounded
+            // string (an email address) can occasionally use up the budget.
             Err(Error::Incomplete { .. }) => incomplete.push((name, seed)),
             Err(e) => panic!("{name} seed {seed}: {e}"),
         }
     }
-    assert!(incomplete.len() <= 5, "too many incomplete generations: {incomplete:?}");
+    assert!(incomplete.len() <= 2, "too many incomplete generations: {incomplete:?}");
 }
 
 #[test]
@@ -223,6 +226,6 @@ fn unconstrained_generation_and_bad_inputs() {
 
     // A prompt longer than the context is refused up front.
     g.set_settings(GeneratorSettings { ctx_size: 64, ..settings(SamplerSettings::greedy(), 16) }).unwrap();
-    let long = "word ".repeat(200);
+    let long = "word ".repeat(2000);
     assert!(matches!(g.generate_unconstrained(long.as_str(), |_| {}), Err(Error::PromptTooLong { .. })));
 }
