@@ -20,10 +20,11 @@ fn main() -> anyhow::Result<()> {
     let vocab = Vocabulary::new(tokens, &[], &[eos])?;
     let index = TokenIndex::new(vocab); // build once per tokenizer
 
-    // 2. The grammar: a JSON array of 1 to 5 numbers, `[1,42,7]`.
+    // 2. The grammar: a JSON array of 1 to 5 numbers below 1000, `[1,42,7]` (no leading zeros).
     let mut g = GrammarBuilder::new();
     let digit = Expr::Bytes(vec![(b'0', b'9')]);
-    let number = g.add("number", Expr::repeat(digit, 1, Some(3)));
+    let nonzero = Expr::Bytes(vec![(b'1', b'9')]);
+    let number = g.add("number", Expr::alt([Expr::lit("0"), Expr::seq([nonzero, Expr::repeat(digit, 0, Some(2))])]));
     let root = g.declare("root");
     let items = Expr::seq([Expr::Ref(number), Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(number)]), 0, Some(4))]);
     g.define(root, Expr::seq([Expr::lit("["), items, Expr::lit("]")]));

@@ -92,11 +92,9 @@ fn parse_gbnf(text: &str) -> anyhow::Result<Grammar> {
     Ok(crate::grammar::gbnf::parse(text)?)
 }
 
-/// Anchored regex → grammar.
+/// Anchored regex → grammar: the whole output must match.
 fn compile_regex(pattern: &str) -> anyhow::Result<Grammar> {
-    let _ = pattern;
-    // The regex compiler (`grammar::regex::compile_anchored`) lands with the schema branch.
-    anyhow::bail!("regex constraints are not available in this build yet")
+    Ok(crate::grammar::regex::compile_anchored(pattern)?)
 }
 
 #[cfg(test)]

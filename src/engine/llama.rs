@@ -134,13 +134,16 @@ impl Generator {
     }
 
     /// Generates a `T`: derives its JSON Schema, constrains the output to it, tells the model
-    /// the schema in the system turn, and deserializes the result.
+    /// the schema in the system turn, and deserializes the result. The schema is compiled in
+    /// strict mode (no properties beyond the type's fields): serde would drop them anyway, and
+    /// a small model otherwise keeps inventing more.
     pub fn generate_json<T>(&self, prompt: &str) -> Result<T, Error>
     where
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
         let schema = super::json_schema_for::<T>();
-        let constraint = self.schema_constraint(&schema)?;
+        let options = crate::schema::Options { strict: true, ..crate::schema::Options::default() };
+        let constraint = self.constraint(&crate::schema::compile(&schema, &options)?)?;
         let out = self.generate(Prompt::user(prompt).with_schema(&schema), &constraint)?;
         serde_json::from_str(&out.text).map_err(|e| Error::Deserialize(e.to_string()))
     }
@@ -212,15 +215,21 @@ impl Generator {
             return Err(Error::PromptTooLong { tokens: prompt_tokens.len(), ctx: n_ctx });
         }
 
-        // Prompt: one batch, logits for the last position only.
+        // Prompt: in batches of at most n_batch (one batch for any prompt that fits the
+        // default settings), logits for the last position only.
         let started = Instant::now();
-        let mut batch = LlamaBatch::new(prompt_tokens.len().max(64), 1);
+        let n_batch = (ctx.n_batch() as usize).max(1);
+        let mut batch = LlamaBatch::new(n_batch, 1);
         let last = prompt_tokens.len() - 1;
-        for (i, &t) in prompt_tokens.iter().enumerate() {
-            batch.add(t, i as i32, &[0], i == last).map_err(|e| Error::Llama(e.to_string()))?;
-            sampler.accept(TokenId(t.0 as u32));
+        for (c, chunk) in prompt_tokens.chunks(n_batch).enumerate() {
+            batch.clear();
+            for (j, &t) in chunk.iter().enumerate() {
+                let i = c * n_batch + j;
+                batch.add(t, i as i32, &[0], i == last).map_err(|e| Error::Llama(e.to_string()))?;
+                sampler.accept(TokenId(t.0 as u32));
+            }
+            ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("prompt evaluation failed: {e}")))?;
         }
-        ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("prompt evaluation failed: {e}")))?;
         let mut timings = Timings { prompt: started.elapsed(), ..Timings::default() };
         let generation_start = Instant::now();
 
@@ -250,7 +259,7 @@ impl Generator {
 
             // Jump-forward: feed the bytes the grammar dictates, as the tokenizer splits them.
             if let (Some(m), true) = (matcher.as_mut(), self.settings.jump_forward) {
-                let budget = (self.settings.max_tokens - generated).min(n_ctx - n_past);
+                let budget = (self.settings.max_tokens - generated).min(n_ctx - n_past).min(n_batch);
                 let tokens = self.forced_tokens(m, budget)?;
                 if !tokens.is_empty() {
                     batch.clear();
