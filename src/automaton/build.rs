@@ -294,7 +294,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
                 for (is_final, bytes, calls) in dfa.nodes {
                     let bytes = bytes.into_iter().map(|e| ByteEdge { target: e.target + first, ..e }).collect();
                     let calls = calls.into_iter().map(|c| CallEdge { ret: c.ret + first, ..c }).collect();
-                    nodes.push(Node { rule: ri as u32, is_final, bytes, calls, repeat: None });
+                    nodes.push(Node { rule: ri as u32, is_final, bytes, calls, repeat: None, dense: None });
                 }
             }
         }
@@ -307,6 +307,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
     pda.trim()?;
     pda.check_left_recursion()?;
     pda.fingerprint();
+    pda.add_dense_tables();
     Ok(pda)
 }
 
@@ -492,6 +493,21 @@ impl Pda {
             }
         }
         Ok(())
+    }
+
+    /// Gives nodes with many byte edges a byte-indexed target table (see [`Node::dense`]).
+    fn add_dense_tables(&mut self) {
+        for node in &mut self.nodes {
+            if node.bytes.len() > super::DENSE_MIN_EDGES {
+                let mut table = Box::new([super::NO_TARGET; 256]);
+                for e in node.bytes.iter() {
+                    for b in e.lo..=e.hi {
+                        table[b as usize] = e.target;
+                    }
+                }
+                node.dense = Some(table);
+            }
+        }
     }
 
     /// Gives every rule a structural fingerprint: rules outside call cycles hash their own

@@ -78,7 +78,17 @@ pub(crate) struct Node {
     pub calls: Box<[CallEdge]>,
     /// Set on the single node of a loop rule.
     pub repeat: Option<Loop>,
+    /// For nodes with many byte edges (string bodies, UTF-8 lead bytes): the target of every
+    /// byte (`NO_TARGET` for none), so the mask walk's hottest step is one load instead of
+    /// a binary search.
+    pub dense: Option<Box<[u32; 256]>>,
 }
+
+/// In [`Node::dense`]: no edge for this byte.
+pub(crate) const NO_TARGET: u32 = u32::MAX;
+
+/// Nodes with more byte edges than this get a [`Node::dense`] table.
+pub(crate) const DENSE_MIN_EDGES: usize = 8;
 
 impl Node {
     /// Whether the node only consumes bytes: it has byte edges, no calls, no loop, and
@@ -91,8 +101,12 @@ impl Node {
     /// Where `byte` leads from this node, if anywhere.
     #[inline]
     pub fn step(&self, byte: u8) -> Option<u32> {
+        if let Some(dense) = &self.dense {
+            let t = dense[byte as usize];
+            return if t == NO_TARGET { None } else { Some(t) };
+        }
         let e = &self.bytes;
-        if e.len() <= 8 {
+        if e.len() <= DENSE_MIN_EDGES {
             for edge in e.iter() {
                 if byte < edge.lo {
                     return None;
@@ -170,6 +184,7 @@ impl Pda {
                 .map(|n| {
                     n.bytes.len() * std::mem::size_of::<ByteEdge>()
                         + n.calls.len() * std::mem::size_of::<CallEdge>()
+                        + n.dense.as_ref().map_or(0, |d| std::mem::size_of_val(&**d))
                 })
                 .sum::<usize>()
             + self.rules.iter().map(|r| std::mem::size_of::<RuleInfo>() + r.name.len()).sum::<usize>()

@@ -47,7 +47,27 @@ pub struct TokenIndex {
 struct Cache {
     entries: HashMap<u128, Arc<Entry>>,
     classified: HashMap<u128, Arc<Classified>>,
+    /// First-byte subtrees of the trie walked from equivalent states (see [`SubtreeMemo`]).
+    subtrees: HashMap<u128, Arc<SubtreeMemo>>,
     bytes: usize,
+}
+
+/// The outcome of walking the descendants of one first-byte trie node from one parse state:
+/// which of their tokens were accepted (a bitset over the node's contiguous id range) and
+/// which became stack-dependent. The state is identified by the node keys of its stacks, so
+/// states that differ only in what came before — the start of every "other property name",
+/// whatever names the schema declares, once its first byte left the declared names — share
+/// the walk: the second schema copies bits instead of walking most of the vocabulary again.
+#[derive(Debug)]
+struct SubtreeMemo {
+    accepted: Box<[u64]>,
+    pending: Box<[(u32, u32)]>,
+}
+
+impl SubtreeMemo {
+    fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Self>() + self.accepted.len() * 8 + self.pending.len() * 8
+    }
 }
 
 impl TokenIndex {
@@ -84,12 +104,14 @@ impl TokenIndex {
     /// With `relaxed`, one loop frame of the context is classified once with its bounds
     /// ignored (cached under `base_key`), and the entry for its actual count is derived from
     /// that classification.
+    #[allow(clippy::too_many_arguments)] // the cache key, the automaton and the context: all needed on a miss
     pub(crate) fn entry(
         &self,
         key: u128,
         base_key: u128,
         relaxed: Option<RelaxedLoop>,
         pda: &Pda,
+        node_keys: &[u128],
         limits: &Limits,
         context: &[Frame],
     ) -> Arc<Entry> {
@@ -106,7 +128,7 @@ impl TokenIndex {
         };
         let classified = classified.unwrap_or_else(|| {
             let relaxed_index = relaxed.map(|r| r.context_index);
-            Arc::new(Classified::compute(self, pda, limits, context, relaxed_index))
+            Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index))
         });
         let entry = Arc::new(classified.derive(self, relaxed));
         if let Ok(mut c) = self.cache.lock() {
@@ -118,6 +140,7 @@ impl TokenIndex {
             if c.bytes + size > limits.max_mask_cache_bytes {
                 c.entries.clear();
                 c.classified.clear();
+                c.subtrees.clear();
                 c.bytes = 0;
             }
             c.bytes += size;
@@ -177,7 +200,12 @@ impl Cond {
 /// The vocabulary classified for one context, before a relaxed loop's count is applied.
 #[derive(Debug)]
 pub(crate) struct Classified {
-    /// Tokens the context consumes whole, with when.
+    /// Tokens the context consumes whole whatever the count, as a bitset over the mask width
+    /// (filled in place: no large list is built and copied for the common case).
+    always: Vec<u32>,
+    /// Number of bits set in `always`.
+    always_count: usize,
+    /// Tokens the context consumes whole only under a condition on the count.
     accepted: Vec<(u32, Cond)>,
     /// Stack-dependent tokens: (id, offset of the suffix, when).
     pending: Vec<(u32, u32, Cond)>,
@@ -186,22 +214,54 @@ pub(crate) struct Classified {
 impl Classified {
     /// Walks the vocabulary trie from the context (frames bottom first); the frame at
     /// `relaxed` (a loop) runs with its bounds ignored and its iterations counted.
-    fn compute(index: &TokenIndex, pda: &Pda, limits: &Limits, context: &[Frame], relaxed: Option<usize>) -> Classified {
+    fn compute(
+        index: &TokenIndex,
+        pda: &Pda,
+        node_keys: &[u128],
+        limits: &Limits,
+        context: &[Frame],
+        relaxed: Option<usize>,
+    ) -> Classified {
         let trie = &index.trie;
         let mut frames = context.to_vec();
         if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
             f.count = RELAXED;
         }
         let mut runner = Runner::with_context(pda, limits, &frames);
+        let mut always = vec![0u32; index.vocab.mask_words()];
+        let mut always_count = 0usize;
         let mut accepted: Vec<(u32, Cond)> = Vec::new();
+        let mut accept = |id: u32, c: Cond, always: &mut [u32], accepted: &mut Vec<(u32, Cond)>| {
+            if c == Cond::Always {
+                if let Some(w) = always.get_mut((id / 32) as usize) {
+                    let bit = 1 << (id % 32);
+                    always_count += (*w & bit == 0) as usize;
+                    *w |= bit;
+                }
+            } else {
+                accepted.push((id, c));
+            }
+        };
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut conds: Vec<Cond> = Vec::new();
         // One entry per byte on the current path (see `Level`).
         let mut path: Vec<Level> = Vec::new();
+        // The first-byte subtree being walked for the memo: (memo key, id range, where its
+        // pending entries start). Memos need unconditional results: not with a relaxed loop.
+        let use_memo = relaxed.is_none() && node_keys.len() == pda.nodes.len();
+        let mut open_memo: Option<(u128, std::ops::Range<usize>, usize)> = None;
         let mut i = 0usize;
-        while let Some(node) = trie.nodes.get(i) {
+        loop {
+            let node = trie.nodes.get(i);
+            if node.is_none_or(|n| n.depth == 1) {
+                if let Some((key, ids, pending_start)) = open_memo.take() {
+                    let memo = SubtreeMemo::record(&trie.ids[ids], &always, &pending[pending_start..]);
+                    index.store_subtree(key, memo, limits);
+                }
+            }
+            let Some(node) = node else { break };
             let parent_depth = node.depth - 1;
             while path.len() as u32 > parent_depth {
                 if let Some(Level::Real(n)) = path.pop() {
@@ -258,9 +318,40 @@ impl Classified {
                         _ => alive_conds(pda, &runner.stacks.arena, runner.current_tops(), relaxed.is_some(), &mut conds),
                     }
                     for &id in ids {
-                        accepted.extend(conds.iter().map(|&c| (id, c)));
-                        accepted.extend(crossings.iter().filter(|&&(j, _)| j == depth).map(|&(_, c)| (id, c)));
+                        for &c in &conds {
+                            accept(id, c, &mut always, &mut accepted);
+                        }
+                        for &(j, c) in &crossings {
+                            if j == depth {
+                                accept(id, c, &mut always, &mut accepted);
+                            }
+                        }
                     }
+                }
+                if use_memo && depth == 1 {
+                    let end = node.end as usize;
+                    let last = trie.nodes.get(end.wrapping_sub(1)).map_or(node.ids_end, |n| n.ids_end);
+                    let ids = node.ids_end as usize..last as usize;
+                    let template;
+                    let (tops, virtual_top): (&[u32], Option<u32>) = match level {
+                        Level::Virtual { node, template: t } => {
+                            template = t;
+                            (std::slice::from_ref(&template), Some(node))
+                        }
+                        _ => (runner.current_tops(), None),
+                    };
+                    let key = state_key(node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i);
+                    if let Some(memo) = index.subtree(key) {
+                        for (k, &id) in trie.ids[ids].iter().enumerate() {
+                            if memo.accepted[k / 64] >> (k % 64) & 1 == 1 {
+                                accept(id, Cond::Always, &mut always, &mut accepted);
+                            }
+                        }
+                        pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
+                        i = end;
+                        continue;
+                    }
+                    open_memo = Some((key, ids, pending.len()));
                 }
                 i += 1;
                 continue;
@@ -273,7 +364,7 @@ impl Classified {
                         for &(j, c) in &crossings {
                             if j == sub.depth {
                                 // Crossed exactly at its last byte: nothing left to check.
-                                accepted.push((id, c));
+                                accept(id, c, &mut always, &mut accepted);
                             } else {
                                 pending.push((id, j, c));
                             }
@@ -283,24 +374,92 @@ impl Classified {
             }
             i = end;
         }
-        Classified { accepted, pending }
+        Classified { always, always_count, accepted, pending }
     }
 
     /// The entry for the relaxed loop's actual count (or the only entry, without one).
     fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>) -> Entry {
         let vocab = &index.vocab;
-        let accepted: Vec<u32> = self.accepted.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id).collect();
+        let conditional = self.accepted.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
         let suffixes = ByteTrie::build(
             self.pending
                 .iter()
                 .filter(|(_, _, c)| c.holds(relaxed))
                 .map(|&(id, j, _)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id)),
         );
-        Entry { accepted: TokenSet::from_ids(accepted, vocab.mask_words()), suffixes }
+        let accepted = TokenSet::from_bits_and_ids(&self.always, self.always_count, conditional.collect());
+        Entry { accepted, suffixes }
     }
 
     fn memory_usage(&self) -> usize {
-        self.accepted.len() * std::mem::size_of::<(u32, Cond)>() + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
+        self.always.len() * 4
+            + self.accepted.len() * std::mem::size_of::<(u32, Cond)>()
+            + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
+    }
+}
+
+/// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
+/// `trie_node`: every stack as the node keys (and loop counts) of its frames, order-free,
+/// plus the bottom crossings so far. Equal keys walk the node's subtree identically.
+fn state_key(
+    node_keys: &[u128],
+    arena: &[Frame],
+    tops: &[u32],
+    virtual_top: Option<u32>,
+    crossings: &[(u32, Cond)],
+    trie_node: usize,
+) -> u128 {
+    use crate::automaton::build::hash128;
+    let mut chains: Vec<u128> = tops
+        .iter()
+        .map(|&top| {
+            let mut h: Vec<(u128, u32)> = Vec::new();
+            let mut f = top;
+            let mut first = true;
+            while f != BOTTOM {
+                let fr = arena[f as usize];
+                let node = if first { virtual_top.unwrap_or(fr.node) } else { fr.node };
+                first = false;
+                h.push((node_keys.get(node as usize).copied().unwrap_or(0), fr.count));
+                f = fr.parent;
+            }
+            hash128(&h)
+        })
+        .collect();
+    chains.sort_unstable();
+    chains.dedup();
+    let crossed: Vec<u32> = crossings.iter().map(|&(j, _)| j).collect();
+    hash128(&(chains, crossed, trie_node as u64))
+}
+
+impl SubtreeMemo {
+    /// The memo of a subtree whose tokens are `ids`, from the walk's accepted bitset and the
+    /// pending entries the subtree added.
+    fn record(ids: &[u32], always: &[u32], pending: &[(u32, u32, Cond)]) -> SubtreeMemo {
+        let mut accepted = vec![0u64; ids.len().div_ceil(64)];
+        for (k, &id) in ids.iter().enumerate() {
+            if always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1) {
+                accepted[k / 64] |= 1 << (k % 64);
+            }
+        }
+        let pending = pending.iter().map(|&(id, j, _)| (id, j)).collect();
+        SubtreeMemo { accepted: accepted.into_boxed_slice(), pending }
+    }
+}
+
+impl TokenIndex {
+    fn subtree(&self, key: u128) -> Option<Arc<SubtreeMemo>> {
+        self.cache.lock().ok()?.subtrees.get(&key).cloned()
+    }
+
+    fn store_subtree(&self, key: u128, memo: SubtreeMemo, limits: &Limits) {
+        let Ok(mut c) = self.cache.lock() else { return };
+        let size = memo.memory_usage();
+        if c.bytes + size > limits.max_mask_cache_bytes {
+            return;
+        }
+        c.bytes += size;
+        c.subtrees.insert(key, Arc::new(memo));
     }
 }
 
@@ -349,17 +508,27 @@ pub(crate) enum TokenSet {
 }
 
 impl TokenSet {
-    fn from_ids(mut ids: Vec<u32>, mask_words: usize) -> TokenSet {
-        if ids.len() > mask_words / 4 {
-            let mut bits = vec![0u32; mask_words];
-            for id in ids {
+    /// The union of a bitset holding `count` ids and the ids in `extra`, as a list when that
+    /// is smaller than a quarter of the bitset, else as a bitset.
+    fn from_bits_and_ids(bits: &[u32], count: usize, mut extra: Vec<u32>) -> TokenSet {
+        if count + extra.len() > bits.len() / 4 {
+            let mut bits = bits.to_vec();
+            for id in extra {
                 set_bit(&mut bits, id);
             }
             TokenSet::Bits(bits.into_boxed_slice())
         } else {
-            ids.sort_unstable();
-            ids.dedup();
-            TokenSet::List(ids.into_boxed_slice())
+            extra.reserve(count);
+            for (w, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    extra.push(w as u32 * 32 + word.trailing_zeros());
+                    word &= word - 1;
+                }
+            }
+            extra.sort_unstable();
+            extra.dedup();
+            TokenSet::List(extra.into_boxed_slice())
         }
     }
 

@@ -246,7 +246,8 @@ impl Matcher {
             let (key, base_key, relaxed) = self.context_of(&inner, top);
             self.context.clear();
             self.context.extend(self.chain.iter().rev().map(|&f| self.stacks.arena[f as usize]));
-            let entry = inner.index.entry(key, base_key, relaxed, &inner.pda, &inner.limits, &self.context);
+            let entry =
+                inner.index.entry(key, base_key, relaxed, &inner.pda, &inner.node_key, &inner.limits, &self.context);
             entry.add_accepted(mask);
             if entry.has_suffixes() {
                 let bottom = self.chain.last().copied().unwrap_or(top);
