@@ -111,7 +111,7 @@ impl TokenIndex {
         base_key: u128,
         relaxed: Option<RelaxedLoop>,
         pda: &Pda,
-        node_keys: &[u128],
+        node_keys: &crate::matcher::NodeKeys,
         limits: &Limits,
         context: &[Frame],
     ) -> Arc<Entry> {
@@ -217,7 +217,7 @@ impl Classified {
     fn compute(
         index: &TokenIndex,
         pda: &Pda,
-        node_keys: &[u128],
+        node_keys: &crate::matcher::NodeKeys,
         limits: &Limits,
         context: &[Frame],
         relaxed: Option<usize>,
@@ -250,7 +250,7 @@ impl Classified {
         let mut path: Vec<Level> = Vec::new();
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
         // pending entries start). Memos need unconditional results: not with a relaxed loop.
-        let use_memo = relaxed.is_none() && node_keys.len() == pda.nodes.len();
+        let use_memo = relaxed.is_none();
         let mut open_memo: Option<(u128, std::ops::Range<usize>, usize)> = None;
         let mut i = 0usize;
         loop {
@@ -340,7 +340,7 @@ impl Classified {
                         }
                         _ => (runner.current_tops(), None),
                     };
-                    let key = state_key(node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i);
+                    let key = state_key(pda, node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i);
                     if let Some(memo) = index.subtree(key) {
                         for (k, &id) in trie.ids[ids].iter().enumerate() {
                             if memo.accepted[k / 64] >> (k % 64) & 1 == 1 {
@@ -402,7 +402,8 @@ impl Classified {
 /// `trie_node`: every stack as the node keys (and loop counts) of its frames, order-free,
 /// plus the bottom crossings so far. Equal keys walk the node's subtree identically.
 fn state_key(
-    node_keys: &[u128],
+    pda: &Pda,
+    node_keys: &crate::matcher::NodeKeys,
     arena: &[Frame],
     tops: &[u32],
     virtual_top: Option<u32>,
@@ -420,7 +421,7 @@ fn state_key(
                 let fr = arena[f as usize];
                 let node = if first { virtual_top.unwrap_or(fr.node) } else { fr.node };
                 first = false;
-                h.push((node_keys.get(node as usize).copied().unwrap_or(0), fr.count));
+                h.push((node_keys.get(pda, node), fr.count));
                 f = fr.parent;
             }
             hash128(&h)

@@ -27,7 +27,7 @@ use crate::mask::{set_bit, RelaxedLoop, SuffixScratch, TokenIndex};
 /// How many frames below the top (beyond counted loops) a mask context may include.
 const MAX_EXTRA_FRAMES: usize = 3;
 use crate::{Limits, TokenId};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A grammar compiled against one tokenizer: the automaton plus the shared token index.
 /// Cheap to clone (an `Arc`), `Send + Sync`; create one [`Matcher`] per sequence.
@@ -40,8 +40,8 @@ struct Inner {
     pda: Pda,
     index: Arc<TokenIndex>,
     limits: Limits,
-    /// Per node: hash of (its rule's fingerprint, its index inside the rule).
-    node_key: Vec<u128>,
+    /// Per node: its mask-cache key, computed on first use.
+    node_key: NodeKeys,
     /// Per node: for loop nodes, a hash of the loop's body (bounds excluded).
     loop_shape: Vec<u128>,
     /// Loop distances are capped here: the longest token length + 1.
@@ -58,7 +58,7 @@ impl Constraint {
     /// Binds an already built automaton to the token index.
     pub fn from_pda(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
         use crate::automaton::build::hash128;
-        let node_key = node_keys(&pda);
+        let node_key = NodeKeys::new(&pda);
         let loop_shape = pda
             .nodes
             .iter()
@@ -90,7 +90,7 @@ impl Constraint {
 
     /// Approximate heap bytes of this constraint (the shared mask cache excluded).
     pub fn memory_usage(&self) -> usize {
-        self.inner.pda.memory_usage() + self.inner.node_key.len() * 32
+        self.inner.pda.memory_usage() + self.inner.node_key.memory_usage() + self.inner.loop_shape.len() * 16
     }
 }
 
@@ -98,66 +98,75 @@ impl Constraint {
 /// its rule's automaton reachable from it (callees by fingerprint). Isomorphic pieces — the
 /// tail of every JSON string, whatever keys came before it — get the same key across rules
 /// and grammars. Nodes reaching more than [`MAX_CANONICAL_NODES`] nodes fall back to (rule
-/// fingerprint, position in the rule).
-fn node_keys(pda: &Pda) -> Vec<u128> {
-    use crate::automaton::build::hash128;
-    let n = pda.nodes.len();
-    let mut order: Vec<u32> = Vec::new();
-    // BFS number of each node in the current walk, valid when `stamp[i] == walk`.
-    let mut number = vec![0u32; n];
-    let mut stamp = vec![u32::MAX; n];
-    let mut buf: Vec<u64> = Vec::new();
-    (0..n)
-        .map(|start| {
-            let walk = start as u32;
-            order.clear();
-            order.push(walk);
-            stamp[start] = walk;
-            number[start] = 0;
-            buf.clear();
-            let mut k = 0;
-            let mut canonical = true;
-            while k < order.len() {
-                if order.len() > MAX_CANONICAL_NODES {
-                    canonical = false;
-                    break;
-                }
-                let node = &pda.nodes[order[k] as usize];
-                k += 1;
-                let mut visit = |t: u32, order: &mut Vec<u32>| -> u64 {
-                    if stamp[t as usize] != walk {
-                        stamp[t as usize] = walk;
-                        number[t as usize] = order.len() as u32;
-                        order.push(t);
-                    }
-                    number[t as usize] as u64
-                };
-                buf.push(0xF1 + node.is_final as u64);
-                for e in node.bytes.iter() {
-                    let t = visit(e.target, &mut order);
-                    buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | t);
-                }
-                for c in node.calls.iter() {
-                    let fp = pda.rules[c.callee as usize].fingerprint;
-                    let t = visit(c.ret, &mut order);
-                    buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, t]);
-                }
-                if let Some(l) = node.repeat {
-                    let fp = pda.rules[l.body as usize].fingerprint;
-                    buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
-                }
-            }
-            if canonical {
-                hash128(&buf)
-            } else {
-                let rule = &pda.rules[pda.nodes[start].rule as usize];
-                hash128(&(rule.fingerprint, start as u32 - rule.first_node))
-            }
-        })
-        .collect()
+/// fingerprint, position in the rule). Computed on first use: a decode visits a small part
+/// of a large schema's automaton, so computing every key up front would dominate compile time.
+pub(crate) struct NodeKeys {
+    keys: Box<[OnceLock<u128>]>,
 }
 
-/// See [`node_keys`].
+impl NodeKeys {
+    /// Room for the keys of `pda`'s nodes, none computed yet.
+    pub fn new(pda: &Pda) -> NodeKeys {
+        NodeKeys { keys: (0..pda.nodes.len()).map(|_| OnceLock::new()).collect() }
+    }
+
+    /// The key of `node` (0 for a node outside the automaton).
+    pub fn get(&self, pda: &Pda, node: u32) -> u128 {
+        match self.keys.get(node as usize) {
+            Some(slot) => *slot.get_or_init(|| node_key(pda, node)),
+            None => 0,
+        }
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory_usage(&self) -> usize {
+        self.keys.len() * std::mem::size_of::<OnceLock<u128>>()
+    }
+}
+
+/// See [`NodeKeys`]: a breadth-first walk of the nodes reachable from `start` inside its
+/// rule, numbering them in visit order, hashed with their edges.
+fn node_key(pda: &Pda, start: u32) -> u128 {
+    use crate::automaton::build::hash128;
+    // (node, BFS number), at most MAX_CANONICAL_NODES + a few entries: a linear scan is fine.
+    let mut order: Vec<u32> = vec![start];
+    let mut buf: Vec<u64> = Vec::new();
+    let mut k = 0;
+    while k < order.len() {
+        if order.len() > MAX_CANONICAL_NODES {
+            let rule = &pda.rules[pda.nodes[start as usize].rule as usize];
+            return hash128(&(rule.fingerprint, start - rule.first_node));
+        }
+        let node = &pda.nodes[order[k] as usize];
+        k += 1;
+        let visit = |t: u32, order: &mut Vec<u32>| -> u64 {
+            match order.iter().position(|&o| o == t) {
+                Some(n) => n as u64,
+                None => {
+                    order.push(t);
+                    order.len() as u64 - 1
+                }
+            }
+        };
+        buf.push(0xF1 + node.is_final as u64);
+        for e in node.bytes.iter() {
+            let t = visit(e.target, &mut order);
+            buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | t);
+        }
+        for c in node.calls.iter() {
+            let fp = pda.rules[c.callee as usize].fingerprint;
+            let t = visit(c.ret, &mut order);
+            buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, t]);
+        }
+        if let Some(l) = node.repeat {
+            let fp = pda.rules[l.body as usize].fingerprint;
+            buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
+        }
+    }
+    hash128(&buf)
+}
+
+/// See [`NodeKeys`].
 const MAX_CANONICAL_NODES: usize = 64;
 
 /// One accepted token's worth of parse state.
@@ -282,7 +291,7 @@ impl Matcher {
         self.chain.clear();
         self.chain.push(top);
         let top_frame = arena[top as usize];
-        let mut key = inner.node_key[top_frame.node as usize];
+        let mut key = inner.node_key.get(&inner.pda, top_frame.node);
         let mut relaxed: Option<(usize, RelaxedLoop)> = None;
         let mut f = top_frame.parent;
         while f != BOTTOM {
@@ -305,7 +314,7 @@ impl Matcher {
             let node = &inner.pda.nodes[frame.node as usize];
             key = match node.repeat {
                 Some(l) => hash128(&(key, 0xB1u8, inner.loop_shape[frame.node as usize], class(&frame, &l))),
-                None => hash128(&(key, 0xB0u8, inner.node_key[frame.node as usize])),
+                None => hash128(&(key, 0xB0u8, inner.node_key.get(&inner.pda, frame.node))),
             };
             extend = node.is_final || node.repeat.is_some();
             self.chain.push(f);
