@@ -4,7 +4,7 @@
 use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
 use crate::grammar::{Expr, Grammar};
 use crate::Limits;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::hash::{Hash, Hasher};
 
 /// Deepest expression nesting accepted (guards the recursive construction).
@@ -161,12 +161,32 @@ impl Nfa {
         Ok(())
     }
 
-    fn closure(&self, set: &mut Vec<u32>) {
-        let mut seen: std::collections::HashSet<u32> = set.iter().copied().collect();
-        let mut todo = set.clone();
+    /// Extends `set` with every state reachable by epsilon moves, sorted and deduplicated.
+    /// `scratch` is reused across calls so determinisation does not allocate per set.
+    fn closure(&self, set: &mut Vec<u32>, scratch: &mut ClosureScratch) {
+        let ClosureScratch { stamp, generation, todo } = scratch;
+        if stamp.len() < self.eps.len() {
+            stamp.resize(self.eps.len(), 0);
+        }
+        *generation = generation.wrapping_add(1);
+        if *generation == 0 {
+            stamp.fill(0);
+            *generation = 1;
+        }
+        let g = *generation;
+        todo.clear();
+        for &s in set.iter() {
+            if let Some(m) = stamp.get_mut(s as usize) {
+                if *m != g {
+                    *m = g;
+                    todo.push(s);
+                }
+            }
+        }
         while let Some(s) = todo.pop() {
             for &t in &self.eps[s as usize] {
-                if seen.insert(t) {
+                if stamp[t as usize] != g {
+                    stamp[t as usize] = g;
                     set.push(t);
                     todo.push(t);
                 }
@@ -177,80 +197,94 @@ impl Nfa {
     }
 }
 
+/// Reusable buffers for [`Nfa::closure`]: a visited stamp per NFA state and a work list.
+#[derive(Default)]
+struct ClosureScratch {
+    stamp: Vec<u32>,
+    generation: u32,
+    todo: Vec<u32>,
+}
+
 /// A determinised rule: nodes with local targets.
 struct Dfa {
     nodes: Vec<(bool, Vec<ByteEdge>, Vec<CallEdge>)>,
 }
 
 fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa, ()> {
-    let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut ids: HashMap<Vec<u32>, u32> = HashMap::default();
     let mut sets: Vec<Vec<u32>> = Vec::new();
     let mut out = Dfa { nodes: Vec::new() };
+    let mut scratch = ClosureScratch::default();
     let mut first = vec![start];
-    nfa.closure(&mut first);
+    nfa.closure(&mut first, &mut scratch);
     ids.insert(first.clone(), 0);
     sets.push(first);
+    // Buffers reused for every DFA state.
+    let mut edges: Vec<(u8, u8, u32)> = Vec::new();
+    let mut bounds: Vec<u16> = Vec::new();
+    let mut target: Vec<u32> = Vec::new();
+    let mut by_callee: Vec<(u32, u32)> = Vec::new();
     let mut i = 0;
     while i < sets.len() {
         if sets.len() > budget {
             return Err(());
         }
-        let set = sets[i].clone();
+        // Interning only appends to `sets`, so this state's set can be borrowed out and back.
+        let set = std::mem::take(&mut sets[i]);
         let is_final = set.binary_search(&accept).is_ok();
         // Byte edges: sweep over the boundaries of this set's edges.
-        let edges: Vec<(u8, u8, u32)> =
-            set.iter().flat_map(|&s| nfa.bytes[s as usize].iter().copied()).collect();
-        let mut bounds: Vec<u16> = edges.iter().flat_map(|&(lo, hi, _)| [lo as u16, hi as u16 + 1]).collect();
+        edges.clear();
+        edges.extend(set.iter().flat_map(|&s| nfa.bytes[s as usize].iter().copied()));
+        bounds.clear();
+        bounds.extend(edges.iter().flat_map(|&(lo, hi, _)| [lo as u16, hi as u16 + 1]));
         bounds.sort_unstable();
         bounds.dedup();
         let mut byte_edges: Vec<ByteEdge> = Vec::new();
         for w in bounds.windows(2) {
             let (lo, hi) = (w[0], w[1] - 1);
-            let mut target: Vec<u32> = edges
-                .iter()
-                .filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16)
-                .map(|&(_, _, t)| t)
-                .collect();
+            target.clear();
+            target.extend(edges.iter().filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16).map(|&(_, _, t)| t));
             if target.is_empty() {
                 continue;
             }
-            nfa.closure(&mut target);
-            let t = intern(&mut ids, &mut sets, target);
+            nfa.closure(&mut target, &mut scratch);
+            let t = intern(&mut ids, &mut sets, &target);
             match byte_edges.last_mut() {
                 Some(last) if last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
                 _ => byte_edges.push(ByteEdge { lo: lo as u8, hi: hi as u8, target: t }),
             }
         }
         // Call edges: one per callee.
-        let mut by_callee: Vec<(u32, u32)> =
-            set.iter().flat_map(|&s| nfa.calls[s as usize].iter().copied()).collect();
+        by_callee.clear();
+        by_callee.extend(set.iter().flat_map(|&s| nfa.calls[s as usize].iter().copied()));
         by_callee.sort_unstable();
         let mut calls = Vec::new();
         let mut j = 0;
         while j < by_callee.len() {
             let callee = by_callee[j].0;
-            let mut target = Vec::new();
+            target.clear();
             while j < by_callee.len() && by_callee[j].0 == callee {
                 target.push(by_callee[j].1);
                 j += 1;
             }
-            nfa.closure(&mut target);
-            let t = intern(&mut ids, &mut sets, target);
+            nfa.closure(&mut target, &mut scratch);
+            let t = intern(&mut ids, &mut sets, &target);
             calls.push(CallEdge { callee, ret: t });
         }
+        sets[i] = set;
         out.nodes.push((is_final, byte_edges, calls));
         i += 1;
     }
     Ok(out)
 }
 
-fn intern(ids: &mut HashMap<Vec<u32>, u32>, sets: &mut Vec<Vec<u32>>, set: Vec<u32>) -> u32 {
-    if let Some(&id) = ids.get(&set) {
+fn intern(ids: &mut HashMap<Vec<u32>, u32>, sets: &mut Vec<Vec<u32>>, set: &[u32]) -> u32 {
+    if let Some(&id) = ids.get(set) {
         return id;
     }
     let id = sets.len() as u32;
-    ids.insert(set.clone(), id);
-    sets.push(set);
+    ids.insert(set.to_vec(), id);
+    sets.push(set.to_vec());
     id
 }
 
@@ -455,7 +489,7 @@ impl Pda {
                 l.push(lp.body);
                 continue;
             }
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = HashSet::default();
             let mut todo = vec![start];
             seen.insert(start);
             while let Some(n) = todo.pop() {

@@ -91,7 +91,10 @@ pub fn compile_anchored(pattern: &str) -> Result<Grammar, Error> {
 /// Used to decide which `patternProperties` a named property falls under.
 pub fn ecma_is_match(pattern: &str, text: &str) -> Result<bool, Error> {
     let translated = ecma_to_rust(pattern)?;
-    let re = regex_automata::meta::Regex::new(&translated)
+    // A full DFA is not worth building for one match; the lazy DFA/NFA engines suffice.
+    let re = regex_automata::meta::Regex::builder()
+        .configure(regex_automata::meta::Regex::config().dfa(false).onepass(false).backtrack(false))
+        .build(&translated)
         .map_err(|e| unsupported(format!("pattern {pattern:?} does not compile: {e}")))?;
     Ok(re.is_match(text))
 }

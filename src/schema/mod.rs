@@ -35,7 +35,7 @@ mod json;
 mod merge;
 pub mod number;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde_json::{Map, Value};
 
@@ -155,16 +155,16 @@ pub(crate) struct Compiler<'a> {
 
 impl<'a> Compiler<'a> {
     fn new(root: &'a Value, opts: &'a Options) -> Self {
-        let mut ids = HashMap::new();
+        let mut ids = HashMap::default();
         collect_ids(root, &mut ids);
         let mut c = Compiler {
             root,
             opts,
             b: GrammarBuilder::new(),
             ws: Expr::Empty,
-            shared: HashMap::new(),
-            interned: HashMap::new(),
-            ref_rules: HashMap::new(),
+            shared: HashMap::default(),
+            interned: HashMap::default(),
+            ref_rules: HashMap::default(),
             pending: Vec::new(),
             ids,
             depth: 0,
