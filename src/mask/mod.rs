@@ -43,13 +43,66 @@ pub struct TokenIndex {
     cache: Mutex<Cache>,
 }
 
+/// The shared mask cache, in two generations: new results go to `young`; when `young` holds
+/// half the byte budget it becomes `old` and the previous `old` is dropped. A hit in `old`
+/// is copied back into `young`, so what is still in use survives a rotation, and no single
+/// mask call ever pays for clearing the whole cache (the dropped generation is freed on a
+/// background thread: freeing a gigabyte of entries takes far longer than a mask).
 #[derive(Default)]
 struct Cache {
+    young: Generation,
+    old: Generation,
+}
+
+#[derive(Default)]
+struct Generation {
     entries: HashMap<u128, Arc<Entry>>,
     classified: HashMap<u128, Arc<Classified>>,
     /// First-byte subtrees of the trie walked from equivalent states (see [`SubtreeMemo`]).
     subtrees: HashMap<u128, Arc<SubtreeMemo>>,
     bytes: usize,
+}
+
+/// Generic lookup in both generations, promoting an `old` hit into `young`.
+macro_rules! cache_get {
+    ($cache:expr, $map:ident, $key:expr, $size:expr) => {{
+        let cache: &mut Cache = $cache;
+        match cache.young.$map.get($key) {
+            Some(v) => Some(v.clone()),
+            None => match cache.old.$map.get($key).cloned() {
+                Some(v) => {
+                    cache.young.bytes += $size(&*v);
+                    cache.young.$map.insert(*$key, v.clone());
+                    Some(v)
+                }
+                None => None,
+            },
+        }
+    }};
+}
+
+impl Cache {
+    /// Accounts `size` more bytes in `young`, rotating generations first when `young` would
+    /// pass half of `limit`.
+    fn make_room(&mut self, size: usize, limit: usize) {
+        if self.young.bytes + size > limit / 2 {
+            let dropped = std::mem::replace(&mut self.old, std::mem::take(&mut self.young));
+            if !dropped.entries.is_empty() || !dropped.subtrees.is_empty() {
+                // If no thread can be started, the closure (and the generation) is dropped
+                // right here: slower, never wrong.
+                let _ = std::thread::Builder::new().name("constrain-cache-drop".into()).spawn(move || drop(dropped));
+            }
+        }
+        self.young.bytes += size;
+    }
+
+    fn entries_len(&self) -> usize {
+        self.young.entries.len() + self.old.entries.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.young.bytes + self.old.bytes
+    }
 }
 
 /// The outcome of walking the descendants of one first-byte trie node from one parse state:
@@ -86,7 +139,7 @@ impl TokenIndex {
     /// Number of cached per-state entries and their approximate heap bytes.
     pub fn cache_stats(&self) -> (usize, usize) {
         match self.cache.lock() {
-            Ok(c) => (c.entries.len(), c.bytes),
+            Ok(c) => (c.entries_len(), c.bytes()),
             Err(_) => (0, 0),
         }
     }
@@ -116,12 +169,12 @@ impl TokenIndex {
         context: &[Frame],
     ) -> Arc<Entry> {
         let classified = {
-            let Ok(c) = self.cache.lock() else { return Arc::new(Entry::empty()) };
-            if let Some(e) = c.entries.get(&key) {
-                return e.clone();
+            let Ok(mut c) = self.cache.lock() else { return Arc::new(Entry::empty()) };
+            if let Some(e) = cache_get!(&mut c, entries, &key, Entry::memory_usage) {
+                return e;
             }
             if relaxed.is_some() {
-                c.classified.get(&base_key).cloned()
+                cache_get!(&mut c, classified, &base_key, Classified::memory_usage)
             } else {
                 None
             }
@@ -133,21 +186,15 @@ impl TokenIndex {
         let entry = Arc::new(classified.derive(self, relaxed));
         if let Ok(mut c) = self.cache.lock() {
             let mut size = entry.memory_usage();
-            let store_classified = relaxed.is_some() && !c.classified.contains_key(&base_key);
+            let store_classified = relaxed.is_some() && !c.young.classified.contains_key(&base_key);
             if store_classified {
                 size += classified.memory_usage();
             }
-            if c.bytes + size > limits.max_mask_cache_bytes {
-                c.entries.clear();
-                c.classified.clear();
-                c.subtrees.clear();
-                c.bytes = 0;
-            }
-            c.bytes += size;
+            c.make_room(size, limits.max_mask_cache_bytes);
             if store_classified {
-                c.classified.insert(base_key, classified);
+                c.young.classified.insert(base_key, classified);
             }
-            c.entries.insert(key, entry.clone());
+            c.young.entries.insert(key, entry.clone());
         }
         entry
     }
@@ -450,17 +497,14 @@ impl SubtreeMemo {
 
 impl TokenIndex {
     fn subtree(&self, key: u128) -> Option<Arc<SubtreeMemo>> {
-        self.cache.lock().ok()?.subtrees.get(&key).cloned()
+        let mut c = self.cache.lock().ok()?;
+        cache_get!(&mut c, subtrees, &key, SubtreeMemo::memory_usage)
     }
 
     fn store_subtree(&self, key: u128, memo: SubtreeMemo, limits: &Limits) {
         let Ok(mut c) = self.cache.lock() else { return };
-        let size = memo.memory_usage();
-        if c.bytes + size > limits.max_mask_cache_bytes {
-            return;
-        }
-        c.bytes += size;
-        c.subtrees.insert(key, Arc::new(memo));
+        c.make_room(memo.memory_usage(), limits.max_mask_cache_bytes);
+        c.young.subtrees.insert(key, Arc::new(memo));
     }
 }
 

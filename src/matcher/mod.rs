@@ -608,10 +608,20 @@ mod tests {
 
     #[test]
     fn masks_agree_with_brute_force_on_random_walks() {
+        masks_agree_with_brute_force(&Limits::default());
+    }
+
+    #[test]
+    fn masks_agree_with_brute_force_while_the_cache_rotates() {
+        // A budget of a few entries: generations rotate every few masks.
+        masks_agree_with_brute_force(&Limits { max_mask_cache_bytes: 2_000, ..Limits::default() });
+    }
+
+    fn masks_agree_with_brute_force(limits: &Limits) {
         let index = vocab();
         let mask_words = index.vocab().mask_words();
         for (gi, g) in grammars().iter().enumerate() {
-            let c = Constraint::new(g, index.clone(), &Limits::default()).unwrap();
+            let c = Constraint::new(g, index.clone(), limits).unwrap();
             let mut rng = rand::rngs::StdRng::seed_from_u64(gi as u64);
             for _walk in 0..30 {
                 let mut m = c.matcher();
