@@ -252,6 +252,8 @@ pub(crate) struct Classified {
     always: Vec<u32>,
     /// Number of bits set in `always`.
     always_count: usize,
+    /// The ids of `always` as a list, when few (see [`Accepted::always_ids`]).
+    always_ids: Option<Vec<u32>>,
     /// Tokens the context consumes whole only under a condition on the count.
     accepted: Vec<(u32, Cond)>,
     /// Stack-dependent tokens: (id, offset of the suffix, when).
@@ -275,19 +277,11 @@ impl Classified {
             f.count = RELAXED;
         }
         let mut runner = Runner::with_context(pda, limits, &frames);
-        let mut always = vec![0u32; index.vocab.mask_words()];
-        let mut always_count = 0usize;
-        let mut accepted: Vec<(u32, Cond)> = Vec::new();
-        let mut accept = |id: u32, c: Cond, always: &mut [u32], accepted: &mut Vec<(u32, Cond)>| {
-            if c == Cond::Always {
-                if let Some(w) = always.get_mut((id / 32) as usize) {
-                    let bit = 1 << (id % 32);
-                    always_count += (*w & bit == 0) as usize;
-                    *w |= bit;
-                }
-            } else {
-                accepted.push((id, c));
-            }
+        let mut acc = Accepted {
+            always: vec![0u32; index.vocab.mask_words()],
+            always_count: 0,
+            always_ids: Vec::new(),
+            conditional: Vec::new(),
         };
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         // (bytes consumed, condition) where the context's bottom completed, along the path.
@@ -298,14 +292,19 @@ impl Classified {
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
         // pending entries start). Memos need unconditional results: not with a relaxed loop.
         let use_memo = relaxed.is_none();
-        let mut open_memo: Option<(u128, std::ops::Range<usize>, usize)> = None;
+        let mut open_memo: Option<(u128, std::ops::Range<usize>, usize, usize)> = None;
         let mut i = 0usize;
         loop {
             let node = trie.nodes.get(i);
             if node.is_none_or(|n| n.depth == 1) {
-                if let Some((key, ids, pending_start)) = open_memo.take() {
-                    let memo = SubtreeMemo::record(&trie.ids[ids], &always, &pending[pending_start..]);
-                    index.store_subtree(key, memo, limits);
+                if let Some((key, ids, pending_start, count_start)) = open_memo.take() {
+                    // Only subtrees where many tokens survived were expensive to walk and are
+                    // worth a memo; recording one costs a pass over its ids.
+                    let survivors = acc.always_count - count_start + pending.len() - pending_start;
+                    if survivors >= MEMO_MIN_SURVIVORS {
+                        let memo = SubtreeMemo::record(&trie.ids[ids], &acc.always, &pending[pending_start..]);
+                        index.store_subtree(key, memo, limits);
+                    }
                 }
             }
             let Some(node) = node else { break };
@@ -366,11 +365,11 @@ impl Classified {
                     }
                     for &id in ids {
                         for &c in &conds {
-                            accept(id, c, &mut always, &mut accepted);
+                            acc.add(id, c);
                         }
                         for &(j, c) in &crossings {
                             if j == depth {
-                                accept(id, c, &mut always, &mut accepted);
+                                acc.add(id, c);
                             }
                         }
                     }
@@ -391,14 +390,14 @@ impl Classified {
                     if let Some(memo) = index.subtree(key) {
                         for (k, &id) in trie.ids[ids].iter().enumerate() {
                             if memo.accepted[k / 64] >> (k % 64) & 1 == 1 {
-                                accept(id, Cond::Always, &mut always, &mut accepted);
+                                acc.add(id, Cond::Always);
                             }
                         }
                         pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
                         i = end;
                         continue;
                     }
-                    open_memo = Some((key, ids, pending.len()));
+                    open_memo = Some((key, ids, pending.len(), acc.always_count));
                 }
                 i += 1;
                 continue;
@@ -411,7 +410,7 @@ impl Classified {
                         for &(j, c) in &crossings {
                             if j == sub.depth {
                                 // Crossed exactly at its last byte: nothing left to check.
-                                accept(id, c, &mut always, &mut accepted);
+                                acc.add(id, c);
                             } else {
                                 pending.push((id, j, c));
                             }
@@ -421,7 +420,8 @@ impl Classified {
             }
             i = end;
         }
-        Classified { always, always_count, accepted, pending }
+        let always_ids = if acc.always_ids.len() == acc.always_count { Some(acc.always_ids) } else { None };
+        Classified { always: acc.always, always_count: acc.always_count, always_ids, accepted: acc.conditional, pending }
     }
 
     /// The entry for the relaxed loop's actual count (or the only entry, without one).
@@ -434,16 +434,20 @@ impl Classified {
                 .filter(|(_, _, c)| c.holds(relaxed))
                 .map(|&(id, j, _)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id)),
         );
-        let accepted = TokenSet::from_bits_and_ids(&self.always, self.always_count, conditional.collect());
+        let accepted = TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect());
         Entry { accepted, suffixes }
     }
 
     fn memory_usage(&self) -> usize {
         self.always.len() * 4
+            + self.always_ids.as_ref().map_or(0, |v| v.len() * 4)
             + self.accepted.len() * std::mem::size_of::<(u32, Cond)>()
             + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
     }
 }
+
+/// Subtrees with fewer surviving tokens than this are not memoized (see [`SubtreeMemo`]).
+const MEMO_MIN_SURVIVORS: usize = 256;
 
 /// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
 /// `trie_node`: every stack as the node keys (and loop counts) of its frames, order-free,
@@ -508,6 +512,37 @@ impl TokenIndex {
     }
 }
 
+/// The accepted tokens of [`Classified::compute`]'s walk: unconditional ones in a bitset
+/// (with their count), conditional ones listed.
+struct Accepted {
+    always: Vec<u32>,
+    always_count: usize,
+    /// The ids set in `always`, while they fit a list entry (complete iff
+    /// `always_ids.len() == always_count`): small sets skip a scan of the bitset.
+    always_ids: Vec<u32>,
+    conditional: Vec<(u32, Cond)>,
+}
+
+impl Accepted {
+    #[inline]
+    fn add(&mut self, id: u32, c: Cond) {
+        if c == Cond::Always {
+            if let Some(w) = self.always.get_mut((id / 32) as usize) {
+                let bit = 1 << (id % 32);
+                if *w & bit == 0 {
+                    *w |= bit;
+                    self.always_count += 1;
+                    if self.always_ids.len() * 4 < self.always.len() {
+                        self.always_ids.push(id);
+                    }
+                }
+            }
+        } else {
+            self.conditional.push((id, c));
+        }
+    }
+}
+
 /// One byte of the path in [`Classified::compute`]'s trie walk.
 #[derive(Clone, Copy, Debug)]
 enum Level {
@@ -555,7 +590,8 @@ pub(crate) enum TokenSet {
 impl TokenSet {
     /// The union of a bitset holding `count` ids and the ids in `extra`, as a list when that
     /// is smaller than a quarter of the bitset, else as a bitset.
-    fn from_bits_and_ids(bits: &[u32], count: usize, mut extra: Vec<u32>) -> TokenSet {
+    /// `listed`, when given, holds exactly the ids of `bits`.
+    fn from_bits_and_ids(bits: &[u32], count: usize, listed: Option<&[u32]>, mut extra: Vec<u32>) -> TokenSet {
         if count + extra.len() > bits.len() / 4 {
             let mut bits = bits.to_vec();
             for id in extra {
@@ -564,11 +600,16 @@ impl TokenSet {
             TokenSet::Bits(bits.into_boxed_slice())
         } else {
             extra.reserve(count);
-            for (w, &word) in bits.iter().enumerate() {
-                let mut word = word;
-                while word != 0 {
-                    extra.push(w as u32 * 32 + word.trailing_zeros());
-                    word &= word - 1;
+            match listed {
+                Some(ids) => extra.extend_from_slice(ids),
+                None => {
+                    for (w, &word) in bits.iter().enumerate() {
+                        let mut word = word;
+                        while word != 0 {
+                            extra.push(w as u32 * 32 + word.trailing_zeros());
+                            word &= word - 1;
+                        }
+                    }
                 }
             }
             extra.sort_unstable();
