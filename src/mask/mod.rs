@@ -447,7 +447,7 @@ impl Classified {
 }
 
 /// Subtrees with fewer surviving tokens than this are not memoized (see [`SubtreeMemo`]).
-const MEMO_MIN_SURVIVORS: usize = 256;
+const MEMO_MIN_SURVIVORS: usize = 32;
 
 /// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
 /// `trie_node`: every stack as the node keys (and loop counts) of its frames, order-free,
