@@ -277,6 +277,9 @@ impl Classified {
             f.count = RELAXED;
         }
         let mut runner = Runner::with_context(pda, limits, &frames);
+        // When the context is the whole stack (its bottom frame has no parent), completing
+        // the bottom completes the output: a token with bytes left after that is dead.
+        let whole_stack = context.first().is_some_and(|f| f.parent == BOTTOM);
         let mut acc = Accepted {
             always: vec![0u32; index.vocab.mask_words()],
             always_count: 0,
@@ -386,7 +389,7 @@ impl Classified {
                         }
                         _ => (runner.current_tops(), None),
                     };
-                    let key = state_key(pda, node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i);
+                    let key = state_key(pda, node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i, whole_stack);
                     if let Some(memo) = index.subtree(key) {
                         for (k, &id) in trie.ids[ids].iter().enumerate() {
                             if memo.accepted[k / 64] >> (k % 64) & 1 == 1 {
@@ -411,7 +414,7 @@ impl Classified {
                             if j == sub.depth {
                                 // Crossed exactly at its last byte: nothing left to check.
                                 acc.add(id, c);
-                            } else {
+                            } else if !whole_stack {
                                 pending.push((id, j, c));
                             }
                         }
@@ -451,7 +454,9 @@ const MEMO_MIN_SURVIVORS: usize = 32;
 
 /// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
 /// `trie_node`: every stack as the node keys (and loop counts) of its frames, order-free,
-/// plus the bottom crossings so far. Equal keys walk the node's subtree identically.
+/// plus the bottom crossings so far and whether the context is the whole stack. Equal keys
+/// walk the node's subtree identically.
+#[allow(clippy::too_many_arguments)]
 fn state_key(
     pda: &Pda,
     node_keys: &crate::matcher::NodeKeys,
@@ -460,6 +465,7 @@ fn state_key(
     virtual_top: Option<u32>,
     crossings: &[(u32, Cond)],
     trie_node: usize,
+    whole_stack: bool,
 ) -> u128 {
     use crate::automaton::build::hash128;
     let mut chains: Vec<u128> = tops
@@ -481,7 +487,7 @@ fn state_key(
     chains.sort_unstable();
     chains.dedup();
     let crossed: Vec<u32> = crossings.iter().map(|&(j, _)| j).collect();
-    hash128(&(chains, crossed, trie_node as u64))
+    hash128(&(chains, crossed, trie_node as u64, whole_stack))
 }
 
 impl SubtreeMemo {

@@ -321,6 +321,11 @@ impl Matcher {
             extra += 1;
             f = frame.parent;
         }
+        if f == BOTTOM {
+            // The context is the whole stack: nothing can follow its bottom, which changes
+            // its classification (see `Classified::compute`).
+            key = hash128(&(key, 0xB07u16));
+        }
         match relaxed {
             Some((pos, mut r)) => {
                 // Positions count from the bottom of the context.
@@ -517,7 +522,7 @@ mod tests {
         for b in [b'a', b'b', b'"', b',', b'[', b']', b'1', b'2', b' ', b'x', b'{', b'}', b':'] {
             toks.push(vec![b]);
         }
-        for t in ["ab", "ba", "aaa", "abab", "\",", "\"]", "a\"", "ab\",", "1,", "12", ",\"", "[\"", "\"]]", "]]", "[[", "ab", "a\",\"b", "\":", "{\"", "\"}", "ε", "aaaaaaaa"] {
+        for t in ["ab", "ba", "aaa", "abab", "\",", "\"]", "a\"", "ab\",", "1,", "12", ",\"", "[\"", "\"]]", "]]", "[[", "ab", "a\",\"b", "\":", "{\"", "\"}", "ε", "aaaaaaaa", "a,", "b ,", "a a", " ,a"] {
             toks.push(t.as_bytes().to_vec());
         }
         let special = toks.len() as u32;
@@ -583,6 +588,22 @@ mod tests {
         let y = b.add("y", Expr::seq([Expr::lit("a"), Expr::star(Expr::lit("b"))]));
         let root = b.add("root", Expr::seq([Expr::alt([Expr::Ref(x), Expr::Ref(y)]), Expr::lit("\""), Expr::opt(Expr::lit(","))]));
         out.push(b.build(root).unwrap());
+        // The same word rule (optional trailing spaces) first as the whole grammar, where a
+        // token running past its end is dead, then nested, where it continues after `,`: the
+        // two contexts share node keys and must not share cache entries.
+        for nested in [false, true] {
+            let mut b = GrammarBuilder::new();
+            let word = b.add(
+                "word",
+                Expr::seq([Expr::repeat(Expr::Bytes(vec![(b'a', b'b')]), 1, Some(4)), Expr::repeat(Expr::lit(" "), 0, Some(2))]),
+            );
+            let root = if nested {
+                b.add("root", Expr::seq([Expr::Ref(word), Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(word)]), 0, Some(3))]))
+            } else {
+                word
+            };
+            out.push(b.build(root).unwrap());
+        }
         out
     }
 
