@@ -68,7 +68,7 @@ impl ConstraintArgs {
             let options = crate::schema::Options { whitespace: self.whitespace, strict: self.strict, lenient: false };
             let grammar = crate::schema::compile(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
-                anyhow::anyhow!("unsupported or invalid schema at {at}: {e}")
+                anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
             })?;
             return Ok(Some(grammar));
         }

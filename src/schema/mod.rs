@@ -92,6 +92,10 @@ impl Error {
     pub fn keyword(&self) -> &str {
         &self.keyword
     }
+    /// What is wrong, without the pointer.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 /// Escapes one JSON-pointer segment (`~` → `~0`, `/` → `~1`).
@@ -532,6 +536,19 @@ impl<'a> Compiler<'a> {
         if let Some(t) = map.get("type") {
             if !matches!(t, Value::String(_) | Value::Array(_)) {
                 return Err(Error::new(ptr, "type", "type must be a string or an array of strings"));
+            }
+            let names: Vec<&Value> = match t {
+                Value::Array(a) => a.iter().collect(),
+                one => vec![one],
+            };
+            for name in names {
+                if !name.as_str().is_some_and(|n| TYPES.contains(&n)) {
+                    return Err(Error::new(
+                        ptr,
+                        "type",
+                        format!("unknown type {name} (the types are {})", TYPES.join(", ")),
+                    ));
+                }
             }
         }
         if map.contains_key("if") {

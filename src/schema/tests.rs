@@ -29,6 +29,12 @@ fn types_and_type_arrays() {
     check(json!({"type": "integer"}), &["0", "-12", "345"], &["1.5", "\"1\"", "01", "-"]);
     check(json!({"type": ["string", "null"]}), &["\"a\"", "null"], &["1", "true"]);
     check(json!({"type": "boolean"}), &["true", "false"], &["null", "1"]);
+    // A misspelt type is an error at its pointer, never a silently empty alternative.
+    let err = compile(&json!({"properties": {"a": {"type": "strin"}}}), &Options::default()).unwrap_err();
+    assert_eq!(err.pointer(), "/properties/a/type");
+    assert!(err.message().contains("\"strin\""), "{err}");
+    assert_eq!(error_keyword(json!({"type": ["string", 3]})), "type");
+    assert_eq!(error_keyword(json!({"type": "string"})), "");
     check(json!({"type": "number"}), &["1", "-1.5e+20", "0.25"], &["01", ".5", "1."]);
     check(json!(true), &["1", "{\"a\": [1, \"x\"]}", "null"], &["{", "nul"]);
     assert!(compile(&json!(false), &Options::default()).is_ok());
