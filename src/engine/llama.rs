@@ -253,7 +253,11 @@ impl Generator {
                     stop = StopReason::MaxTokens;
                     break;
                 }
-                let reason = if n_past >= n_ctx { "context full" } else { "max tokens reached" };
+                let reason = if n_past >= n_ctx {
+                    "the context is full (raise --ctx-size)"
+                } else {
+                    "max tokens reached (raise --max-tokens)"
+                };
                 return Err(Error::Incomplete { reason, tokens: generated, partial: text.lossy() });
             }
 

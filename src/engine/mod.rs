@@ -206,9 +206,9 @@ pub enum Error {
     },
     /// The output was cut off before the grammar was complete; the partial text is not a
     /// valid result.
-    #[error("incomplete output: {reason} after {tokens} tokens before the output was complete (raise --max-tokens)")]
+    #[error("incomplete output after {tokens} tokens: {reason}")]
     Incomplete {
-        /// What ran out (`max tokens reached`, `context full`).
+        /// What ran out, and which flag to raise.
         reason: &'static str,
         /// Tokens produced.
         tokens: usize,
