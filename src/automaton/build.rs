@@ -582,9 +582,9 @@ impl Pda {
         // (salted) value for their callees.
         let provisional: Vec<u128> =
             (0..n).map(|r| done[r].unwrap_or_else(|| hash128(&(salt, r as u64)))).collect();
-        for r in 0..n {
-            let fp = match done[r] {
-                Some(fp) => fp,
+        for (r, known) in done.iter().enumerate() {
+            let fp = match known {
+                Some(fp) => *fp,
                 None => self.hash_rule(r, |c| provisional[c as usize], salt),
             };
             self.rules[r].fingerprint = fp;

@@ -361,7 +361,8 @@ impl<'p> Runner<'p> {
         for (i, &b) in bytes.iter().enumerate() {
             let s = self.push_byte(b);
             self.accepting = s.reached_end;
-            if !s.alive && !(s.reached_end && i + 1 == bytes.len()) {
+            // Dead, unless this last byte completed the start rule.
+            if !(s.alive || s.reached_end && i + 1 == bytes.len()) {
                 return false;
             }
         }
