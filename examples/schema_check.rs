@@ -18,33 +18,12 @@ use constrain::schema::{compile, Options};
 use constrain::Limits;
 use serde_json::Value;
 
-/// Python `repr(float)`.
+/// Python `repr(float)` as `json.dumps` prints it.
 fn py_float(f: f64) -> String {
     if !f.is_finite() {
         return if f.is_nan() { "NaN".into() } else if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
-    }
-    let sci = format!("{:e}", f);
-    let (mant, exp) = sci.split_once('e').map(|(m, e)| (m.to_string(), e.parse::<i32>().unwrap_or(0))).unwrap_or((sci.clone(), 0));
-    let sign = if mant.starts_with('-') { "-" } else { "" };
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    if (-4..16).contains(&exp) {
-        let point = exp + 1;
-        if point <= 0 {
-            format!("{sign}0.{}{}", "0".repeat((-point) as usize), digits)
-        } else if point as usize >= digits.len() {
-            format!("{sign}{}{}.0", digits, "0".repeat(point as usize - digits.len()))
-        } else {
-            let (a, b) = digits.split_at(point as usize);
-            format!("{sign}{a}.{b}")
-        }
-    } else {
-        let (a, b) = digits.split_at(1);
-        let m = if b.is_empty() { a.to_string() } else { format!("{a}.{b}") };
-        format!("{sign}{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
-    }
+    constrain::schema::python_float_repr(f)
 }
 
 fn py_str(s: &str, out: &mut String) {

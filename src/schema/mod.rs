@@ -32,6 +32,10 @@
 
 pub mod format;
 mod json;
+
+/// Python's `repr(float)`, the spelling `json.dumps` gives a float: the compiler spells
+/// `const`/`enum` numbers this way too, and evaluation harnesses serialise instances with it.
+pub use json::python_float_repr;
 mod merge;
 pub mod number;
 

@@ -395,7 +395,7 @@ fn write_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Python's `repr(float)` as `json.dumps` prints it.
+/// Python's `repr(float)` as `json.dumps` prints it (`NaN` and `±Infinity` included).
 pub(crate) fn float_repr(x: f64) -> String {
     if x.is_nan() {
         return "NaN".into();
@@ -403,32 +403,7 @@ pub(crate) fn float_repr(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
-    let sign = if x.is_sign_negative() { "-" } else { "" };
-    // Rust's `{:e}` gives the shortest round-trip digits: "1.5e-7", "1e16", "0e0".
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
-    if x == 0.0 {
-        return format!("{sign}0.0");
-    }
-    if !(-5 < exp && exp < 16) {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-        let exp_sign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{frac}e{exp_sign}{:02}", exp.unsigned_abs());
-    }
-    // Fixed notation: the decimal point goes after `exp + 1` digits.
-    let point = exp + 1;
-    let n = digits.len() as i32;
-    if point <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
-    } else if point >= n {
-        format!("{sign}{digits}{}.0", "0".repeat((point - n) as usize))
-    } else {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{sign}{int}.{frac}")
-    }
+    crate::schema::python_float_repr(x)
 }
 
 #[cfg(test)]
