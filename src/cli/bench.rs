@@ -48,10 +48,7 @@ fn bench_model(
     _grammar: crate::grammar::Grammar,
     _schema: Option<serde_json::Value>,
 ) -> Result<ExitCode, Failure> {
-    Err(Failure::new(
-        super::EXIT_BAD_MODEL,
-        anyhow::anyhow!("this constrain was built without the `llama` feature, so it cannot run a model"),
-    ))
+    Err(Failure::no_llama())
 }
 
 #[cfg(feature = "llama")]

@@ -169,10 +169,7 @@ fn run_model(
     _schema: Option<serde_json::Value>,
     _prompt: String,
 ) -> Result<ExitCode, Failure> {
-    Err(Failure::new(
-        super::EXIT_BAD_MODEL,
-        anyhow::anyhow!("this constrain was built without the `llama` feature, so it cannot run a model; rebuild with default features (needs cmake, clang and libclang-dev)"),
-    ))
+    Err(Failure::no_llama())
 }
 
 #[cfg(feature = "llama")]

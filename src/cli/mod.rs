@@ -96,6 +96,17 @@ impl Failure {
     pub fn constraint(error: impl Into<anyhow::Error>) -> Failure {
         Failure::new(EXIT_BAD_CONSTRAINT, error)
     }
+    /// A command that runs a model, in a build without the `llama` feature.
+    #[cfg(not(feature = "llama"))]
+    pub(crate) fn no_llama() -> Failure {
+        Failure::new(
+            EXIT_BAD_MODEL,
+            anyhow::anyhow!(
+                "this constrain was built without the `llama` feature, so it cannot run a model; \
+                 rebuild with default features (needs cmake, clang and libclang-dev)"
+            ),
+        )
+    }
 }
 
 impl From<crate::engine::Error> for Failure {
