@@ -113,13 +113,49 @@ impl Cache {
 /// the walk: the second schema copies bits instead of walking most of the vocabulary again.
 #[derive(Debug)]
 struct SubtreeMemo {
-    accepted: Box<[u64]>,
+    accepted: SubtreeAccepted,
     pending: Box<[(u32, u32)]>,
+}
+
+/// The accepted tokens of a [`SubtreeMemo`], in the form that is cheaper to replay: the ids
+/// themselves when few of the subtree's tokens survived (replaying costs the survivors, not
+/// the subtree), else a bitset over the subtree's positions in trie order.
+#[derive(Debug)]
+enum SubtreeAccepted {
+    Ids(Box<[u32]>),
+    Positions(Box<[u64]>),
 }
 
 impl SubtreeMemo {
     fn memory_usage(&self) -> usize {
-        std::mem::size_of::<Self>() + self.accepted.len() * 8 + self.pending.len() * 8
+        let accepted = match &self.accepted {
+            SubtreeAccepted::Ids(v) => v.len() * 4,
+            SubtreeAccepted::Positions(v) => v.len() * 8,
+        };
+        std::mem::size_of::<Self>() + accepted + self.pending.len() * 8
+    }
+
+    /// Adds the memo's accepted tokens (the subtree's tokens are `ids`, in trie order).
+    fn replay(&self, ids: &[u32], acc: &mut Accepted) {
+        match &self.accepted {
+            SubtreeAccepted::Ids(list) => {
+                for &id in list.iter() {
+                    acc.add(id, Cond::Always);
+                }
+            }
+            SubtreeAccepted::Positions(bits) => {
+                for (w, &word) in bits.iter().enumerate() {
+                    let mut word = word;
+                    while word != 0 {
+                        let k = w * 64 + word.trailing_zeros() as usize;
+                        if let Some(&id) = ids.get(k) {
+                            acc.add_fresh(id);
+                        }
+                        word &= word - 1;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -285,6 +321,8 @@ impl Classified {
             always_count: 0,
             always_ids: Vec::new(),
             conditional: Vec::new(),
+            log: Vec::new(),
+            logging: false,
         };
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         // (bytes consumed, condition) where the context's bottom completed, along the path.
@@ -301,11 +339,12 @@ impl Classified {
             let node = trie.nodes.get(i);
             if node.is_none_or(|n| n.depth == 1) {
                 if let Some((key, ids, pending_start, count_start)) = open_memo.take() {
+                    acc.logging = false;
                     // Only subtrees where many tokens survived were expensive to walk and are
-                    // worth a memo; recording one costs a pass over its ids.
+                    // worth a memo.
                     let survivors = acc.always_count - count_start + pending.len() - pending_start;
                     if survivors >= MEMO_MIN_SURVIVORS {
-                        let memo = SubtreeMemo::record(&trie.ids[ids], &acc.always, &pending[pending_start..]);
+                        let memo = SubtreeMemo::record(&trie.ids[ids], &acc, &pending[pending_start..]);
                         index.store_subtree(key, memo, limits);
                     }
                 }
@@ -391,15 +430,13 @@ impl Classified {
                     };
                     let key = state_key(pda, node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i, whole_stack);
                     if let Some(memo) = index.subtree(key) {
-                        for (k, &id) in trie.ids[ids].iter().enumerate() {
-                            if memo.accepted[k / 64] >> (k % 64) & 1 == 1 {
-                                acc.add(id, Cond::Always);
-                            }
-                        }
+                        memo.replay(&trie.ids[ids], &mut acc);
                         pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
                         i = end;
                         continue;
                     }
+                    acc.log.clear();
+                    acc.logging = true;
                     open_memo = Some((key, ids, pending.len(), acc.always_count));
                 }
                 i += 1;
@@ -493,15 +530,22 @@ fn state_key(
 impl SubtreeMemo {
     /// The memo of a subtree whose tokens are `ids`, from the walk's accepted bitset and the
     /// pending entries the subtree added.
-    fn record(ids: &[u32], always: &[u32], pending: &[(u32, u32, Cond)]) -> SubtreeMemo {
-        let mut accepted = vec![0u64; ids.len().div_ceil(64)];
-        for (k, &id) in ids.iter().enumerate() {
-            if always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1) {
-                accepted[k / 64] |= 1 << (k % 64);
+    /// `acc.log` holds the ids the subtree's walk accepted.
+    fn record(ids: &[u32], acc: &Accepted, pending: &[(u32, u32, Cond)]) -> SubtreeMemo {
+        // A list costs 32 bits per accepted id, the bitset one bit per token of the subtree.
+        let accepted = if acc.log.len() * 32 <= ids.len() {
+            SubtreeAccepted::Ids(acc.log.clone().into_boxed_slice())
+        } else {
+            let mut bits = vec![0u64; ids.len().div_ceil(64)];
+            for (k, &id) in ids.iter().enumerate() {
+                if acc.always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1) {
+                    bits[k / 64] |= 1 << (k % 64);
+                }
             }
-        }
+            SubtreeAccepted::Positions(bits.into_boxed_slice())
+        };
         let pending = pending.iter().map(|&(id, j, _)| (id, j)).collect();
-        SubtreeMemo { accepted: accepted.into_boxed_slice(), pending }
+        SubtreeMemo { accepted, pending }
     }
 }
 
@@ -527,9 +571,24 @@ struct Accepted {
     /// `always_ids.len() == always_count`): small sets skip a scan of the bitset.
     always_ids: Vec<u32>,
     conditional: Vec<(u32, Cond)>,
+    /// While `logging`: the ids newly set in `always` (what a [`SubtreeMemo`] records).
+    log: Vec<u32>,
+    logging: bool,
 }
 
 impl Accepted {
+    /// Adds, unconditionally, an id the walk has not set yet (each token sits at one trie
+    /// node, so the ids of a replayed subtree are new): no test, no list, no log. The count
+    /// stays exact; only the short id list stops being complete, which costs a bitset scan
+    /// later, never a wrong result.
+    #[inline]
+    fn add_fresh(&mut self, id: u32) {
+        if let Some(w) = self.always.get_mut((id / 32) as usize) {
+            *w |= 1 << (id % 32);
+            self.always_count += 1;
+        }
+    }
+
     #[inline]
     fn add(&mut self, id: u32, c: Cond) {
         if c == Cond::Always {
@@ -538,6 +597,9 @@ impl Accepted {
                 if *w & bit == 0 {
                     *w |= bit;
                     self.always_count += 1;
+                    if self.logging {
+                        self.log.push(id);
+                    }
                     if self.always_ids.len() * 4 < self.always.len() {
                         self.always_ids.push(id);
                     }
