@@ -6,6 +6,7 @@ use crate::grammar::{Expr, Grammar};
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
 /// Deepest expression nesting accepted (guards the recursive construction).
 const MAX_EXPR_DEPTH: usize = 500;
@@ -211,26 +212,28 @@ struct Dfa {
 }
 
 fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa, ()> {
-    let mut ids: HashMap<Vec<u32>, u32> = HashMap::default();
-    let mut sets: Vec<Vec<u32>> = Vec::new();
+    // Each set is stored once, shared by the index and the map.
+    let mut ids: HashMap<Rc<[u32]>, u32> = HashMap::default();
+    let mut sets: Vec<Rc<[u32]>> = Vec::new();
     let mut out = Dfa { nodes: Vec::new() };
     let mut scratch = ClosureScratch::default();
     let mut first = vec![start];
     nfa.closure(&mut first, &mut scratch);
+    let first: Rc<[u32]> = first.into();
     ids.insert(first.clone(), 0);
     sets.push(first);
     // Buffers reused for every DFA state.
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
     let mut bounds: Vec<u16> = Vec::new();
     let mut target: Vec<u32> = Vec::new();
+    let mut cover: Vec<(u16, u32)> = Vec::new();
     let mut by_callee: Vec<(u32, u32)> = Vec::new();
     let mut i = 0;
     while i < sets.len() {
         if sets.len() > budget {
             return Err(());
         }
-        // Interning only appends to `sets`, so this state's set can be borrowed out and back.
-        let set = std::mem::take(&mut sets[i]);
+        let set = sets[i].clone();
         let is_final = set.binary_search(&accept).is_ok();
         // Byte edges: sweep over the boundaries of this set's edges.
         edges.clear();
@@ -239,14 +242,26 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa,
         bounds.extend(edges.iter().flat_map(|&(lo, hi, _)| [lo as u16, hi as u16 + 1]));
         bounds.sort_unstable();
         bounds.dedup();
+        // Each edge covers the windows between consecutive bounds from its `lo` to its `hi`:
+        // list (window, target) pairs and group them by window (linear in the coverage,
+        // where testing every edge against every window was quadratic on wide classes).
+        cover.clear();
+        for &(lo, hi, t) in edges.iter() {
+            let first = bounds.partition_point(|&b| b < lo as u16);
+            let end = bounds.partition_point(|&b| b <= hi as u16);
+            cover.extend((first..end).map(|w| (w as u16, t)));
+        }
+        cover.sort_unstable();
         let mut byte_edges: Vec<ByteEdge> = Vec::new();
-        for w in bounds.windows(2) {
-            let (lo, hi) = (w[0], w[1] - 1);
+        let mut k = 0;
+        while k < cover.len() {
+            let w = cover[k].0 as usize;
             target.clear();
-            target.extend(edges.iter().filter(|&&(a, b, _)| a as u16 <= lo && hi <= b as u16).map(|&(_, _, t)| t));
-            if target.is_empty() {
-                continue;
+            while k < cover.len() && cover[k].0 as usize == w {
+                target.push(cover[k].1);
+                k += 1;
             }
+            let (lo, hi) = (bounds[w], bounds[w + 1] - 1);
             nfa.closure(&mut target, &mut scratch);
             let t = intern(&mut ids, &mut sets, &target);
             match byte_edges.last_mut() {
@@ -271,20 +286,20 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa,
             let t = intern(&mut ids, &mut sets, &target);
             calls.push(CallEdge { callee, ret: t });
         }
-        sets[i] = set;
         out.nodes.push((is_final, byte_edges, calls));
         i += 1;
     }
     Ok(out)
 }
 
-fn intern(ids: &mut HashMap<Vec<u32>, u32>, sets: &mut Vec<Vec<u32>>, set: &[u32]) -> u32 {
+fn intern(ids: &mut HashMap<Rc<[u32]>, u32>, sets: &mut Vec<Rc<[u32]>>, set: &[u32]) -> u32 {
     if let Some(&id) = ids.get(set) {
         return id;
     }
     let id = sets.len() as u32;
-    ids.insert(set.to_vec(), id);
-    sets.push(set.to_vec());
+    let set: Rc<[u32]> = set.into();
+    ids.insert(set.clone(), id);
+    sets.push(set);
     id
 }
 
