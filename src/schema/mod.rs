@@ -271,6 +271,13 @@ impl<'a> Compiler<'a> {
         let body = match name {
             "string" => Expr::seq([Expr::lit("\""), Expr::star(json::any_unit()), Expr::lit("\"")]),
             "string_rest" => Expr::seq([Expr::star(json::any_unit()), Expr::lit("\"")]),
+            // A non-ASCII character, then the rest of the string: what follows an "other"
+            // character in `not_in_set`, shared so that its UTF-8 byte paths exist once
+            // instead of at every position of every excluded key.
+            "nonascii_rest" => {
+                let rest = self.shared_rule("string_rest");
+                Expr::seq([Expr::Chars(vec![('\u{80}', '\u{D7FF}'), ('\u{E000}', '\u{10FFFF}')]), rest])
+            }
             // After a backslash: the rest of an escape, then the rest of the string.
             "escape_rest" => {
                 let rest = self.shared_rule("string_rest");
@@ -958,9 +965,12 @@ impl<'a> Compiler<'a> {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
-                    let rest = self.shared_rule("string_rest");
-                    let escape_rest = self.shared_rule("escape_rest");
-                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &rest, &escape_rest);
+                    let tails = RestRules {
+                        rest: self.shared_rule("string_rest"),
+                        escape: self.shared_rule("escape_rest"),
+                        nonascii: self.shared_rule("nonascii_rest"),
+                    };
+                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails);
                     let e = Expr::seq([Expr::lit("\""), content]);
                     self.rule("other_key", e)
                 };
@@ -1440,7 +1450,18 @@ fn collect_ids(root: &Value, out: &mut HashMap<String, String>) {
 /// closing quote where no key ends, or a character no key continues with followed by `rest`
 /// (any string units and the closing quote). Only canonical spellings of the keys' own
 /// characters are followed down the trie; other characters go to `rest`.
-fn not_in_set(keys: &[&[char]], rest: &Expr, escape_rest: &Expr) -> Expr {
+/// The shared rules [`not_in_set`] continues with once a key can no longer be excluded.
+struct RestRules {
+    /// The rest of a string, closing quote included.
+    rest: Expr,
+    /// After a backslash: the rest of an escape, then of the string.
+    escape: Expr,
+    /// A non-ASCII character, then the rest of the string.
+    nonascii: Expr,
+}
+
+fn not_in_set(keys: &[&[char]], rules: &RestRules) -> Expr {
+    let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
     if keys.is_empty() {
         return rest.clone();
     }
@@ -1482,15 +1503,27 @@ fn not_in_set(keys: &[&[char]], rest: &Expr, escape_rest: &Expr) -> Expr {
                 })
                 .flat_map(|(a, b)| split_out(a, b, &['"', '\\']))
                 .collect();
+            // With only ASCII characters to exclude here, the non-ASCII ones all go to the
+            // shared rule (their UTF-8 paths would otherwise be rebuilt at every position).
+            let (raw, any_nonascii) = if firsts.iter().all(|c| c.is_ascii()) {
+                let ascii: Vec<(char, char)> =
+                    raw.iter().filter(|r| r.0.is_ascii()).map(|&(a, b)| (a, b.min('\u{7F}'))).collect();
+                (ascii, raw.iter().any(|r| !r.1.is_ascii()))
+            } else {
+                (raw, false)
+            };
             if !raw.is_empty() {
                 alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
+            }
+            if any_nonascii {
+                alts.push(nonascii_rest.clone());
             }
             alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
         }
     }
     for c in firsts {
         let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        alts.push(Expr::seq([json::str_units(&c.to_string()), not_in_set(&tails, rest, escape_rest)]));
+        alts.push(Expr::seq([json::str_units(&c.to_string()), not_in_set(&tails, rules)]));
     }
     Expr::alt(alts)
 }
