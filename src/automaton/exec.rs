@@ -41,6 +41,10 @@ pub(crate) struct Stacks {
     pub arena: Vec<Frame>,
     work: Vec<Work>,
     closure: Vec<ClosureInfo>,
+    /// The frames made by the current closure, once there are many (see [`Stacks::alloc`]).
+    made: rustc_hash::FxHashMap<Frame, u32>,
+    /// The tops the current closure put out, once there are many (node, parent, count).
+    tops_out: rustc_hash::FxHashSet<(u32, u32, u32)>,
     old_done: Vec<(u32, bool)>,
     max_depth: u32,
     max_tops: usize,
@@ -65,6 +69,9 @@ enum Work {
     Pop(u32, bool),
 }
 
+/// [`Stacks::alloc`] scans for duplicates up to this many frames made, then hashes.
+const ALLOC_SCAN: usize = 16;
+
 const FRESH: u8 = 1;
 const CONSUMED: u8 = 2;
 
@@ -83,6 +90,8 @@ impl Stacks {
             arena: Vec::new(),
             work: Vec::new(),
             closure: Vec::new(),
+            made: Default::default(),
+            tops_out: Default::default(),
             old_done: Vec::new(),
             max_depth: limits.max_stack_depth.min(u32::MAX as usize) as u32,
             max_tops: limits.max_parse_stacks.max(1),
@@ -144,18 +153,40 @@ impl Stacks {
         r
     }
 
-    /// Allocates a frame during a closure, reusing an identical frame made in this closure.
+    /// Allocates a frame during a closure, reusing an identical frame made in this closure:
+    /// found by a scan while the closure has made few frames, through `made` (which then
+    /// holds every frame made since `boundary`) beyond that, so that wide closures — an
+    /// object with a hundred optional properties left — stay linear.
     fn alloc(&mut self, boundary: usize, frame: Frame) -> u32 {
-        if let Some(i) = self.arena[boundary..].iter().position(|f| *f == frame) {
-            return (boundary + i) as u32;
+        let made = self.arena.len() - boundary;
+        if made <= ALLOC_SCAN {
+            if let Some(i) = self.arena[boundary..].iter().position(|f| *f == frame) {
+                return (boundary + i) as u32;
+            }
+        } else if let Some(&i) = self.made.get(&frame) {
+            return i;
         }
+        let id = self.arena.len() as u32;
         self.arena.push(frame);
         self.closure.push(ClosureInfo::default());
-        (self.arena.len() - 1) as u32
+        if made == ALLOC_SCAN {
+            for (i, f) in self.arena[boundary..].iter().enumerate() {
+                self.made.insert(*f, (boundary + i) as u32);
+            }
+        } else if made > ALLOC_SCAN {
+            self.made.insert(frame, id);
+        }
+        id
     }
 
     fn close_from(&mut self, pda: &Pda, work: &mut Vec<Work>, out: &mut Vec<u32>) -> bool {
         let boundary = self.arena.len();
+        if !self.made.is_empty() {
+            self.made.clear();
+        }
+        if !self.tops_out.is_empty() {
+            self.tops_out.clear();
+        }
         self.closure.clear();
         self.reached_counts.clear();
         self.old_done.clear();
@@ -207,15 +238,31 @@ impl Stacks {
                         continue;
                     }
                     if !node.bytes.is_empty() {
-                        let dup = out[out_start..].iter().any(|&o| {
-                            let of = self.arena[o as usize];
-                            of.node == fr.node && of.parent == fr.parent && of.count == fr.count
-                        });
+                        // A top equal to one already out is a duplicate stack: scanned while
+                        // few, hashed beyond (as in `alloc`).
+                        let key = (fr.node, fr.parent, fr.count);
+                        let n_out = out.len() - out_start;
+                        let dup = if n_out <= ALLOC_SCAN {
+                            out[out_start..].iter().any(|&o| {
+                                let of = self.arena[o as usize];
+                                (of.node, of.parent, of.count) == key
+                            })
+                        } else {
+                            self.tops_out.contains(&key)
+                        };
                         if !dup {
-                            if out.len() - out_start >= self.max_tops {
+                            if n_out >= self.max_tops {
                                 self.overflow = true;
                             } else {
                                 out.push(f);
+                                if n_out == ALLOC_SCAN {
+                                    for &o in &out[out_start..] {
+                                        let of = self.arena[o as usize];
+                                        self.tops_out.insert((of.node, of.parent, of.count));
+                                    }
+                                } else if n_out > ALLOC_SCAN {
+                                    self.tops_out.insert(key);
+                                }
                             }
                         }
                     }

@@ -312,6 +312,31 @@ mod tests {
     }
 
     #[test]
+    fn wide_closures_keep_every_alternative_once() {
+        // rest_k ::= ("," "x" k ";")? rest_{k+1}: forty optional members in order, the shape
+        // of a long object's optional properties. Closures here make far more frames and
+        // tops than the scan threshold of `Stacks::alloc`, so its hashed path decides.
+        let p = pda(|b| {
+            let n = 40;
+            let ids: Vec<_> = (0..=n).map(|k| b.declare(&format!("rest_{k}"))).collect();
+            for k in 0..n {
+                let member = Expr::seq([Expr::lit(","), Expr::lit(&format!("x{k};"))]);
+                b.define(ids[k], Expr::seq([Expr::opt(member), Expr::Ref(ids[k + 1])]));
+            }
+            b.define(ids[n], Expr::Empty);
+            b.add("root", Expr::seq([Expr::lit("{"), Expr::Ref(ids[0]), Expr::lit("}")]))
+        })
+        .unwrap();
+        for ok in ["{}", "{,x0;}", "{,x3;,x7;,x39;}", "{,x1;,x10;,x11;,x12;}"] {
+            assert!(p.matches(ok.as_bytes()), "{ok}");
+        }
+        for bad in ["{,x7;,x3;}", "{,x3;,x3;}", "{,x40;}", "{,x1}", "{,x39;,x0;}"] {
+            assert!(!p.matches(bad.as_bytes()), "{bad}");
+        }
+        assert!(p.matches_prefix(b"{,x1"));
+    }
+
+    #[test]
     fn unicode_classes_are_utf8() {
         let p = pda(|b| b.add("root", Expr::repeat(Expr::Chars(vec![('α', 'ω')]), 1, None))).unwrap();
         assert!(p.matches("αβγ".as_bytes()));
