@@ -500,12 +500,15 @@ impl<'a> Compiler<'a> {
         values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
         if !others.is_empty() && !values.is_empty() {
             // Filter by the sibling keywords with a real validator. References resolve
-            // against the root's definitions, copied in.
+            // against the root's definitions, copied in only when the siblings hold a
+            // reference: building a validator crawls everything it is given, and a large
+            // schema's definitions copied for each of its enums took minutes.
             let mut doc = map.clone();
             doc.remove("enum");
             doc.remove("const");
             doc.remove(FORBIDDEN);
-            if let Value::Object(root) = self.root {
+            let has_ref = |v: &Map<String, Value>| v.values().any(contains_ref) || v.contains_key("$ref");
+            if let (Value::Object(root), true) = (self.root, has_ref(&doc)) {
                 for k in ["definitions", "$defs"] {
                     if let Some(d) = root.get(k) {
                         doc.insert(k.into(), d.clone());
@@ -1450,6 +1453,15 @@ fn collect_ids(root: &Value, out: &mut HashMap<String, String>) {
 /// closing quote where no key ends, or a character no key continues with followed by `rest`
 /// (any string units and the closing quote). Only canonical spellings of the keys' own
 /// characters are followed down the trie; other characters go to `rest`.
+/// Whether `v` holds a `$ref` keyword anywhere.
+fn contains_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
+        Value::Array(a) => a.iter().any(contains_ref),
+        _ => false,
+    }
+}
+
 /// The shared rules [`not_in_set`] continues with once a key can no longer be excluded.
 struct RestRules {
     /// The rest of a string, closing quote included.

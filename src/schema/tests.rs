@@ -46,6 +46,15 @@ fn enum_and_const() {
     check(json!({"const": "x\"y"}), &["\"x\\\"y\""], &["\"xy\""]);
     // Values that fail sibling keywords are dropped.
     check(json!({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}), &["\"a\""], &["1", "\"bb\""]);
+    // A sibling `$ref` is resolved against the root's definitions (copied in only then).
+    check(
+        json!({
+            "definitions": {"short": {"maxLength": 2}},
+            "properties": {"p": {"enum": [{"a": "x"}, {"a": "yyy"}], "properties": {"a": {"$ref": "#/definitions/short"}}}}
+        }),
+        &["{\"p\": {\"a\": \"x\"}}"],
+        &["{\"p\": {\"a\": \"yyy\"}}"],
+    );
 }
 
 #[test]
