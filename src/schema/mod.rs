@@ -507,8 +507,8 @@ impl<'a> Compiler<'a> {
             doc.remove("enum");
             doc.remove("const");
             doc.remove(FORBIDDEN);
-            let has_ref = |v: &Map<String, Value>| v.values().any(contains_ref) || v.contains_key("$ref");
-            if let (Value::Object(root), true) = (self.root, has_ref(&doc)) {
+            let has_ref = doc.contains_key("$ref") || doc.values().any(contains_ref);
+            if let (Value::Object(root), true) = (self.root, has_ref) {
                 for k in ["definitions", "$defs"] {
                     if let Some(d) = root.get(k) {
                         doc.insert(k.into(), d.clone());
@@ -1449,10 +1449,6 @@ fn collect_ids(root: &Value, out: &mut HashMap<String, String>) {
     }
 }
 
-/// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
-/// closing quote where no key ends, or a character no key continues with followed by `rest`
-/// (any string units and the closing quote). Only canonical spellings of the keys' own
-/// characters are followed down the trie; other characters go to `rest`.
 /// Whether `v` holds a `$ref` keyword anywhere.
 fn contains_ref(v: &Value) -> bool {
     match v {
@@ -1472,6 +1468,10 @@ struct RestRules {
     nonascii: Expr,
 }
 
+/// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
+/// closing quote where no key ends, or a character no key continues with followed by the
+/// rest of the string (see [`RestRules`]). Only canonical spellings of the keys' own
+/// characters are followed down the trie; other characters go to `rest`.
 fn not_in_set(keys: &[&[char]], rules: &RestRules) -> Expr {
     let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
     if keys.is_empty() {
