@@ -106,8 +106,8 @@ impl Cache {
 }
 
 /// The outcome of walking the descendants of one first-byte trie node from one parse state:
-/// which of their tokens were accepted (a bitset over the node's contiguous id range) and
-/// which became stack-dependent. The state is identified by the node keys of its stacks, so
+/// which of their tokens were accepted (see [`SubtreeAccepted`]) and which became
+/// stack-dependent. The state is identified by the node keys of its stacks, so
 /// states that differ only in what came before — the start of every "other property name",
 /// whatever names the schema declares, once its first byte left the declared names — share
 /// the walk: the second schema copies bits instead of walking most of the vocabulary again.
@@ -528,9 +528,8 @@ fn state_key(
 }
 
 impl SubtreeMemo {
-    /// The memo of a subtree whose tokens are `ids`, from the walk's accepted bitset and the
-    /// pending entries the subtree added.
-    /// `acc.log` holds the ids the subtree's walk accepted.
+    /// The memo of a subtree whose tokens are `ids` (in trie order), from the ids its walk
+    /// accepted (`acc.log`) and the pending entries it added.
     fn record(ids: &[u32], acc: &Accepted, pending: &[(u32, u32, Cond)]) -> SubtreeMemo {
         // A list costs 32 bits per accepted id, the bitset one bit per token of the subtree.
         let accepted = if acc.log.len() * 32 <= ids.len() {
