@@ -222,7 +222,10 @@ impl Grammar {
 pub struct GrammarBuilder {
     rules: Vec<Option<Expr>>,
     rule_names: Vec<String>,
-    names: std::collections::HashMap<String, RuleId>,
+    names: rustc_hash::FxHashMap<String, RuleId>,
+    /// Per base name, the suffix [`GrammarBuilder::fresh_name`] tries next, so generating
+    /// thousands of `item_N` names stays linear.
+    next_suffix: rustc_hash::FxHashMap<String, u32>,
 }
 
 impl GrammarBuilder {
@@ -244,14 +247,21 @@ impl GrammarBuilder {
     }
 
     /// A fresh name `base`, `base_2`, `base_3`… not used yet in this builder.
-    pub fn fresh_name(&self, base: &str) -> String {
+    pub fn fresh_name(&mut self, base: &str) -> String {
         if !self.names.contains_key(base) {
             return base.to_string();
         }
-        (2..)
-            .map(|i| format!("{base}_{i}"))
-            .find(|n| !self.names.contains_key(n))
-            .unwrap_or_else(|| base.to_string())
+        let next = self.next_suffix.entry(base.to_string()).or_insert(2);
+        let mut name = String::with_capacity(base.len() + 4);
+        loop {
+            use std::fmt::Write;
+            name.clear();
+            let _ = write!(name, "{base}_{next}");
+            *next += 1;
+            if !self.names.contains_key(&name) {
+                return name;
+            }
+        }
     }
 
     /// Defines a declared rule. Defining a rule twice replaces the earlier body.
@@ -267,6 +277,11 @@ impl GrammarBuilder {
         let id = self.declare(&name);
         self.define(id, expr);
         id
+    }
+
+    /// The rule's body, once defined.
+    pub fn body(&self, id: RuleId) -> Option<&Expr> {
+        self.rules.get(id.index()).and_then(|r| r.as_ref())
     }
 
     /// Whether the rule has been defined.

@@ -40,6 +40,7 @@ mod merge;
 pub mod number;
 
 use rustc_hash::FxHashMap as HashMap;
+use std::hash::BuildHasher;
 
 use serde_json::{Map, Value};
 
@@ -154,7 +155,9 @@ pub(crate) struct Compiler<'a> {
     b: GrammarBuilder,
     ws: Expr,
     shared: HashMap<&'static str, RuleId>,
-    interned: HashMap<Expr, RuleId>,
+    /// Rules made by [`Compiler::rule`], by the hash of their body (a body is compared with
+    /// the rule's before it is shared, so a collision only costs the sharing).
+    interned: HashMap<u64, RuleId>,
     ref_rules: HashMap<String, RuleId>,
     pending: Vec<(RuleId, String)>,
     ids: HashMap<String, String>,
@@ -266,7 +269,8 @@ impl<'a> Compiler<'a> {
         if let Some(&id) = self.shared.get(name) {
             return Expr::Ref(id);
         }
-        let id = self.b.declare(&self.b.fresh_name(name));
+        let fresh = self.b.fresh_name(name);
+        let id = self.b.declare(&fresh);
         self.shared.insert(name, id);
         let body = match name {
             "string" => Expr::seq([Expr::lit("\""), Expr::star(json::any_unit()), Expr::lit("\"")]),
@@ -328,12 +332,16 @@ impl<'a> Compiler<'a> {
         match expr {
             Expr::Empty | Expr::Nothing | Expr::Literal(_) | Expr::Ref(_) => expr,
             _ => {
-                if let Some(&id) = self.interned.get(&expr) {
-                    return Expr::Ref(id);
+                let hash = rustc_hash::FxBuildHasher.hash_one(&expr);
+                match self.interned.get(&hash) {
+                    Some(&id) if self.b.body(id) == Some(&expr) => Expr::Ref(id),
+                    Some(_) => Expr::Ref(self.b.add(base, expr)),
+                    None => {
+                        let id = self.b.add(base, expr);
+                        self.interned.insert(hash, id);
+                        Expr::Ref(id)
+                    }
                 }
-                let id = self.b.add(base, expr.clone());
-                self.interned.insert(expr, id);
-                Expr::Ref(id)
             }
         }
     }
