@@ -6,53 +6,73 @@ use crate::grammar::{Expr, Grammar};
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::hash::{Hash, Hasher};
+use std::borrow::Cow;
 use std::rc::Rc;
 
 /// Deepest expression nesting accepted (guards the recursive construction).
 const MAX_EXPR_DEPTH: usize = 500;
 
-/// A rule after lifting: either a regular body or a counted loop over another rule.
-enum Lifted {
-    Body(Expr),
+/// A rule after lifting: either a regular body (borrowed from the grammar when nothing in it
+/// was lifted, which is almost always) or a counted loop over another rule.
+enum Lifted<'g> {
+    Body(Cow<'g, Expr>),
     Loop { body: u32, min: u32, max: u32 },
 }
 
-struct Lifter<'a> {
-    rules: Vec<(String, Lifted)>,
-    limits: &'a Limits,
+struct Lifter<'g, 'l> {
+    rules: Vec<(String, Lifted<'g>)>,
+    limits: &'l Limits,
 }
 
-impl Lifter<'_> {
-    /// Replaces counted repetitions too large to unroll by references to new loop rules.
-    fn lift(&mut self, e: &Expr, owner: &str, depth: usize) -> Result<Expr, Error> {
+impl Lifter<'_, '_> {
+    /// Replaces counted repetitions too large to unroll by references to new loop rules;
+    /// `None` when `e` holds none (the caller keeps borrowing it).
+    fn lift(&mut self, e: &Expr, owner: &str, depth: usize) -> Result<Option<Expr>, Error> {
         if depth > MAX_EXPR_DEPTH {
             return Err(Error::TooLarge(owner.to_string()));
         }
         Ok(match e {
-            Expr::Seq(v) => Expr::Seq(v.iter().map(|x| self.lift(x, owner, depth + 1)).collect::<Result<_, _>>()?),
-            Expr::Alt(v) => Expr::Alt(v.iter().map(|x| self.lift(x, owner, depth + 1)).collect::<Result<_, _>>()?),
+            Expr::Seq(v) | Expr::Alt(v) => {
+                let mut changed: Option<Vec<Expr>> = None;
+                for (i, x) in v.iter().enumerate() {
+                    let lifted = self.lift(x, owner, depth + 1)?;
+                    match (lifted, &mut changed) {
+                        (Some(new), Some(out)) => out.push(new),
+                        (Some(new), None) => {
+                            let mut out = Vec::with_capacity(v.len());
+                            out.extend_from_slice(&v[..i]);
+                            out.push(new);
+                            changed = Some(out);
+                        }
+                        (None, Some(out)) => out.push(x.clone()),
+                        (None, None) => {}
+                    }
+                }
+                changed.map(|v| if matches!(e, Expr::Seq(_)) { Expr::Seq(v) } else { Expr::Alt(v) })
+            }
             Expr::Repeat { expr, min, max } => {
                 let inner = self.lift(expr, owner, depth + 1)?;
                 let lim = self.limits.unroll_limit;
                 let small = *min <= lim && max.is_none_or(|m| m <= lim);
                 if small {
-                    Expr::Repeat { expr: Box::new(inner), min: *min, max: *max }
+                    inner.map(|inner| Expr::Repeat { expr: Box::new(inner), min: *min, max: *max })
                 } else {
-                    let body = match inner {
+                    let body = match inner.as_ref().unwrap_or(expr) {
                         Expr::Ref(r) => r.0,
-                        other => {
+                        _ => {
                             let id = self.rules.len() as u32;
-                            self.rules.push((format!("{owner}_item"), Lifted::Body(other)));
+                            let item = inner.unwrap_or_else(|| (**expr).clone());
+                            self.rules.push((format!("{owner}_item"), Lifted::Body(Cow::Owned(item))));
                             id
                         }
                     };
                     let id = self.rules.len() as u32;
                     let max = max.unwrap_or(UNBOUNDED);
                     self.rules.push((format!("{owner}_rep"), Lifted::Loop { body, min: *min, max }));
-                    Expr::Ref(crate::grammar::RuleId(id))
+                    Some(Expr::Ref(crate::grammar::RuleId(id)))
                 }
             }
-            other => other.clone(),
+            _ => None,
         })
     }
 }
@@ -303,6 +323,132 @@ fn intern(ids: &mut HashMap<Rc<[u32]>, u32>, sets: &mut Vec<Rc<[u32]>>, set: &[u
     id
 }
 
+/// A rule body in canonical form: its expression serialised with rule references numbered
+/// by first appearance, so bodies that differ only in which rules they call (the JSON string
+/// of every schema, most enums, many objects) have equal keys and share one determinisation
+/// through [`RULE_CACHE`]. Buffers are reused from rule to rule.
+#[derive(Default)]
+struct CanonicalRule {
+    key: Vec<u8>,
+    /// The rules referenced, in order of first appearance: local callee `i` is `refs[i]`.
+    refs: Vec<u32>,
+    local: HashMap<u32, u32>,
+}
+
+/// A determinised rule kept in [`RULE_CACHE`]; its call edges name local callees.
+struct CachedRule {
+    nfa_states: usize,
+    dfa: Dfa,
+}
+
+/// Determinised rule bodies shared by every grammar built in this process, by canonical key.
+/// Cleared whole when it passes [`RULE_CACHE_BYTES`].
+static RULE_CACHE: std::sync::LazyLock<std::sync::Mutex<(HashMap<Box<[u8]>, std::sync::Arc<CachedRule>>, usize)>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Bound on the approximate heap bytes of [`RULE_CACHE`].
+const RULE_CACHE_BYTES: usize = 64 << 20;
+
+impl CanonicalRule {
+    /// The automaton of `expr` with local callees (see [`CanonicalRule::refs`]), from the
+    /// cache or determinised now; `Err` if it needs more than `budget` states.
+    fn determinised(&mut self, expr: &Expr, budget: usize) -> Result<std::sync::Arc<CachedRule>, ()> {
+        self.key.clear();
+        self.refs.clear();
+        self.local.clear();
+        self.encode(expr);
+        let cached = RULE_CACHE.lock().ok().and_then(|c| c.0.get(self.key.as_slice()).cloned());
+        if let Some(rule) = cached {
+            // A fresh build fails exactly when the automaton exceeds the budget. The NFA guard
+            // is checked while the NFA grows, so when this NFA came near it, build afresh:
+            // either way the outcome is the one a fresh build gives.
+            if rule.dfa.nodes.len() > budget {
+                return Err(());
+            }
+            if rule.nfa_states <= budget.saturating_mul(4) / 2 {
+                return Ok(rule);
+            }
+        }
+        let mut nfa = Nfa::default();
+        let s = nfa.state();
+        let a = nfa.state();
+        nfa.add(expr, s, a, 0, budget.saturating_mul(4))?;
+        let mut dfa = determinise(&nfa, s, a, budget)?;
+        let mut bytes = self.key.len() + std::mem::size_of::<CachedRule>();
+        for (_, edges, calls) in dfa.nodes.iter_mut() {
+            for c in calls.iter_mut() {
+                c.callee = self.local.get(&c.callee).copied().unwrap_or(u32::MAX);
+            }
+            bytes += 32 + edges.len() * std::mem::size_of::<ByteEdge>() + calls.len() * std::mem::size_of::<CallEdge>();
+        }
+        let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa });
+        if let Ok(mut c) = RULE_CACHE.lock() {
+            if c.1 + bytes > RULE_CACHE_BYTES {
+                *c = Default::default();
+            }
+            c.1 += bytes;
+            c.0.insert(self.key.as_slice().into(), rule.clone());
+        }
+        Ok(rule)
+    }
+
+    /// Appends the canonical serialisation of `e` to the key.
+    fn encode(&mut self, e: &Expr) {
+        let key = &mut self.key;
+        let len = |key: &mut Vec<u8>, n: usize| key.extend_from_slice(&(n as u32).to_le_bytes());
+        match e {
+            Expr::Empty => key.push(0),
+            Expr::Nothing => key.push(1),
+            Expr::Literal(b) => {
+                key.push(2);
+                len(key, b.len());
+                key.extend_from_slice(b);
+            }
+            Expr::Bytes(r) => {
+                key.push(3);
+                len(key, r.len());
+                key.extend(r.iter().flat_map(|&(lo, hi)| [lo, hi]));
+            }
+            Expr::Chars(r) => {
+                key.push(4);
+                len(key, r.len());
+                for &(lo, hi) in r {
+                    key.extend_from_slice(&(lo as u32).to_le_bytes());
+                    key.extend_from_slice(&(hi as u32).to_le_bytes());
+                }
+            }
+            Expr::Seq(v) | Expr::Alt(v) => {
+                key.push(if matches!(e, Expr::Seq(_)) { 5 } else { 6 });
+                len(key, v.len());
+                for x in v {
+                    self.encode(x);
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                key.push(7);
+                len(key, *min as usize);
+                match max {
+                    Some(m) => {
+                        key.push(1);
+                        len(key, *m as usize);
+                    }
+                    None => key.push(0),
+                }
+                self.encode(expr);
+            }
+            Expr::Ref(r) => {
+                let next = self.refs.len() as u32;
+                let local = *self.local.entry(r.0).or_insert(next);
+                if local == next {
+                    self.refs.push(r.0);
+                }
+                key.push(8);
+                len(key, local as usize);
+            }
+        }
+    }
+}
+
 pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
     let start_name = grammar.rule(grammar.start()).name.clone();
     if grammar.size() > limits.max_grammar_size {
@@ -311,16 +457,18 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
     // 1. Lift large counted repetitions into loop rules.
     let mut lifter = Lifter { rules: Vec::new(), limits };
     for r in grammar.rules() {
-        lifter.rules.push((r.name.clone(), Lifted::Body(Expr::Empty)));
+        lifter.rules.push((r.name.clone(), Lifted::Body(Cow::Borrowed(&r.expr))));
     }
     for (i, r) in grammar.rules().iter().enumerate() {
-        let e = lifter.lift(&r.expr, &r.name, 0)?;
-        lifter.rules[i].1 = Lifted::Body(e);
+        if let Some(e) = lifter.lift(&r.expr, &r.name, 0)? {
+            lifter.rules[i].1 = Lifted::Body(Cow::Owned(e));
+        }
     }
     // Lifted item rules may themselves contain large repeats (already lifted: `lift` recursed
     // into the inner expression first), so nothing more to do.
 
-    // 2. Determinise each rule.
+    // 2. Determinise each rule (or reuse an equal rule's automaton).
+    let mut canonical = CanonicalRule::default();
     let mut nodes: Vec<Node> = Vec::new();
     let mut rules: Vec<RuleInfo> = Vec::new();
     for (ri, (name, lifted)) in lifter.rules.iter().enumerate() {
@@ -334,16 +482,15 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
                 ..Node::default()
             }),
             Lifted::Body(expr) => {
-                let mut nfa = Nfa::default();
-                let s = nfa.state();
-                let a = nfa.state();
                 let too_big = || Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states };
-                nfa.add(expr, s, a, 0, budget.saturating_mul(4)).map_err(|_| too_big())?;
-                let dfa = determinise(&nfa, s, a, budget).map_err(|_| too_big())?;
-                for (is_final, bytes, calls) in dfa.nodes {
-                    let bytes = bytes.into_iter().map(|e| ByteEdge { target: e.target + first, ..e }).collect();
-                    let calls = calls.into_iter().map(|c| CallEdge { ret: c.ret + first, ..c }).collect();
-                    nodes.push(Node { rule: ri as u32, is_final, bytes, calls, repeat: None, dense: None });
+                let dfa = canonical.determinised(expr, budget).map_err(|_| too_big())?;
+                for (is_final, bytes, calls) in dfa.dfa.nodes.iter() {
+                    let bytes = bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }).collect();
+                    let calls = calls
+                        .iter()
+                        .filter_map(|c| Some(CallEdge { callee: *canonical.refs.get(c.callee as usize)?, ret: c.ret + first }))
+                        .collect();
+                    nodes.push(Node { rule: ri as u32, is_final: *is_final, bytes, calls, repeat: None, dense: None });
                 }
             }
         }

@@ -285,6 +285,31 @@ mod tests {
     }
 
     #[test]
+    fn equal_bodies_calling_different_rules_share_an_automaton_but_not_callees() {
+        // Both roots are `"<" R1 R2 R1 ">"` in canonical form; the rules they call differ.
+        // Built one after the other, the second reuses the first's cached automaton, which
+        // must call the second grammar's rules.
+        let root = |first: crate::grammar::RuleId, second: crate::grammar::RuleId| {
+            Expr::seq([Expr::lit("<"), Expr::Ref(first), Expr::Ref(second), Expr::Ref(first), Expr::lit(">")])
+        };
+        let p = pda(|b| {
+            let a = b.add("a", Expr::alt([Expr::lit("a"), Expr::lit("aa")]));
+            let c = b.add("c", Expr::alt([Expr::lit("c"), Expr::lit("cc")]));
+            b.add("root", root(a, c))
+        })
+        .unwrap();
+        assert!(p.matches(b"<aca>") && !p.matches(b"<cac>"));
+        let q = pda(|b| {
+            let a = b.add("a", Expr::alt([Expr::lit("a"), Expr::lit("aa")]));
+            let c = b.add("c", Expr::alt([Expr::lit("c"), Expr::lit("cc")]));
+            b.add("root", root(c, a))
+        })
+        .unwrap();
+        assert!(q.matches(b"<cac>") && q.matches(b"<ccaac>"), "{}", q.listing());
+        assert!(!q.matches(b"<aca>"), "{}", q.listing());
+    }
+
+    #[test]
     fn large_counts_use_a_loop_not_states() {
         let p = pda(|b| b.add("root", Expr::repeat(Expr::Chars(vec![('a', 'z')]), 3, Some(100_000)))).unwrap();
         assert!(p.num_states() < 10, "{}", p.listing());
