@@ -5,8 +5,8 @@ use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
 use crate::grammar::{Expr, Grammar};
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::hash::{Hash, Hasher};
 use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 /// Deepest expression nesting accepted (guards the recursive construction).
@@ -460,6 +460,13 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
         lifter.rules.push((r.name.clone(), Lifted::Body(Cow::Borrowed(&r.expr))));
     }
     for (i, r) in grammar.rules().iter().enumerate() {
+        let stats = grammar.stats(crate::grammar::RuleId(i as u32));
+        if stats.depth > MAX_EXPR_DEPTH as u32 {
+            return Err(Error::TooLarge(r.name.clone()));
+        }
+        if stats.max_count <= limits.unroll_limit {
+            continue;
+        }
         if let Some(e) = lifter.lift(&r.expr, &r.name, 0)? {
             lifter.rules[i].1 = Lifted::Body(Cow::Owned(e));
         }
@@ -488,7 +495,9 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
                     let bytes = bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }).collect();
                     let calls = calls
                         .iter()
-                        .filter_map(|c| Some(CallEdge { callee: *canonical.refs.get(c.callee as usize)?, ret: c.ret + first }))
+                        .filter_map(|c| {
+                            Some(CallEdge { callee: *canonical.refs.get(c.callee as usize)?, ret: c.ret + first })
+                        })
                         .collect();
                     nodes.push(Node { rule: ri as u32, is_final: *is_final, bytes, calls, repeat: None, dense: None });
                 }
@@ -500,8 +509,8 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
         rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
     }
     let mut pda = Pda { nodes, rules, start_rule: grammar.start().0 };
-    pda.trim()?;
-    pda.check_left_recursion()?;
+    let nullable = pda.trim()?;
+    pda.check_left_recursion(&nullable)?;
     pda.fingerprint();
     pda.add_dense_tables();
     Ok(pda)
@@ -515,12 +524,25 @@ impl Pda {
     }
 
     /// Fixpoint over rules: `ok(rule)` given which callees count as usable; `via_bytes`
-    /// says whether byte edges count (productive) or not (nullable).
-    fn rule_fixpoint(&self, via_bytes: bool) -> Vec<bool> {
-        let mut ok = vec![false; self.rules.len()];
-        loop {
-            let mut changed = false;
-            for r in 0..self.rules.len() {
+    /// says whether byte edges count (productive) or not (nullable). A worklist: a rule is
+    /// checked again only when one of its callees became `ok`.
+    fn rule_fixpoint(&self, via_bytes: bool, callers: &Callers) -> Vec<bool> {
+        let n = self.rules.len();
+        let mut ok = vec![false; n];
+        // Rounds over the rules still in question, from the last rule to the first (rules
+        // are usually defined after the rules they call); a rule is in the next round only if
+        // a callee became `ok` after it was checked.
+        let mut queued = vec![true; n];
+        let mut round: Vec<u32> = (0..n as u32).collect();
+        let mut next: Vec<u32> = Vec::new();
+        let mut seen = vec![0u32; self.nodes.len()];
+        let mut generation = 0u32;
+        let mut todo: Vec<usize> = Vec::new();
+        while !round.is_empty() {
+            round.sort_unstable();
+            for r in round.drain(..).rev() {
+                let r = r as usize;
+                queued[r] = false;
                 if ok[r] {
                     continue;
                 }
@@ -528,13 +550,13 @@ impl Pda {
                 let reach = match self.nodes[start].repeat {
                     Some(l) => l.min == 0 || ok[l.body as usize],
                     None => {
-                        let mut seen = vec![false; self.rule_nodes(r).len()];
-                        let base = self.rules[r].first_node as usize;
-                        let mut todo = vec![start];
-                        seen[start - base] = true;
+                        generation += 1;
+                        todo.clear();
+                        todo.push(start);
+                        seen[start] = generation;
                         let mut found = false;
-                        while let Some(n) = todo.pop() {
-                            let node = &self.nodes[n];
+                        while let Some(i) = todo.pop() {
+                            let node = &self.nodes[i];
                             if node.is_final {
                                 found = true;
                                 break;
@@ -546,10 +568,9 @@ impl Pda {
                                 .map(|c| c.ret)
                                 .chain(node.bytes.iter().filter(|_| via_bytes).map(|e| e.target));
                             for t in nexts {
-                                let t = t as usize;
-                                if !seen[t - base] {
-                                    seen[t - base] = true;
-                                    todo.push(t);
+                                if seen[t as usize] != generation {
+                                    seen[t as usize] = generation;
+                                    todo.push(t as usize);
                                 }
                             }
                         }
@@ -558,19 +579,51 @@ impl Pda {
                 };
                 if reach {
                     ok[r] = true;
-                    changed = true;
+                    for &caller in callers.of(r) {
+                        if !ok[caller as usize] && !queued[caller as usize] {
+                            queued[caller as usize] = true;
+                            next.push(caller);
+                        }
+                    }
                 }
             }
-            if !changed {
-                return ok;
+            std::mem::swap(&mut round, &mut next);
+        }
+        ok
+    }
+
+    /// The rules that call each rule (or loop over it).
+    fn callers(&self) -> Callers {
+        fn callees_of(node: &Node) -> impl Iterator<Item = u32> + '_ {
+            node.calls.iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
+        }
+        let n = self.rules.len();
+        let mut offsets = vec![0u32; n + 1];
+        for node in &self.nodes {
+            for c in callees_of(node) {
+                offsets[c as usize + 1] += 1;
             }
         }
+        for r in 0..n {
+            offsets[r + 1] += offsets[r];
+        }
+        let mut fill = offsets.clone();
+        let mut callers = vec![0u32; offsets[n] as usize];
+        for node in &self.nodes {
+            for c in callees_of(node) {
+                callers[fill[c as usize] as usize] = node.rule;
+                fill[c as usize] += 1;
+            }
+        }
+        Callers { offsets, callers }
     }
 
     /// Removes calls to rules that match nothing and edges into nodes that cannot complete
     /// their rule, so every live configuration can always be completed.
-    fn trim(&mut self) -> Result<(), Error> {
-        let productive = self.rule_fixpoint(true);
+    /// Returns which rules are nullable (match the empty string), as trimmed.
+    fn trim(&mut self) -> Result<Vec<bool>, Error> {
+        let callers = self.callers();
+        let productive = self.rule_fixpoint(true, &callers);
         if !productive[self.start_rule as usize] {
             return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
         }
@@ -584,7 +637,9 @@ impl Pda {
                 }
             }
         }
-        // Co-reachability within each normal rule.
+        // Co-reachability within each normal rule, walking predecessors (kept as one flat
+        // list per rule, indexed by `offsets`; the buffers serve every rule).
+        let (mut offsets, mut preds, mut live, mut todo) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for r in 0..self.rules.len() {
             let range = self.rule_nodes(r);
             if self.nodes[range.start].repeat.is_some() {
@@ -592,20 +647,37 @@ impl Pda {
             }
             let base = range.start;
             let len = range.len();
-            let mut preds: Vec<Vec<usize>> = vec![Vec::new(); len];
-            for i in range.clone() {
-                let n = &self.nodes[i];
+            offsets.clear();
+            offsets.resize(len + 1, 0u32);
+            for n in &self.nodes[range.clone()] {
                 for t in n.bytes.iter().map(|e| e.target).chain(n.calls.iter().map(|c| c.ret)) {
-                    preds[t as usize - base].push(i - base);
+                    offsets[t as usize - base + 1] += 1;
                 }
             }
-            let mut live = vec![false; len];
-            let mut todo: Vec<usize> = (0..len).filter(|&i| self.nodes[base + i].is_final).collect();
+            for i in 0..len {
+                offsets[i + 1] += offsets[i];
+            }
+            preds.clear();
+            preds.resize(offsets[len] as usize, 0u32);
+            for (i, n) in self.nodes[range.clone()].iter().enumerate() {
+                for t in n.bytes.iter().map(|e| e.target).chain(n.calls.iter().map(|c| c.ret)) {
+                    let slot = &mut offsets[t as usize - base];
+                    preds[*slot as usize] = i as u32;
+                    *slot += 1;
+                }
+            }
+            // `offsets[t]` now ends t's predecessors; they start where t - 1's end.
+            live.clear();
+            live.resize(len, false);
+            todo.clear();
+            todo.extend((0..len).filter(|&i| self.nodes[base + i].is_final));
             for &i in &todo {
                 live[i] = true;
             }
             while let Some(i) = todo.pop() {
-                for &p in &preds[i] {
+                let start = if i == 0 { 0 } else { offsets[i - 1] as usize };
+                for &p in &preds[start..offsets[i] as usize] {
+                    let p = p as usize;
                     if !live[p] {
                         live[p] = true;
                         todo.push(p);
@@ -628,7 +700,7 @@ impl Pda {
         }
         // Loops whose body can match the empty string: an empty iteration never helps, so
         // the matcher skips it, which is exact once `min` is 0.
-        let nullable = self.rule_fixpoint(false);
+        let nullable = self.rule_fixpoint(false, &callers);
         for n in &mut self.nodes {
             if let Some(l) = &mut n.repeat {
                 if nullable[l.body as usize] {
@@ -637,12 +709,11 @@ impl Pda {
                 n.is_final = l.min == 0;
             }
         }
-        Ok(())
+        Ok(nullable)
     }
 
     /// Rejects grammars where a rule can call itself before consuming a byte.
-    fn check_left_recursion(&self) -> Result<(), Error> {
-        let nullable = self.rule_fixpoint(false);
+    fn check_left_recursion(&self, nullable: &[bool]) -> Result<(), Error> {
         // left[r] = rules r may enter before consuming anything.
         let mut left: Vec<Vec<u32>> = vec![Vec::new(); self.rules.len()];
         for (r, l) in left.iter_mut().enumerate() {
@@ -715,7 +786,8 @@ impl Pda {
         let n = self.rules.len();
         let callees: Vec<Vec<u32>> = (0..n)
             .map(|r| {
-                let mut v: Vec<u32> = self.rule_nodes(r)
+                let mut v: Vec<u32> = self
+                    .rule_nodes(r)
                     .flat_map(|i| {
                         let node = &self.nodes[i];
                         node.calls.iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
@@ -742,8 +814,7 @@ impl Pda {
         }
         // Rules in or above cycles: salted, computed in two passes so callers still see a
         // (salted) value for their callees.
-        let provisional: Vec<u128> =
-            (0..n).map(|r| done[r].unwrap_or_else(|| hash128(&(salt, r as u64)))).collect();
+        let provisional: Vec<u128> = (0..n).map(|r| done[r].unwrap_or_else(|| hash128(&(salt, r as u64)))).collect();
         for (r, known) in done.iter().enumerate() {
             let fp = match known {
                 Some(fp) => *fp,
@@ -772,6 +843,23 @@ impl Pda {
             }
         }
         hash128(&buf)
+    }
+}
+
+/// For each rule, the rules that call it, as one flat list (a counting sort): the callers of
+/// `r` are `callers[offsets[r]..offsets[r + 1]]`. A caller may be listed more than once, or
+/// after trimming removed its call: [`Pda::rule_fixpoint`] only uses it to know what to check
+/// again.
+struct Callers {
+    offsets: Vec<u32>,
+    callers: Vec<u32>,
+}
+
+impl Callers {
+    fn of(&self, r: usize) -> &[u32] {
+        let start = self.offsets.get(r).copied().unwrap_or(0) as usize;
+        let end = self.offsets.get(r + 1).copied().unwrap_or(0) as usize;
+        self.callers.get(start..end).unwrap_or(&[])
     }
 }
 

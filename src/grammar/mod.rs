@@ -155,6 +155,20 @@ pub struct Rule {
 pub struct Grammar {
     rules: Vec<Rule>,
     start: RuleId,
+    /// What [`Grammar::measure`] found, kept so the automaton builder need not walk every
+    /// expression again: the total expression size and per-rule [`RuleStats`].
+    size: usize,
+    stats: Vec<RuleStats>,
+}
+
+/// Facts about one rule's expression, found while the grammar is validated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RuleStats {
+    /// The largest `min` or finite `max` of any repetition in it (0 without one): the
+    /// automaton builder only looks for counts too large to unroll where this is large.
+    pub max_count: u32,
+    /// How deeply its expression nests (0 for a leaf), which recursive passes must bound.
+    pub depth: u32,
 }
 
 impl Grammar {
@@ -180,16 +194,34 @@ impl Grammar {
 
     /// Total expression size over all rules.
     pub fn size(&self) -> usize {
-        self.rules.iter().map(|r| r.expr.size()).sum()
+        self.size
+    }
+
+    /// Size facts about one rule's expression.
+    pub(crate) fn stats(&self, id: RuleId) -> RuleStats {
+        self.stats.get(id.index()).copied().unwrap_or(RuleStats { max_count: u32::MAX, depth: u32::MAX })
     }
 
     /// Checks that every reference names an existing rule and every range is well formed.
     pub fn validate(&self) -> Result<(), Error> {
-        for rule in &self.rules {
-            let mut todo = vec![&rule.expr];
-            while let Some(e) = todo.pop() {
+        Self::measure(&self.rules).map(|_| ())
+    }
+
+    /// Validates the rules (see [`Grammar::validate`]) and returns the total expression
+    /// size and each rule's [`RuleStats`], in one walk.
+    fn measure(rules: &[Rule]) -> Result<(usize, Vec<RuleStats>), Error> {
+        let mut size = 0;
+        let mut stats = Vec::with_capacity(rules.len());
+        let mut todo: Vec<(&Expr, u32)> = Vec::new();
+        for rule in rules {
+            let mut st = RuleStats::default();
+            todo.clear();
+            todo.push((&rule.expr, 0));
+            while let Some((e, depth)) = todo.pop() {
+                size += 1;
+                st.depth = st.depth.max(depth);
                 match e {
-                    Expr::Ref(id) if id.index() >= self.rules.len() => {
+                    Expr::Ref(id) if id.index() >= rules.len() => {
                         return Err(Error::new(
                             ErrorKind::UnknownRule(format!("#{}", id.0)),
                             &rule.name,
@@ -201,18 +233,20 @@ impl Grammar {
                     Expr::Chars(r) if r.iter().any(|&(a, b)| a > b) => {
                         return Err(Error::new(ErrorKind::BadRange, &rule.name))
                     }
-                    Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter()),
+                    Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter().map(|x| (x, depth + 1))),
                     Expr::Repeat { expr, min, max } => {
                         if max.is_some_and(|m| m < *min) {
                             return Err(Error::new(ErrorKind::BadRange, &rule.name));
                         }
-                        todo.push(expr)
+                        st.max_count = st.max_count.max(*min).max(max.unwrap_or(0));
+                        todo.push((expr, depth + 1))
                     }
                     _ => {}
                 }
             }
+            stats.push(st);
         }
-        Ok(())
+        Ok((size, stats))
     }
 }
 
@@ -315,9 +349,8 @@ impl GrammarBuilder {
         if start.index() >= rules.len() {
             return Err(Error::new(ErrorKind::UnknownRule(format!("#{}", start.0)), "<start>"));
         }
-        let g = Grammar { rules, start };
-        g.validate()?;
-        Ok(g)
+        let (size, stats) = Grammar::measure(&rules)?;
+        Ok(Grammar { rules, start, size, stats })
     }
 }
 
