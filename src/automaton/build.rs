@@ -863,6 +863,33 @@ impl Callers {
     }
 }
 
+/// A streaming form of [`hash128`]: the two differently keyed SipHash states fed together,
+/// for keys built from many parts without collecting them first.
+pub(crate) struct Hasher128 {
+    a: std::collections::hash_map::DefaultHasher,
+    b: std::collections::hash_map::DefaultHasher,
+}
+
+impl Hasher128 {
+    pub(crate) fn new() -> Self {
+        let mut a = std::collections::hash_map::DefaultHasher::new();
+        0xA5A5u16.hash(&mut a);
+        let mut b = std::collections::hash_map::DefaultHasher::new();
+        0x5A5Au16.hash(&mut b);
+        Hasher128 { a, b }
+    }
+
+    /// Feeds `x` to both states.
+    pub(crate) fn add<T: Hash + ?Sized>(&mut self, x: &T) {
+        x.hash(&mut self.a);
+        x.hash(&mut self.b);
+    }
+
+    pub(crate) fn finish128(&self) -> u128 {
+        ((self.a.finish() as u128) << 64) | self.b.finish() as u128
+    }
+}
+
 /// A 128-bit hash from two differently keyed SipHash runs (deterministic within a process).
 pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
     let mut a = std::collections::hash_map::DefaultHasher::new();

@@ -27,7 +27,8 @@ use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, RELAXED};
 use crate::automaton::{Pda, Recognizer};
 use crate::vocab::Vocabulary;
 use crate::Limits;
-use std::collections::HashMap;
+// Keys are already 128-bit hashes: a cheap hasher is enough.
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 use trie::ByteTrie;
 
@@ -328,6 +329,8 @@ impl Classified {
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut conds: Vec<Cond> = Vec::new();
+        // Scratch for `state_key`.
+        let mut chains: Vec<u128> = Vec::new();
         // One entry per byte on the current path (see `Level`).
         let mut path: Vec<Level> = Vec::new();
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
@@ -428,7 +431,17 @@ impl Classified {
                         }
                         _ => (runner.current_tops(), None),
                     };
-                    let key = state_key(pda, node_keys, &runner.stacks.arena, tops, virtual_top, &crossings, i, whole_stack);
+                    let key = state_key(
+                        pda,
+                        node_keys,
+                        &runner.stacks.arena,
+                        tops,
+                        virtual_top,
+                        &crossings,
+                        i,
+                        whole_stack,
+                        &mut chains,
+                    );
                     if let Some(memo) = index.subtree(key) {
                         memo.replay(&trie.ids[ids], &mut acc);
                         pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
@@ -503,28 +516,33 @@ fn state_key(
     crossings: &[(u32, Cond)],
     trie_node: usize,
     whole_stack: bool,
+    chains: &mut Vec<u128>,
 ) -> u128 {
-    use crate::automaton::build::hash128;
-    let mut chains: Vec<u128> = tops
-        .iter()
-        .map(|&top| {
-            let mut h: Vec<(u128, u32)> = Vec::new();
-            let mut f = top;
-            let mut first = true;
-            while f != BOTTOM {
-                let fr = arena[f as usize];
-                let node = if first { virtual_top.unwrap_or(fr.node) } else { fr.node };
-                first = false;
-                h.push((node_keys.get(pda, node), fr.count));
-                f = fr.parent;
-            }
-            hash128(&h)
-        })
-        .collect();
+    use crate::automaton::build::Hasher128;
+    chains.clear();
+    chains.extend(tops.iter().map(|&top| {
+        let mut h = Hasher128::new();
+        let mut f = top;
+        let mut first = true;
+        while f != BOTTOM {
+            let fr = arena[f as usize];
+            let node = if first { virtual_top.unwrap_or(fr.node) } else { fr.node };
+            first = false;
+            h.add(&(node_keys.get(pda, node), fr.count));
+            f = fr.parent;
+        }
+        h.finish128()
+    }));
     chains.sort_unstable();
     chains.dedup();
-    let crossed: Vec<u32> = crossings.iter().map(|&(j, _)| j).collect();
-    hash128(&(chains, crossed, trie_node as u64, whole_stack))
+    let mut h = Hasher128::new();
+    h.add(chains.as_slice());
+    h.add(&crossings.len());
+    for &(j, _) in crossings {
+        h.add(&j);
+    }
+    h.add(&(trie_node as u64, whole_stack));
+    h.finish128()
 }
 
 impl SubtreeMemo {
