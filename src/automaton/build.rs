@@ -557,8 +557,8 @@ impl Pda {
     }
 
     /// Fixpoint over rules: `ok(rule)` given which callees count as usable; `via_bytes`
-    /// says whether byte edges count (productive) or not (nullable). A worklist: a rule is
-    /// checked again only when one of its callees became `ok`.
+    /// says whether byte edges count (productive) or not (nullable). Runs in rounds: a rule
+    /// is checked again only when one of its callees became `ok`.
     fn rule_fixpoint(&self, via_bytes: bool, callers: &Callers) -> Vec<bool> {
         let n = self.rules.len();
         let mut ok = vec![false; n];
@@ -904,6 +904,7 @@ pub(crate) struct Hasher128 {
 }
 
 impl Hasher128 {
+    /// A hasher with nothing fed yet.
     pub(crate) fn new() -> Self {
         let mut a = std::collections::hash_map::DefaultHasher::new();
         0xA5A5u16.hash(&mut a);
@@ -918,6 +919,7 @@ impl Hasher128 {
         x.hash(&mut self.b);
     }
 
+    /// The 128-bit hash of what was fed.
     pub(crate) fn finish128(&self) -> u128 {
         ((self.a.finish() as u128) << 64) | self.b.finish() as u128
     }
