@@ -65,10 +65,14 @@ pub fn to_expr(pattern: &str, opts: &RegexOptions) -> Result<Expr, Error> {
         .parse(source)
         .map_err(|e| unsupported(format!("pattern {pattern:?} does not parse: {e}")))?;
     let mut alts = Vec::new();
-    for (start, body, end) in anchored_parts(&hir, pattern)? {
+    for (start, mut body, end) in anchored_parts(&hir, pattern)? {
         let mut parts = Vec::new();
         if opts.unanchored && !start {
+            body = trim_edge(body, Edge::Start);
             parts.push(Expr::star(any_char()));
+        }
+        if opts.unanchored && !end {
+            body = trim_edge(body, Edge::End);
         }
         parts.push(body);
         if opts.unanchored && !end {
@@ -77,6 +81,53 @@ pub fn to_expr(pattern: &str, opts: &RegexOptions) -> Result<Expr, Error> {
         alts.push(Expr::seq(parts));
     }
     Ok(Expr::alt(alts))
+}
+
+/// A side of a pattern body.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    Start,
+    End,
+}
+
+/// Drops what a search cannot tell apart at an unanchored `edge` of `body`: a string contains
+/// a match of `A{m,n} R` exactly when it contains one of `A{m} R` (the last `m` copies of any
+/// longer run are such a match), and likewise `R A{m,n}` and `R A{m}`. So a repetition at the
+/// edge keeps only its minimum count; one with minimum 0 goes, and the next part is trimmed
+/// in turn. This is exact, and it keeps counted loops such as `\w{1,255}` (searched for
+/// anywhere in a key) from becoming run-time counters that every mask has to track.
+fn trim_edge(body: Expr, edge: Edge) -> Expr {
+    match body {
+        Expr::Repeat { expr, min, .. } => match min {
+            0 => Expr::Empty,
+            1 => *expr,
+            _ => Expr::Repeat { expr, min, max: Some(min) },
+        },
+        Expr::Seq(mut parts) => {
+            // Trim the edge part; while it vanishes, trim the next one.
+            let mut kept = Vec::with_capacity(parts.len());
+            if edge == Edge::End {
+                parts.reverse();
+            }
+            let mut trimming = true;
+            for part in parts {
+                if trimming {
+                    let t = trim_edge(part, edge);
+                    trimming = t == Expr::Empty;
+                    kept.push(t);
+                } else {
+                    kept.push(part);
+                }
+            }
+            if edge == Edge::End {
+                kept.reverse();
+            }
+            Expr::seq(kept)
+        }
+        // A match starts (ends) with one of the branches: each branch's edge is the edge.
+        Expr::Alt(branches) => Expr::alt(branches.into_iter().map(|b| trim_edge(b, edge))),
+        other => other,
+    }
 }
 
 /// A grammar whose whole output must match `pattern` (Rust `regex` syntax), for `--regex`.
@@ -456,6 +507,42 @@ mod tests {
         let p = pda("^(a$|b)", RegexOptions::json_schema());
         assert!(p.matches(b"a") && p.matches(b"bzz"));
         assert!(!p.matches(b"az"));
+    }
+
+    #[test]
+    fn unanchored_edges_drop_counts_a_search_cannot_see() {
+        let opts = RegexOptions::json_schema();
+        let expr = |p: &str| format!("{:?}", to_expr(p, &opts).unwrap());
+        let bounds = |min: u32, max: u32| format!("min: {min}, max: Some({max})");
+        // `\w{1,255}` anywhere is one word character anywhere: no counter left.
+        assert!(!expr(r"\w{1,255}").contains("255"));
+        // Only an unanchored side is trimmed; an anchored one keeps its bounds.
+        assert!(expr(r"^a{2,5}$").contains(&bounds(2, 5)));
+        assert!(expr(r"^a{2,5}b").contains(&bounds(2, 5)));
+        assert!(expr(r"^a{2,5}").contains(&bounds(2, 2)));
+        assert!(expr(r"a{2,5}$").contains(&bounds(2, 2)));
+        // A vanishing edge part trims the next one; inner counts stay.
+        assert!(!expr(r"x*y{3,9}z").contains(&bounds(3, 9)));
+        assert!(expr(r"x*y{3,9}z").contains(&bounds(3, 3)));
+        assert!(expr(r"^q[0-9]{2,4}-[a-z]{1,8}").contains(&bounds(2, 4)));
+        // The language is unchanged (a search either way).
+        for (pat, yes, no) in [
+            (r"\w{1,16}", &["a", "--a--", "é_"][..], &["", "--", "é"][..]),
+            (r"a{2,5}$", &["aa", "xaaaaaaa"], &["a", "aab"]),
+            (r"^ab{2,3}", &["abb", "abbbbx"], &["ab", "xabb"]),
+            (r"(x{2,}|y+)z?", &["xx", "ay", "yz"], &["x", "zx"]),
+            (r"c{3,4}d{0,2}", &["ccc", "accccdx"], &["cc", "cdcd"]),
+        ] {
+            let p = pda(pat, opts);
+            for y in yes {
+                assert!(p.matches(y.as_bytes()), "{pat} should match {y:?}");
+                assert!(ecma_is_match(pat, y).unwrap(), "{pat} vs {y:?}");
+            }
+            for n in no {
+                assert!(!p.matches(n.as_bytes()), "{pat} should not match {n:?}");
+                assert!(!ecma_is_match(pat, n).unwrap(), "{pat} vs {n:?}");
+            }
+        }
     }
 
     #[test]

@@ -746,7 +746,11 @@ impl<'a> Compiler<'a> {
                 let e = if min > 0 || max.is_some() {
                     // Exactly if possible; otherwise the subset where an unanchored pattern
                     // matches the whole string (e.g. `[0-9a-f]+` with length 12).
-                    match constrain_length(&e, min, max).or_else(|| constrain_length(&strip_search_padding(&e), min, max)) {
+                    let whole_match = || {
+                        let p = pattern.filter(|_| keyword == "pattern")?;
+                        to_expr(p, &RegexOptions { unanchored: false, ..RegexOptions::json_schema() }).ok()
+                    };
+                    match constrain_length(&e, min, max).or_else(|| constrain_length(&whole_match()?, min, max)) {
                         Some(e) => e,
                         None => {
                             self.unsupported(ptr, keyword, &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"))?;
@@ -1624,26 +1628,6 @@ fn char_len(e: &Expr) -> (u64, Option<u64>) {
             (a.saturating_mul(*min as u64), max.and_then(|m| b.map(|b| b.saturating_mul(m as u64))))
         }
         Expr::Ref(_) => (0, None),
-    }
-}
-
-/// Removes the "any characters" padding an unanchored pattern gets at its ends, leaving the
-/// strings the pattern matches as a whole (a subset of what it matches by search).
-fn strip_search_padding(e: &Expr) -> Expr {
-    let pad = Expr::star(crate::grammar::regex::any_char());
-    match e {
-        Expr::Alt(v) => Expr::alt(v.iter().map(strip_search_padding)),
-        Expr::Seq(v) => {
-            let mut parts: &[Expr] = v;
-            if parts.first() == Some(&pad) {
-                parts = &parts[1..];
-            }
-            if parts.last() == Some(&pad) {
-                parts = &parts[..parts.len() - 1];
-            }
-            Expr::seq(parts.iter().cloned())
-        }
-        other => other.clone(),
     }
 }
 
