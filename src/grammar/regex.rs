@@ -69,10 +69,16 @@ pub fn to_expr(pattern: &str, opts: &RegexOptions) -> Result<Expr, Error> {
         let mut parts = Vec::new();
         if opts.unanchored && !start {
             body = trim_edge(body, Edge::Start);
-            parts.push(Expr::star(any_char()));
         }
         if opts.unanchored && !end {
             body = trim_edge(body, Edge::End);
+        }
+        if opts.unanchored && !start {
+            if let Some(run) = leftmost_run(&body, end) {
+                alts.push(run);
+                continue;
+            }
+            parts.push(Expr::star(any_char()));
         }
         parts.push(body);
         if opts.unanchored && !end {
@@ -128,6 +134,33 @@ fn trim_edge(body: Expr, edge: Edge) -> Expr {
         Expr::Alt(branches) => Expr::alt(branches.into_iter().map(|b| trim_edge(b, edge))),
         other => other,
     }
+}
+
+/// The search for a run of `n` characters of one class `c` (what `\w{24}` or `[0-9a-f]{32}`
+/// unanchored becomes after [`trim_edge`]), written so that one parse follows it: `.*c{n}.*`
+/// lets every position start a count, so a counter that outgrows unrolling would run as up
+/// to `n` parallel stacks, and every mask would pay for each. Splitting the string at the
+/// first run long enough gives the same language with at most two stacks: runs shorter than
+/// `n`, each ended by a non-member `d`, then the run: `(c{0,n-1} d)* c{n} .*`; when the end
+/// is anchored (`\w{9}$`: the string ends with such a run), `(.* d)? c{n,}`. `None` for any
+/// other body.
+fn leftmost_run(body: &Expr, end_anchored: bool) -> Option<Expr> {
+    use super::gbnf::charset;
+    let Expr::Repeat { expr, min: n, max: Some(max) } = body else { return None };
+    let Expr::Chars(c) = &**expr else { return None };
+    if *n < 2 || max != n {
+        return None;
+    }
+    let members = charset::normalize(c.iter().map(|&(a, b)| (a as u32, b as u32)).collect());
+    let others = charset::complement(&members);
+    let d = if others.is_empty() { Expr::Nothing } else { Expr::Chars(charset::to_chars(&others)) };
+    let c = Expr::Chars(c.clone());
+    Some(if end_anchored {
+        Expr::seq([Expr::opt(Expr::seq([Expr::star(any_char()), d])), Expr::repeat(c, *n, None)])
+    } else {
+        let short_runs = Expr::star(Expr::seq([Expr::repeat(c.clone(), 0, Some(n - 1)), d]));
+        Expr::seq([short_runs, body.clone(), Expr::star(any_char())])
+    })
 }
 
 /// A grammar whose whole output must match `pattern` (Rust `regex` syntax), for `--regex`.
@@ -532,6 +565,10 @@ mod tests {
             (r"^ab{2,3}", &["abb", "abbbbx"], &["ab", "xabb"]),
             (r"(x{2,}|y+)z?", &["xx", "ay", "yz"], &["x", "zx"]),
             (r"c{3,4}d{0,2}", &["ccc", "accccdx"], &["cc", "cdcd"]),
+            // Runs of one class, searched for anywhere or at the end (see `leftmost_run`).
+            (r"\w{3}", &["abc", "x-abcd", "ab-abc-", "é_1_"], &["", "ab", "ab-ab", "éé"]),
+            (r"[0-9]{3}$", &["123", "a1234", "12-345"], &["12", "123a", "1-23", ""]),
+            (r"[^a]{2}", &["bb", "abba", "éé"], &["", "a", "abab"]),
         ] {
             let p = pda(pat, opts);
             for y in yes {
