@@ -44,7 +44,7 @@ fn walk(constraint: &Constraint, rng: &mut StdRng, max_tokens: usize) -> Option<
             (0..vocab.mask_len() as u32).map(TokenId).filter(|&t| is_allowed(&mask, t)).collect();
         assert!(!allowed.is_empty(), "nothing allowed after {:?}", String::from_utf8_lossy(&text));
         for &t in &allowed {
-            assert!(t.index() < vocab.len() && !(vocab.is_special(t) && !vocab.is_eos(t)), "special or out-of-range id {t:?} allowed");
+            assert!(t.index() < vocab.len() && (vocab.is_eos(t) || !vocab.is_special(t)), "special or out-of-range id {t:?} allowed");
         }
         // Uniform among the allowed tokens, except that once the output may end we stop
         // with probability 1/3 (pure uniform choice rarely picks one of 3 EOS ids).

@@ -10,7 +10,9 @@
 //! `regex-syntax` parses the pattern into its high-level IR (`Hir`), which is walked into an
 //! [`Expr`]. Anchors are only understood at the edges of the pattern (or of its top-level
 //! alternatives); with [`RegexOptions::unanchored`] a side without an anchor is padded with
-//! "any characters", which is what the JSON Schema `pattern` keyword means. Lookaround,
+//! "any characters", which is what the JSON Schema `pattern` keyword means; what a search
+//! cannot tell apart at such a side is dropped first (`trim_edge`, `leftmost_run`), so
+//! large counts there do not become run-time counters followed by many parse stacks. Lookaround,
 //! backreferences and word boundaries cannot be expressed in a context-free grammar over the
 //! exact language and are [`ErrorKind::UnsupportedRegex`] errors.
 //!

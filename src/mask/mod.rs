@@ -15,7 +15,7 @@
 //! - **rejected**: it dies inside the context and never left it;
 //! - **stack-dependent**: the context's bottom rule completed after `j` bytes and the rest of the
 //!   token (`token[j..]`) depends on frames below the context. Those suffixes are kept in a small
-//!   suffix trie and checked against the real stack at run time ([`Entry::add_to_mask`]).
+//!   suffix trie and checked against the real stack at run time (`Entry::add_suffixes`).
 //!
 //! Accepted sets are stored as a sorted id list or a bitset, whichever is smaller.
 //! Entries are keyed by structural fingerprints, so the JSON string body of every schema
