@@ -220,9 +220,17 @@ impl TokenIndex {
             let relaxed_index = relaxed.map(|r| r.context_index);
             Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index))
         });
-        let entry = Arc::new(classified.derive(self, relaxed));
+        // Counts whose conditions come out alike share one derived entry: look it up under
+        // the count's class before deriving.
+        let class_key = relaxed.map(|r| classified.count_class_key(base_key, r));
+        let shared = class_key.and_then(|k| {
+            let mut c = self.cache.lock().ok()?;
+            cache_get!(&mut c, entries, &k, Entry::memory_usage)
+        });
+        let derived = shared.is_none();
+        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed)));
         if let Ok(mut c) = self.cache.lock() {
-            let mut size = entry.memory_usage();
+            let mut size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
             let store_classified = relaxed.is_some() && !c.young.classified.contains_key(&base_key);
             if store_classified {
                 size += classified.memory_usage();
@@ -230,6 +238,10 @@ impl TokenIndex {
             c.make_room(size, limits.max_mask_cache_bytes);
             if store_classified {
                 c.young.classified.insert(base_key, classified.clone());
+            }
+            if let (Some(k), true) = (class_key, derived) {
+                c.young.bytes += ALIAS_BYTES;
+                c.young.entries.insert(k, entry.clone());
             }
             c.young.entries.insert(key, entry.clone());
         }
@@ -256,6 +268,10 @@ fn zeroed_bits(words: usize) -> Vec<u32> {
         vec![0; words]
     }
 }
+
+/// What the cache accounts for a second key of an entry it already holds (the map slot and
+/// the `Arc`).
+const ALIAS_BYTES: usize = 64;
 
 /// The loop frame of a mask context whose count is handled by derivation instead of by
 /// separate classification: its position in the context (bottom first), its actual count
@@ -290,6 +306,14 @@ impl Cond {
         }
     }
 
+    /// The iterations the condition counts (0 for [`Cond::Always`]).
+    fn iterations(self) -> u32 {
+        match self {
+            Cond::Always => 0,
+            Cond::Inside(k) | Cond::Exited(k) => k,
+        }
+    }
+
     fn of_count(count: u32, is_loop: bool) -> Cond {
         if count & RELAXED == 0 {
             Cond::Always
@@ -315,6 +339,93 @@ pub(crate) struct Classified {
     accepted: Vec<(u32, Cond)>,
     /// Stack-dependent tokens: (id, offset of the suffix, when).
     pending: Vec<(u32, u32, Cond)>,
+    /// The largest number of loop iterations any condition above counts (0 without any).
+    max_iterations: u32,
+    /// `accepted` arranged for cheap derivation, when it is long (see [`ByCount`]).
+    by_count: Option<ByCount>,
+}
+
+/// The conditional tokens of a [`Classified`] arranged so that deriving the accepted set for
+/// one count costs a copy of one bitset plus a look at the tokens that count may exclude,
+/// instead of a test of every conditional token (inside a `maxLength` string nearly every
+/// token is conditional, and each new count derives an entry).
+///
+/// A token is allowed for count `c` when one of its conditions holds: `Inside(k)` when
+/// `k ≤ max − c`, `Exited(k)` when `min − c ≤ k ≤ max − c`. So a token whose smallest `Inside`
+/// iteration number is at most `max − c` is allowed whatever its other conditions; only the
+/// tokens above that — few, unless the count nears its maximum — need checking.
+#[derive(Debug)]
+struct ByCount {
+    /// `always` plus every conditional token: the accepted set when every condition holds.
+    all: Box<[u32]>,
+    all_count: usize,
+    /// Conditional tokens outside `always`, by decreasing smallest `Inside` iteration number
+    /// ([`ONLY_EXITS`] for a token without one): (that number, id, its `Exited` iteration
+    /// numbers as a range of `exits`).
+    candidates: Box<[(u32, u32, u32, u32)]>,
+    exits: Box<[u32]>,
+}
+
+/// In [`ByCount::candidates`]: the token has no `Inside` condition.
+const ONLY_EXITS: u32 = u32::MAX;
+
+impl ByCount {
+    fn new(always: &[u32], conditional: &[(u32, Cond)]) -> ByCount {
+        let in_always = |id: u32| always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1);
+        let mut sorted: Vec<(u32, Cond)> = conditional.iter().copied().filter(|&(id, _)| !in_always(id)).collect();
+        sorted.sort_unstable_by_key(|&(id, _)| id);
+        let mut all = always.to_vec();
+        let mut candidates = Vec::new();
+        let mut exits = Vec::new();
+        for group in sorted.chunk_by(|a, b| a.0 == b.0) {
+            let id = group[0].0;
+            set_bit(&mut all, id);
+            let start = exits.len() as u32;
+            let mut inside = ONLY_EXITS;
+            for &(_, c) in group {
+                match c {
+                    Cond::Inside(k) => inside = inside.min(k),
+                    Cond::Exited(k) => exits.push(k),
+                    // Not produced for tokens outside `always`.
+                    Cond::Always => inside = 0,
+                }
+            }
+            candidates.push((inside, id, start, exits.len() as u32));
+        }
+        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+        let all_count = all.iter().map(|w| w.count_ones() as usize).sum();
+        ByCount {
+            all: all.into_boxed_slice(),
+            all_count,
+            candidates: candidates.into_boxed_slice(),
+            exits: exits.into_boxed_slice(),
+        }
+    }
+
+    /// The accepted set for `r`'s count (equal to [`Classified::accepted_filtered`]).
+    fn accepted(&self, r: RelaxedLoop) -> TokenSet {
+        let to_max = r.max as i64 - r.count as i64;
+        let to_min = r.min as i64 - r.count as i64;
+        let mut bits = self.all.to_vec();
+        let mut count = self.all_count;
+        for &(inside, id, lo, hi) in self.candidates.iter() {
+            if inside != ONLY_EXITS && inside as i64 <= to_max {
+                break;
+            }
+            let exits = self.exits.get(lo as usize..hi as usize).unwrap_or(&[]);
+            if !exits.iter().any(|&k| to_min <= k as i64 && k as i64 <= to_max) {
+                if let Some(w) = bits.get_mut((id / 32) as usize) {
+                    *w &= !(1 << (id % 32));
+                    count -= 1;
+                }
+            }
+        }
+        TokenSet::from_bits_and_ids(&bits, count, None, Vec::new())
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.all.len() * 4 + self.candidates.len() * 16 + self.exits.len() * 4
+    }
 }
 
 impl Classified {
@@ -494,21 +605,60 @@ impl Classified {
             i = end;
         }
         let always_ids = if acc.always_ids.len() == acc.always_count { Some(acc.always_ids) } else { None };
-        Classified { always: acc.always, always_count: acc.always_count, always_ids, accepted: acc.conditional, pending }
+        let max_iterations = acc
+            .conditional
+            .iter()
+            .map(|&(_, c)| c)
+            .chain(pending.iter().map(|&(_, _, c)| c))
+            .map(Cond::iterations)
+            .max()
+            .unwrap_or(0);
+        // Short lists are filtered directly; long ones pay for an index once.
+        let by_count = (acc.conditional.len() > acc.always.len()).then(|| ByCount::new(&acc.always, &acc.conditional));
+        Classified {
+            always: acc.always,
+            always_count: acc.always_count,
+            always_ids,
+            accepted: acc.conditional,
+            pending,
+            max_iterations,
+            by_count,
+        }
+    }
+
+    /// A key shared by every count of `r`'s loop that derives the same entry: a condition
+    /// compares `k ≤ max − count` and `k ≥ min − count` for iteration numbers `k` up to
+    /// [`Classified::max_iterations`], so both differences clamped just past that range
+    /// decide every condition. Inside a `maxLength: 100` string the counts 0 to about 80
+    /// then share one entry instead of deriving one each.
+    fn count_class_key(&self, base_key: u128, r: RelaxedLoop) -> u128 {
+        let limit = self.max_iterations as i64 + 1;
+        let count = r.count as i64;
+        let to_max = (r.max as i64 - count).clamp(-1, limit);
+        let to_min = (r.min as i64 - count).clamp(0, limit);
+        crate::automaton::build::hash128(&(base_key, 0xC1A5u16, to_min, to_max))
     }
 
     /// The entry for the relaxed loop's actual count (or the only entry, without one).
     fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>) -> Entry {
         let vocab = &index.vocab;
-        let conditional = self.accepted.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
         let suffixes = ByteTrie::build(
             self.pending
                 .iter()
                 .filter(|(_, _, c)| c.holds(relaxed))
                 .map(|&(id, j, _)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id)),
         );
-        let accepted = TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect());
+        let accepted = match (&self.by_count, relaxed) {
+            (Some(by_count), Some(r)) => by_count.accepted(r),
+            _ => self.accepted_filtered(relaxed),
+        };
         Entry { accepted, suffixes }
+    }
+
+    /// The accepted set for `relaxed`'s count by testing every conditional token.
+    fn accepted_filtered(&self, relaxed: Option<RelaxedLoop>) -> TokenSet {
+        let conditional = self.accepted.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
+        TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect())
     }
 
     /// Clears the bitset and keeps it as the thread's spare (see [`zeroed_bits`]).
@@ -530,6 +680,7 @@ impl Classified {
             + self.always_ids.as_ref().map_or(0, |v| v.len() * 4)
             + self.accepted.len() * std::mem::size_of::<(u32, Cond)>()
             + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
+            + self.by_count.as_ref().map_or(0, ByCount::memory_usage)
     }
 }
 
@@ -859,4 +1010,59 @@ pub(crate) struct SuffixScratch {
     tops: Vec<u32>,
     levels: Vec<(usize, usize)>,
     cur: Vec<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cond() -> impl Strategy<Value = Cond> {
+        prop_oneof![Just(Cond::Always), (0u32..8).prop_map(Cond::Inside), (0u32..8).prop_map(Cond::Exited)]
+    }
+
+    fn ids_of(set: &TokenSet, words: usize) -> Vec<u32> {
+        let mut mask = vec![0u32; words];
+        set.add_to(&mut mask);
+        (0..words as u32 * 32).filter(|&id| mask[(id / 32) as usize] >> (id % 32) & 1 == 1).collect()
+    }
+
+    proptest! {
+        /// The indexed derivation allows exactly the tokens that testing every condition
+        /// allows, for every count of every loop.
+        #[test]
+        fn by_count_derives_what_filtering_derives(
+            always in proptest::collection::vec(0u32..128, 0..40),
+            conditional in proptest::collection::vec((0u32..128, cond()), 0..200),
+            min in 0u32..12,
+            span in prop_oneof![(0u32..12).prop_map(Some), Just(None)],
+        ) {
+            let words = 4;
+            let mut bits = vec![0u32; words];
+            always.iter().for_each(|&id| set_bit(&mut bits, id));
+            // As the walk produces them: `Always` conditions are in the bitset.
+            let conditional: Vec<(u32, Cond)> = conditional.into_iter().filter(|&(_, c)| c != Cond::Always).collect();
+            let always_count = bits.iter().map(|w| w.count_ones() as usize).sum();
+            let classified = Classified {
+                by_count: Some(ByCount::new(&bits, &conditional)),
+                always: bits,
+                always_count,
+                always_ids: None,
+                accepted: conditional,
+                pending: Vec::new(),
+                max_iterations: 7,
+            };
+            let max = span.map_or(crate::automaton::UNBOUNDED, |s| min + s);
+            let mut by_class: HashMap<u128, Vec<u32>> = HashMap::default();
+            for count in 0..=min + span.unwrap_or(12) {
+                let r = RelaxedLoop { context_index: 0, count, min, max };
+                let by_count = classified.by_count.as_ref().map(|b| b.accepted(r));
+                let filtered = ids_of(&classified.accepted_filtered(Some(r)), words);
+                prop_assert_eq!(by_count.map(|s| ids_of(&s, words)), Some(filtered.clone()), "count {}", count);
+                // Counts of one class share an entry: they must derive the same set.
+                let class = by_class.entry(classified.count_class_key(7, r)).or_insert_with(|| filtered.clone());
+                prop_assert_eq!(&*class, &filtered, "count {} shares a class with another set", count);
+            }
+        }
+    }
 }
