@@ -38,6 +38,9 @@ use trie::ByteTrie;
 pub struct TokenIndex {
     vocab: Vocabulary,
     trie: ByteTrie,
+    /// Per first byte, the tokens of two or more bytes starting with it, as a bitset over
+    /// the mask width (empty when there are none): replayed memos OR these in whole.
+    subtree_sets: Box<[Box<[u32]>]>,
     /// Length in bytes of the longest grammar token: counted loops whose remaining bounds
     /// exceed it behave alike for every token, which bounds the number of distinct entries.
     max_token_len: u32,
@@ -120,25 +123,35 @@ struct SubtreeMemo {
 
 /// The accepted tokens of a [`SubtreeMemo`], in the form that is cheaper to replay: the ids
 /// themselves when few of the subtree's tokens survived (replaying costs the survivors, not
-/// the subtree), else a bitset over the subtree's positions in trie order.
+/// the subtree); the ids that did not when nearly all did (the subtree's tokens are then
+/// OR-ed in a word at a time from [`TokenIndex::subtree_ids`], the exceptions cleared: a
+/// string body accepts most of the vocabulary, and setting 100k bits one by one was most
+/// of its cost); else a bitset over the subtree's positions in trie order.
 #[derive(Debug)]
 enum SubtreeAccepted {
     Ids(Box<[u32]>),
+    AllBut(Box<[u32]>),
     Positions(Box<[u64]>),
 }
 
 impl SubtreeMemo {
     fn memory_usage(&self) -> usize {
         let accepted = match &self.accepted {
-            SubtreeAccepted::Ids(v) => v.len() * 4,
+            SubtreeAccepted::Ids(v) | SubtreeAccepted::AllBut(v) => v.len() * 4,
             SubtreeAccepted::Positions(v) => v.len() * 8,
         };
         std::mem::size_of::<Self>() + accepted + self.pending.len() * 8
     }
 
-    /// Adds the memo's accepted tokens (the subtree's tokens are `ids`, in trie order).
-    fn replay(&self, ids: &[u32], acc: &mut Accepted) {
+    /// Adds the memo's accepted tokens (the subtree is the one below first byte `byte`, its
+    /// tokens are `ids`, in trie order); a whole subtree is only noted in `whole`.
+    fn replay(&self, byte: u8, ids: &[u32], acc: &mut Accepted, whole: &mut WholeSubtrees) {
         match &self.accepted {
+            SubtreeAccepted::AllBut(except) => {
+                whole.bytes.push(byte);
+                whole.excepted.extend_from_slice(except);
+                acc.always_count += ids.len().saturating_sub(except.len());
+            }
             SubtreeAccepted::Ids(list) => {
                 for &id in list.iter() {
                     acc.add(id, Cond::Always);
@@ -165,7 +178,24 @@ impl TokenIndex {
     pub fn new(vocab: Vocabulary) -> Arc<TokenIndex> {
         let trie = ByteTrie::build(vocab.grammar_tokens().map(|(id, b)| (b, id.0)));
         let max_token_len = vocab.grammar_tokens().map(|(_, b)| b.len()).max().unwrap_or(0) as u32;
-        Arc::new(TokenIndex { vocab, trie, max_token_len, cache: Mutex::new(Cache::default()) })
+        let mut subtree_sets: Box<[Box<[u32]>]> = vec![Box::default(); 256].into_boxed_slice();
+        let mut i = 0;
+        while let Some(node) = trie.nodes.get(i) {
+            let ids = &trie.ids[trie.descendant_ids(i)];
+            if !ids.is_empty() {
+                let mut bits = vec![0u32; vocab.mask_words()];
+                ids.iter().for_each(|&id| set_bit(&mut bits, id));
+                subtree_sets[node.byte as usize] = bits.into_boxed_slice();
+            }
+            // The next first-byte node.
+            i = (node.end as usize).max(i + 1);
+        }
+        Arc::new(TokenIndex { vocab, trie, subtree_sets, max_token_len, cache: Mutex::new(Cache::default()) })
+    }
+
+    /// The tokens below first byte `byte` (see [`TokenIndex::subtree_sets`]).
+    fn subtree_ids(&self, byte: u8) -> &[u32] {
+        self.subtree_sets.get(byte as usize).map_or(&[], |s| s)
     }
 
     /// The vocabulary.
@@ -181,9 +211,10 @@ impl TokenIndex {
         }
     }
 
-    /// Heap bytes of the tokenizer-wide tables (trie), without the mask cache.
+    /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets), without the mask
+    /// cache.
     pub fn memory_usage(&self) -> usize {
-        self.trie.memory_usage()
+        self.trie.memory_usage() + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
     }
 
     pub(crate) fn max_token_len(&self) -> u32 {
@@ -468,6 +499,7 @@ impl Classified {
         // pending entries start). Memos need unconditional results: not with a relaxed loop.
         let use_memo = relaxed.is_none();
         let mut open_memo: Option<(u128, std::ops::Range<usize>, usize, usize)> = None;
+        let mut whole = WholeSubtrees::default();
         let mut i = 0usize;
         loop {
             let node = trie.nodes.get(i);
@@ -552,8 +584,7 @@ impl Classified {
                 }
                 if use_memo && depth == 1 {
                     let end = node.end as usize;
-                    let last = trie.nodes.get(end.wrapping_sub(1)).map_or(node.ids_end, |n| n.ids_end);
-                    let ids = node.ids_end as usize..last as usize;
+                    let ids = trie.descendant_ids(i);
                     let template;
                     let (tops, virtual_top): (&[u32], Option<u32>) = match level {
                         Level::Virtual { node, template: t } => {
@@ -574,7 +605,7 @@ impl Classified {
                         &mut chains,
                     );
                     if let Some(memo) = index.subtree(key) {
-                        memo.replay(&trie.ids[ids], &mut acc);
+                        memo.replay(node.byte, &trie.ids[ids], &mut acc, &mut whole);
                         pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
                         i = end;
                         continue;
@@ -604,6 +635,7 @@ impl Classified {
             }
             i = end;
         }
+        whole.apply(index, &mut acc.always);
         let always_ids = if acc.always_ids.len() == acc.always_count { Some(acc.always_ids) } else { None };
         let max_iterations = acc
             .conditional
@@ -684,6 +716,37 @@ impl Classified {
     }
 }
 
+/// Replayed memos that accept their whole subtree but a few ids ([`SubtreeAccepted::AllBut`]),
+/// applied once the walk is done.
+#[derive(Default)]
+struct WholeSubtrees {
+    /// The subtrees' first bytes.
+    bytes: Vec<u8>,
+    /// The ids of those subtrees not accepted.
+    excepted: Vec<u32>,
+}
+
+impl WholeSubtrees {
+    /// ORs each subtree's tokens into `always` a word at a time, then clears the exceptions
+    /// (subtrees are disjoint, so nothing else set those).
+    fn apply(&self, index: &TokenIndex, always: &mut [u32]) {
+        for &byte in &self.bytes {
+            for (w, &s) in always.iter_mut().zip(index.subtree_ids(byte)) {
+                *w |= s;
+            }
+        }
+        for &id in &self.excepted {
+            if let Some(w) = always.get_mut((id / 32) as usize) {
+                *w &= !(1 << (id % 32));
+            }
+        }
+    }
+}
+
+/// A memo lists the rejected ids of its subtree when at most one in this many was rejected
+/// (see [`SubtreeAccepted::AllBut`]).
+const ALL_BUT_RATIO: usize = 8;
+
 /// Subtrees with fewer surviving tokens than this are not memoized (see [`SubtreeMemo`]).
 const MEMO_MIN_SURVIVORS: usize = 32;
 
@@ -734,9 +797,13 @@ impl SubtreeMemo {
     /// The memo of a subtree whose tokens are `ids` (in trie order), from the ids its walk
     /// accepted (`acc.log`) and the pending entries it added.
     fn record(ids: &[u32], acc: &Accepted, pending: &[(u32, u32, Cond)]) -> SubtreeMemo {
-        // A list costs 32 bits per accepted id, the bitset one bit per token of the subtree.
+        // A list costs 32 bits per listed id, the bitset one bit per token of the subtree.
+        let is_set = |id: u32| acc.always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1);
+        let excepted = ids.len() - acc.log.len().min(ids.len());
         let accepted = if acc.log.len() * 32 <= ids.len() {
             SubtreeAccepted::Ids(acc.log.clone().into_boxed_slice())
+        } else if excepted * ALL_BUT_RATIO <= ids.len() {
+            SubtreeAccepted::AllBut(ids.iter().copied().filter(|&id| !is_set(id)).collect())
         } else {
             let mut bits = vec![0u64; ids.len().div_ceil(64)];
             for (k, &id) in ids.iter().enumerate() {

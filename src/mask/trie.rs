@@ -77,6 +77,15 @@ impl ByteTrie {
         &self.ids[node.ids_start as usize..node.ids_end as usize]
     }
 
+    /// Where the ids of the tokens strictly below node `i` (its descendants, not the node's
+    /// own tokens) sit in `ids`.
+    pub fn descendant_ids(&self, i: usize) -> std::ops::Range<usize> {
+        let Some(node) = self.nodes.get(i) else { return 0..0 };
+        let end = node.end as usize;
+        let last = self.nodes.get(end.wrapping_sub(1)).map_or(node.ids_end, |n| n.ids_end);
+        node.ids_end as usize..last.max(node.ids_end) as usize
+    }
+
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * std::mem::size_of::<TrieNode>() + self.ids.len() * 4

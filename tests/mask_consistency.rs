@@ -1,0 +1,111 @@
+//! The mask is exactly what the matcher accepts, token by token, on a vocabulary large enough
+//! that the precomputation takes its shortcuts: first-byte subtrees walked for one schema are
+//! memoized and replayed for the next (as id lists, trie-position bitsets, or whole subtrees
+//! minus exceptions), and counted loops (`maxLength`, `minLength`, counted patterns) derive
+//! one entry per count from a single classification.
+
+use constrain::mask::is_allowed;
+use constrain::schema::{self, Options};
+use constrain::{Constraint, Limits, Matcher, TokenId, TokenIndex, Vocabulary};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+/// Every single byte, then every 2- and 3-byte string over a small alphabet (with quotes,
+/// separators and digits, so that some tokens of a subtree survive a string body and some do
+/// not) after six first bytes, and 4-byte strings after `a`, `b` and `x`: first-byte subtrees
+/// of hundreds to thousands of tokens. One end-of-generation id.
+fn vocabulary() -> Arc<TokenIndex> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let alphabet = b"ab\",: 1x";
+    for &first in b"ab\" x{" {
+        for &second in alphabet {
+            tokens.push(vec![first, second]);
+            for &third in alphabet {
+                tokens.push(vec![first, second, third]);
+            }
+        }
+    }
+    for &first in b"ab" {
+        for s in 0..4 * 4 * 4 {
+            let letter = |k: usize| b"abcx"[k % 4];
+            tokens.push(vec![first, letter(s), letter(s / 4), letter(s / 16)]);
+        }
+    }
+    // A subtree large enough that a few dozen survivors are memoized as an id list.
+    let wide = b"ab\",: 1xyz-.";
+    for s in 0..wide.len().pow(3) {
+        let letter = |k: usize| wide[k % wide.len()];
+        tokens.push(vec![b'x', letter(s), letter(s / wide.len()), letter(s / wide.len() / wide.len())]);
+    }
+    let eos = TokenId(tokens.len() as u32);
+    tokens.push(Vec::new());
+    TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"))
+}
+
+/// The tokens `matcher` accepts now, tried one by one (each accepted one is rolled back).
+fn accepted_by_matcher(matcher: &mut Matcher, vocab: &Vocabulary) -> Vec<u32> {
+    let mut out = Vec::new();
+    for id in 0..vocab.len() as u32 {
+        let t = TokenId(id);
+        if vocab.is_eos(t) {
+            if matcher.is_accepting() {
+                out.push(id);
+            }
+        } else if matcher.accept_token(t).is_ok() {
+            out.push(id);
+            matcher.rollback(1).expect("roll back the probe");
+        }
+    }
+    out
+}
+
+#[test]
+fn masks_equal_what_the_matcher_accepts() {
+    let index = vocabulary();
+    let vocab = index.vocab();
+    // Compiled in turn against one index: later schemas replay what earlier ones memoized.
+    let schemas = [
+        r#"{"type":"object","properties":{"name":{"type":"string"},"tag":{"type":"string","maxLength":12}},
+            "additionalProperties":{"type":"string"}}"#,
+        r#"{"type":"object","properties":{"ab":{"type":"string","minLength":2},"code":{"type":"string","pattern":"^[ab]{3,9}$"}},
+            "additionalProperties":{"type":"string","maxLength":30}}"#,
+        r#"{"type":"array","items":{"type":"string","pattern":"x{8}"},"maxItems":20}"#,
+        r#"{"type":"array","items":{"type":"string","minLength":5,"maxLength":14}}"#,
+        r#"{"type":"object","properties":{"b":{"type":"string"},"x":{"type":"integer"}},"additionalProperties":{"type":"string"}}"#,
+        r#"{"type":"object","properties":{"p":{"type":"string","pattern":"^[x1a]+$"},"q":{"type":"string","pattern":"^[x1a]+$"}},
+            "required":["p","q"],"additionalProperties":false}"#,
+    ];
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut steps = 0;
+    for (n, text) in schemas.iter().enumerate() {
+        let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
+        let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
+        let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        for seed in 0..6 {
+            let mut rng = StdRng::seed_from_u64(seed * 31 + n as u64);
+            let mut matcher = constraint.matcher();
+            let mut text = Vec::new();
+            for _ in 0..80 {
+                matcher.fill_mask(&mut mask).expect("mask");
+                let masked: Vec<u32> = (0..vocab.len() as u32).filter(|&id| is_allowed(&mask, TokenId(id))).collect();
+                let expected = accepted_by_matcher(&mut matcher, vocab);
+                assert_eq!(masked, expected, "schema {n}, after {:?}", String::from_utf8_lossy(&text));
+                steps += 1;
+                // Prefer tokens that continue over the end, so walks get deep.
+                let pick = loop {
+                    let id = expected[rng.random_range(0..expected.len())];
+                    if !vocab.is_eos(TokenId(id)) || expected.len() == 1 || rng.random_range(0..8) == 0 {
+                        break TokenId(id);
+                    }
+                };
+                matcher.accept_token(pick).expect("an allowed token is accepted");
+                if vocab.is_eos(pick) || matcher.is_finished() {
+                    break;
+                }
+                text.extend_from_slice(vocab.token_bytes(pick));
+            }
+        }
+    }
+    assert!(steps > 300, "only {steps} steps checked");
+}
