@@ -402,8 +402,8 @@ const ONLY_EXITS: u32 = u32::MAX;
 
 impl ByCount {
     fn new(always: &[u32], conditional: &[(u32, Cond)]) -> ByCount {
-        let in_always = |id: u32| always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1);
-        let mut sorted: Vec<(u32, Cond)> = conditional.iter().copied().filter(|&(id, _)| !in_always(id)).collect();
+        let mut sorted: Vec<(u32, Cond)> =
+            conditional.iter().copied().filter(|&(id, _)| !is_allowed(always, crate::TokenId(id))).collect();
         sorted.sort_unstable_by_key(|&(id, _)| id);
         let mut all = always.to_vec();
         let mut candidates = Vec::new();
@@ -661,8 +661,9 @@ impl Classified {
     /// A key shared by every count of `r`'s loop that derives the same entry: a condition
     /// compares `k ≤ max − count` and `k ≥ min − count` for iteration numbers `k` up to
     /// [`Classified::max_iterations`], so both differences clamped just past that range
-    /// decide every condition. Inside a `maxLength: 100` string the counts 0 to about 80
-    /// then share one entry instead of deriving one each.
+    /// decide every condition. Counts far from both bounds then share one entry (how far
+    /// depends on the vocabulary: the DeepSeek tokenizer has 128-space tokens, so inside a
+    /// `maxLength: 100` string every count is its own class).
     fn count_class_key(&self, base_key: u128, r: RelaxedLoop) -> u128 {
         let limit = self.max_iterations as i64 + 1;
         let count = r.count as i64;
@@ -798,7 +799,7 @@ impl SubtreeMemo {
     /// accepted (`acc.log`) and the pending entries it added.
     fn record(ids: &[u32], acc: &Accepted, pending: &[(u32, u32, Cond)]) -> SubtreeMemo {
         // A list costs 32 bits per listed id, the bitset one bit per token of the subtree.
-        let is_set = |id: u32| acc.always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1);
+        let is_set = |id: u32| is_allowed(&acc.always, crate::TokenId(id));
         let excepted = ids.len() - acc.log.len().min(ids.len());
         let accepted = if acc.log.len() * 32 <= ids.len() {
             SubtreeAccepted::Ids(acc.log.clone().into_boxed_slice())
@@ -807,7 +808,7 @@ impl SubtreeMemo {
         } else {
             let mut bits = vec![0u64; ids.len().div_ceil(64)];
             for (k, &id) in ids.iter().enumerate() {
-                if acc.always.get((id / 32) as usize).is_some_and(|w| w >> (id % 32) & 1 == 1) {
+                if is_set(id) {
                     bits[k / 64] |= 1 << (k % 64);
                 }
             }
