@@ -60,11 +60,54 @@ struct Cache {
 
 #[derive(Default)]
 struct Generation {
-    entries: HashMap<u128, Arc<Entry>>,
-    classified: HashMap<u128, Arc<Classified>>,
+    entries: Sharded<Arc<Entry>>,
+    classified: Sharded<Arc<Classified>>,
     /// First-byte subtrees of the trie walked from equivalent states (see [`SubtreeMemo`]).
-    subtrees: HashMap<u128, Arc<SubtreeMemo>>,
+    subtrees: Sharded<Arc<SubtreeMemo>>,
     bytes: usize,
+}
+
+/// A map from 128-bit keys split in [`SHARDS`] maps by the key's low bits, so that growing
+/// it rehashes one small shard at a time: a single map of 300k entries doubling took one
+/// mask call 20–50 ms.
+struct Sharded<V> {
+    shards: Box<[HashMap<u128, V>]>,
+}
+
+/// Shards of a [`Sharded`] map.
+const SHARDS: usize = 64;
+
+impl<V> Default for Sharded<V> {
+    fn default() -> Self {
+        Sharded { shards: (0..SHARDS).map(|_| HashMap::default()).collect() }
+    }
+}
+
+impl<V> Sharded<V> {
+    #[inline]
+    fn shard(&self, key: &u128) -> &HashMap<u128, V> {
+        &self.shards[*key as usize % SHARDS]
+    }
+
+    fn get(&self, key: &u128) -> Option<&V> {
+        self.shard(key).get(key)
+    }
+
+    fn contains_key(&self, key: &u128) -> bool {
+        self.shard(key).contains_key(key)
+    }
+
+    fn insert(&mut self, key: u128, value: V) {
+        self.shards[key as usize % SHARDS].insert(key, value);
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.len()).sum()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.is_empty())
+    }
 }
 
 /// Generic lookup in both generations, promoting an `old` hit into `young`.
