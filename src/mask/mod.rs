@@ -45,6 +45,9 @@ pub struct TokenIndex {
     /// exceed it behave alike for every token, which bounds the number of distinct entries.
     max_token_len: u32,
     cache: Mutex<Cache>,
+    /// Unions of first-byte subtrees by their set of first bytes (see
+    /// [`TokenIndex::subtree_union`]).
+    unions: Mutex<HashMap<[u64; 4], Arc<[u32]>>>,
 }
 
 /// The shared mask cache, in two generations: new results go to `young`; when `young` holds
@@ -233,7 +236,14 @@ impl TokenIndex {
             // The next first-byte node.
             i = (node.end as usize).max(i + 1);
         }
-        Arc::new(TokenIndex { vocab, trie, subtree_sets, max_token_len, cache: Mutex::new(Cache::default()) })
+        Arc::new(TokenIndex {
+            vocab,
+            trie,
+            subtree_sets,
+            max_token_len,
+            cache: Mutex::new(Cache::default()),
+            unions: Mutex::new(HashMap::default()),
+        })
     }
 
     /// The tokens below first byte `byte` (see [`TokenIndex::subtree_sets`]).
@@ -774,16 +784,54 @@ impl WholeSubtrees {
     /// ORs each subtree's tokens into `always` a word at a time, then clears the exceptions
     /// (subtrees are disjoint, so nothing else set those).
     fn apply(&self, index: &TokenIndex, always: &mut [u32]) {
-        for &byte in &self.bytes {
-            for (w, &s) in always.iter_mut().zip(index.subtree_ids(byte)) {
-                *w |= s;
-            }
+        match self.bytes.as_slice() {
+            [] => {}
+            &[byte] => or_into(always, index.subtree_ids(byte)),
+            bytes => or_into(always, &index.subtree_union(bytes)),
         }
         for &id in &self.excepted {
             if let Some(w) = always.get_mut((id / 32) as usize) {
                 *w &= !(1 << (id % 32));
             }
         }
+    }
+}
+
+/// `*a |= b`, word by word.
+fn or_into(a: &mut [u32], b: &[u32]) {
+    for (w, &s) in a.iter_mut().zip(b) {
+        *w |= s;
+    }
+}
+
+/// How many unions of first-byte subtrees [`TokenIndex::subtree_union`] keeps (a bitset over
+/// the vocabulary each, 16 KB for 129k tokens). Walks that replay whole subtrees mostly
+/// replay the same sets (every byte a string body accepts), so few are needed.
+const MAX_SUBTREE_UNIONS: usize = 256;
+
+impl TokenIndex {
+    /// The tokens below any of the first bytes `bytes` (sorted, distinct), as one bitset:
+    /// computed once per set, so replaying two hundred whole subtrees is one pass over the
+    /// mask instead of two hundred.
+    fn subtree_union(&self, bytes: &[u8]) -> Arc<[u32]> {
+        let mut key = [0u64; 4];
+        for &b in bytes {
+            key[b as usize / 64] |= 1 << (b % 64);
+        }
+        if let Some(u) = self.unions.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return u;
+        }
+        let mut union = vec![0u32; self.vocab.mask_words()];
+        for &b in bytes {
+            or_into(&mut union, self.subtree_ids(b));
+        }
+        let union: Arc<[u32]> = union.into();
+        if let Ok(mut m) = self.unions.lock() {
+            if m.len() < MAX_SUBTREE_UNIONS {
+                m.insert(key, union.clone());
+            }
+        }
+        union
     }
 }
 
