@@ -2,7 +2,8 @@
 //! that the precomputation takes its shortcuts: first-byte subtrees walked for one schema are
 //! memoized and replayed for the next (as id lists, trie-position bitsets, or whole subtrees
 //! minus exceptions), and counted loops (`maxLength`, `minLength`, counted patterns) derive
-//! one entry per count from a single classification.
+//! one entry per count from a single classification, and walks through several parse
+//! stacks read their steps from the configuration table once computed.
 
 use constrain::mask::is_allowed;
 use constrain::schema::{self, Options};
@@ -75,6 +76,13 @@ fn masks_equal_what_the_matcher_accepts() {
         r#"{"type":"object","properties":{"b":{"type":"string"},"x":{"type":"integer"}},"additionalProperties":{"type":"string"}}"#,
         r#"{"type":"object","properties":{"p":{"type":"string","pattern":"^[x1a]+$"},"q":{"type":"string","pattern":"^[x1a]+$"}},
             "required":["p","q"],"additionalProperties":false}"#,
+        // Several parse stacks through most of a walk, in configurations that repeat (a
+        // pattern searched for anywhere, alternatives that stay alive together): the walk's
+        // configuration table steps them.
+        r#"{"type":"object","properties":{"s":{"type":"string","pattern":"ab"},"t":{"type":"string","pattern":"x1"}},
+            "required":["s","t"]}"#,
+        r#"{"type":"array","items":{"anyOf":[{"type":"string","pattern":"^a[ab]*$"},{"type":"string","pattern":"^[ax]+b$"},
+            {"enum":["ab","abx","b1"]},{"type":"integer"}]}}"#,
     ];
     let mut mask = vec![0u32; vocab.mask_words()];
     let mut steps = 0;

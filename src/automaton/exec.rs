@@ -381,14 +381,15 @@ impl<'p> Runner<'p> {
         Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting: false }
     }
 
-    /// Pushes a level holding just `frame` as its single top, without consuming a byte
-    /// (the mask walk materialises a state it tracked outside the runner); undone by one
+    /// Pushes a level made of `frames` (appended to the arena as they come, parents already
+    /// pointing where they should) with the stacks `tops`, without consuming a byte (the mask
+    /// walk materialises a configuration it interned); undone by one
     /// [`Recognizer::pop_bytes`].
-    pub fn push_frame_level(&mut self, frame: Frame) {
+    pub fn push_level(&mut self, frames: impl Iterator<Item = Frame>, tops: impl Iterator<Item = u32>) {
         let arena_len = self.stacks.arena.len();
-        self.stacks.arena.push(frame);
+        self.stacks.arena.extend(frames);
         let start = self.tops.len();
-        self.tops.push((self.stacks.arena.len() - 1) as u32);
+        self.tops.extend(tops);
         self.levels.push((start, arena_len));
     }
 

@@ -7,9 +7,12 @@
 //!
 //! ## How
 //!
-//! An entry is computed once by walking the vocabulary's byte trie ([`trie::ByteTrie`]) with a
-//! [`Recognizer`] started from the context: shared prefixes are fed once, and a byte that
-//! kills every stack skips its whole subtree. Each token lands in one of three classes:
+//! An entry is computed once by walking the vocabulary's byte trie ([`trie::ByteTrie`]) from
+//! the context: shared prefixes are fed once, and a byte that kills every stack skips its
+//! whole subtree. The parse state after each trie node is an interned configuration whose
+//! steps are computed once and then read from a table ([`configs`]), and a single stack that
+//! only consumes bytes (a string body) runs as a tight loop of automaton steps (`PlainRun`).
+//! Each token lands in one of three classes:
 //!
 //! - **accepted**: the context consumes the whole token;
 //! - **rejected**: it dies inside the context and never left it;
@@ -21,6 +24,7 @@
 //! Entries are keyed by structural fingerprints, so the JSON string body of every schema
 //! compiled against one tokenizer is classified once.
 
+mod configs;
 pub(crate) mod trie;
 
 use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, RELAXED};
@@ -29,6 +33,7 @@ use crate::vocab::Vocabulary;
 use crate::Limits;
 // Keys are already 128-bit hashes: a cheap hasher is enough.
 use rustc_hash::FxHashMap as HashMap;
+use configs::{Configs, State};
 use std::sync::{Arc, Mutex};
 use trie::ByteTrie;
 
@@ -338,6 +343,8 @@ impl TokenIndex {
 }
 
 thread_local! {
+    /// The configuration table of [`Classified::compute`]'s walks, kept for its buffers.
+    static CONFIGS: std::cell::RefCell<Configs> = std::cell::RefCell::new(Configs::default());
     /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
     /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
     static SPARE_BITS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -543,16 +550,17 @@ impl Classified {
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
-        let mut conds: Vec<Cond> = Vec::new();
-        // Scratch for `state_key`.
-        let mut chains: Vec<u128> = Vec::new();
-        // One entry per byte on the current path (see `Level`).
-        let mut path: Vec<Level> = Vec::new();
+        let mut stacks_keys = StacksKeys::default();
+        let mut configs = CONFIGS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        // The configuration after each byte of the current path: `path[d]` after `d` bytes.
+        let mut path: Vec<State> = vec![configs.reset(pda, &runner, relaxed.is_some())];
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
         // pending entries start). Memos need unconditional results: not with a relaxed loop.
         let use_memo = relaxed.is_none();
         let mut open_memo: Option<(u128, std::ops::Range<usize>, usize, usize)> = None;
         let mut whole = WholeSubtrees::default();
+        // Scratch for `PlainRun::walk`.
+        let mut plain_nodes: Vec<u32> = Vec::new();
         let mut i = 0usize;
         loop {
             let node = trie.nodes.get(i);
@@ -569,63 +577,24 @@ impl Classified {
                 }
             }
             let Some(node) = node else { break };
-            let parent_depth = node.depth - 1;
-            while path.len() as u32 > parent_depth {
-                if let Some(Level::Real(n)) = path.pop() {
-                    runner.pop_bytes(n as usize);
-                }
-            }
-            while crossings.last().is_some_and(|&(j, _)| j > parent_depth) {
+            let depth = node.depth;
+            path.truncate(depth as usize);
+            while crossings.last().is_some_and(|&(j, _)| j >= depth) {
                 crossings.pop();
             }
-            let depth = node.depth;
-            // Fast path: a single stack whose next node only consumes bytes needs no closure;
-            // track it outside the runner.
-            let single = match path.last() {
-                Some(&Level::Virtual { node, template }) => Some((node, template)),
-                Some(Level::Dead) => None,
-                _ => match runner.current_tops() {
-                    &[top] => Some((runner.stacks.arena[top as usize].node, top)),
-                    _ => None,
-                },
-            };
-            let mut fast = None;
-            if let Some((from, template)) = single {
-                match pda.nodes[from as usize].step(node.byte) {
-                    None => fast = Some(Level::Dead),
-                    Some(t) if pda.nodes[t as usize].is_plain() => fast = Some(Level::Virtual { node: t, template }),
-                    Some(_) => {}
-                }
+            let parent = path.last().copied().unwrap_or(State::DEAD);
+            let next = configs.step(pda, &mut runner, parent, node.byte);
+            if next.crossed() {
+                crossings.extend(configs.last_reached().iter().map(|&c| (depth, c)));
             }
-            let (alive, level) = match fast {
-                Some(level) => (!matches!(level, Level::Dead), level),
-                None => {
-                    let mut levels = 1;
-                    if let Some(&Level::Virtual { node: from, template }) = path.last() {
-                        runner.push_frame_level(Frame { node: from, ..runner.stacks.arena[template as usize] });
-                        levels += 1;
-                    }
-                    let step = runner.push_byte(node.byte);
-                    if step.reached_end {
-                        for &count in &runner.stacks.reached_counts {
-                            crossings.push((depth, Cond::of_count(count, false)));
-                        }
-                    }
-                    (step.alive, Level::Real(levels))
-                }
-            };
-            path.push(level);
-            let ids = trie.ids_at(node);
-            if alive {
+            let next = next.state();
+            if next != State::DEAD {
+                path.push(next);
+                let ids = trie.ids_at(node);
                 if !ids.is_empty() {
-                    match level {
-                        Level::Virtual { template, .. } => {
-                            alive_conds(pda, &runner.stacks.arena, &[template], relaxed.is_some(), &mut conds)
-                        }
-                        _ => alive_conds(pda, &runner.stacks.arena, runner.current_tops(), relaxed.is_some(), &mut conds),
-                    }
+                    let conds = configs.conds(next);
                     for &id in ids {
-                        for &c in &conds {
+                        for &c in conds {
                             acc.add(id, c);
                         }
                         for &(j, c) in &crossings {
@@ -638,25 +607,8 @@ impl Classified {
                 if use_memo && depth == 1 {
                     let end = node.end as usize;
                     let ids = trie.descendant_ids(i);
-                    let template;
-                    let (tops, virtual_top): (&[u32], Option<u32>) = match level {
-                        Level::Virtual { node, template: t } => {
-                            template = t;
-                            (std::slice::from_ref(&template), Some(node))
-                        }
-                        _ => (runner.current_tops(), None),
-                    };
-                    let key = state_key(
-                        pda,
-                        node_keys,
-                        &runner.stacks.arena,
-                        tops,
-                        virtual_top,
-                        &crossings,
-                        i,
-                        whole_stack,
-                        &mut chains,
-                    );
+                    let stacks = stacks_keys.get(next, pda, node_keys, &configs, &mut runner);
+                    let key = state_key(stacks, &crossings, i, whole_stack);
                     if let Some(memo) = index.subtree(key) {
                         memo.replay(node.byte, &trie.ids[ids], &mut acc, &mut whole);
                         pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
@@ -667,27 +619,21 @@ impl Classified {
                     acc.logging = true;
                     open_memo = Some((key, ids, pending.len(), acc.always_count));
                 }
+                if let Some((from, base)) = next.plain_parts() {
+                    let run = PlainRun { from, base, conds: configs.conds(next), crossings: &crossings, whole_stack };
+                    i = run.walk(trie, pda, i, &mut acc, &mut pending, &mut path, &mut plain_nodes);
+                    continue;
+                }
                 i += 1;
                 continue;
             }
             // Dead inside the context: only tokens that left it earlier can still be allowed.
             let end = node.end as usize;
-            if !crossings.is_empty() {
-                for sub in &trie.nodes[i..end] {
-                    for &id in trie.ids_at(sub) {
-                        for &(j, c) in &crossings {
-                            if j == sub.depth {
-                                // Crossed exactly at its last byte: nothing left to check.
-                                acc.add(id, c);
-                            } else if !whole_stack {
-                                pending.push((id, j, c));
-                            }
-                        }
-                    }
-                }
-            }
+            dead_subtree(trie, i, &crossings, whole_stack, &mut acc, &mut pending);
             i = end;
         }
+        configs.shrink();
+        CONFIGS.with(|c| *c.borrow_mut() = configs);
         whole.apply(index, &mut acc.always);
         let always_ids = if acc.always_ids.len() == acc.always_count { Some(acc.always_ids) } else { None };
         let max_iterations = acc
@@ -770,6 +716,105 @@ impl Classified {
     }
 }
 
+/// Every stack died at trie node `i`: the tokens of its subtree can only be allowed through
+/// a bottom crossing on the path (they left the context earlier): accepted when they end at
+/// the crossing, else pending a check against the real stack (none when the context is the
+/// whole stack: nothing can follow it).
+fn dead_subtree(
+    trie: &ByteTrie,
+    i: usize,
+    crossings: &[(u32, Cond)],
+    whole_stack: bool,
+    acc: &mut Accepted,
+    pending: &mut Vec<(u32, u32, Cond)>,
+) {
+    if crossings.is_empty() {
+        return;
+    }
+    let end = trie.nodes.get(i).map_or(i, |n| n.end as usize);
+    for sub in &trie.nodes[i..end] {
+        for &id in trie.ids_at(sub) {
+            for &(j, c) in crossings {
+                if j == sub.depth {
+                    // Crossed exactly at its last byte: nothing left to check.
+                    acc.add(id, c);
+                } else if !whole_stack {
+                    pending.push((id, j, c));
+                }
+            }
+        }
+    }
+}
+
+/// A single stack at a plain node ([`State::plain_parts`]) at some trie node: the walk of
+/// that node's subtree, while every step stays on plain nodes, needs neither configurations
+/// nor crossing bookkeeping (plain nodes cannot complete a rule), so it runs as a tight loop
+/// of one automaton step per trie node — most of the vocabulary, inside a string body.
+struct PlainRun<'a> {
+    /// The automaton node the stack is at.
+    from: u32,
+    /// The configuration whose single stack this is, with its top moved.
+    base: u32,
+    /// The conditions of the stack.
+    conds: &'a [Cond],
+    /// The bottom crossings along the path so far (all above the run).
+    crossings: &'a [(u32, Cond)],
+    whole_stack: bool,
+}
+
+impl PlainRun<'_> {
+    /// Walks the descendants of trie node `start`. Returns the index of the next node for the
+    /// general walk: the end of `start`'s subtree, or the first descendant whose step lands
+    /// on a node that is not plain (`path` then holds the state of every depth above it, as
+    /// the general walk would have left it).
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        trie: &ByteTrie,
+        pda: &Pda,
+        start: usize,
+        acc: &mut Accepted,
+        pending: &mut Vec<(u32, u32, Cond)>,
+        path: &mut Vec<State>,
+        nodes_by_depth: &mut Vec<u32>,
+    ) -> usize {
+        let Some(root) = trie.nodes.get(start) else { return start + 1 };
+        let base_depth = root.depth as usize;
+        let end = root.end as usize;
+        nodes_by_depth.clear();
+        nodes_by_depth.push(self.from);
+        let mut i = start + 1;
+        while i < end {
+            let node = &trie.nodes[i];
+            let rel = node.depth as usize - base_depth;
+            nodes_by_depth.truncate(rel);
+            let from = nodes_by_depth[rel - 1];
+            match pda.nodes[from as usize].step(node.byte) {
+                None => {
+                    dead_subtree(trie, i, self.crossings, self.whole_stack, acc, pending);
+                    i = node.end as usize;
+                }
+                Some(t) if pda.nodes[t as usize].is_plain() => {
+                    nodes_by_depth.push(t);
+                    for &id in trie.ids_at(node) {
+                        for &c in self.conds {
+                            acc.add(id, c);
+                        }
+                    }
+                    i += 1;
+                }
+                Some(_) => {
+                    // The general walk takes over at `i`, from its parent's state.
+                    let base = self.base;
+                    path.extend(nodes_by_depth[1..].iter().map(|&n| State::plain(n, base)));
+                    return i;
+                }
+            }
+        }
+        end
+    }
+}
+
 /// Replayed memos that accept their whole subtree but a few ids ([`SubtreeAccepted::AllBut`]),
 /// applied once the walk is done.
 #[derive(Default)]
@@ -842,20 +887,13 @@ const ALL_BUT_RATIO: usize = 8;
 /// Subtrees with fewer surviving tokens than this are not memoized (see [`SubtreeMemo`]).
 const MEMO_MIN_SURVIVORS: usize = 32;
 
-/// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
-/// `trie_node`: every stack as the node keys (and loop counts) of its frames, order-free,
-/// plus the bottom crossings so far and whether the context is the whole stack. Equal keys
-/// walk the node's subtree identically.
-#[allow(clippy::too_many_arguments)]
-fn state_key(
+/// Identifies the stacks of a parse state for [`state_key`]: every stack as the node keys
+/// (and loop counts) of its frames, order-free.
+fn stacks_key(
     pda: &Pda,
     node_keys: &crate::matcher::NodeKeys,
     arena: &[Frame],
     tops: &[u32],
-    virtual_top: Option<u32>,
-    crossings: &[(u32, Cond)],
-    trie_node: usize,
-    whole_stack: bool,
     chains: &mut Vec<u128>,
 ) -> u128 {
     use crate::automaton::build::Hasher128;
@@ -863,26 +901,63 @@ fn state_key(
     chains.extend(tops.iter().map(|&top| {
         let mut h = Hasher128::new();
         let mut f = top;
-        let mut first = true;
         while f != BOTTOM {
             let fr = arena[f as usize];
-            let node = if first { virtual_top.unwrap_or(fr.node) } else { fr.node };
-            first = false;
-            h.add(&(node_keys.get(pda, node), fr.count));
+            h.add(&(node_keys.get(pda, fr.node), fr.count));
             f = fr.parent;
         }
         h.finish128()
     }));
     chains.sort_unstable();
     chains.dedup();
-    let mut h = Hasher128::new();
-    h.add(chains.as_slice());
+    crate::automaton::build::hash128(chains.as_slice())
+}
+
+/// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
+/// `trie_node`: its stacks ([`stacks_key`]), plus the bottom crossings so far and whether the
+/// context is the whole stack. Equal keys walk the node's subtree identically.
+fn state_key(stacks: u128, crossings: &[(u32, Cond)], trie_node: usize, whole_stack: bool) -> u128 {
+    let mut h = crate::automaton::build::Hasher128::new();
+    h.add(&stacks);
     h.add(&crossings.len());
     for &(j, _) in crossings {
         h.add(&j);
     }
     h.add(&(trie_node as u64, whole_stack));
     h.finish128()
+}
+
+/// The [`stacks_key`] of the few states a walk meets at depth 1 (most first bytes lead to
+/// the same one or two), so that each is hashed once.
+#[derive(Default)]
+struct StacksKeys {
+    known: Vec<(State, u128)>,
+    chains: Vec<u128>,
+}
+
+impl StacksKeys {
+    /// Only this many states are remembered; later ones are hashed every time.
+    const MAX: usize = 16;
+
+    fn get(
+        &mut self,
+        state: State,
+        pda: &Pda,
+        node_keys: &crate::matcher::NodeKeys,
+        configs: &Configs,
+        runner: &mut Runner,
+    ) -> u128 {
+        if let Some(&(_, key)) = self.known.iter().find(|(s, _)| *s == state) {
+            return key;
+        }
+        configs.materialize(state, runner);
+        let key = stacks_key(pda, node_keys, &runner.stacks.arena, runner.current_tops(), &mut self.chains);
+        runner.pop_bytes(1);
+        if self.known.len() < Self::MAX {
+            self.known.push((state, key));
+        }
+        key
+    }
 }
 
 impl SubtreeMemo {
@@ -968,43 +1043,6 @@ impl Accepted {
             }
         } else {
             self.conditional.push((id, c));
-        }
-    }
-}
-
-/// One byte of the path in [`Classified::compute`]'s trie walk.
-#[derive(Clone, Copy, Debug)]
-enum Level {
-    /// Pushed `n` levels onto the runner.
-    Real(u32),
-    /// A single stack at a plain `node`, tracked outside the runner: the stack is the
-    /// runner's frame `template` with its node replaced.
-    Virtual { node: u32, template: u32 },
-    /// Every stack died on this byte.
-    Dead,
-}
-
-/// The conditions under which stacks with these tops are valid: for each top, the first
-/// frame below it that carries the relaxed count decides.
-fn alive_conds(pda: &Pda, arena: &[Frame], tops: &[u32], relaxed: bool, out: &mut Vec<Cond>) {
-    out.clear();
-    if !relaxed {
-        out.push(Cond::Always);
-        return;
-    }
-    for &top in tops {
-        let mut f = top;
-        let mut cond = Cond::Always;
-        while f != BOTTOM {
-            let fr = arena[f as usize];
-            if fr.count & RELAXED != 0 {
-                cond = Cond::of_count(fr.count, pda.nodes[fr.node as usize].repeat.is_some());
-                break;
-            }
-            f = fr.parent;
-        }
-        if !out.contains(&cond) {
-            out.push(cond);
         }
     }
 }
