@@ -251,10 +251,11 @@ impl Configs {
             Kind::Config(c) => {
                 let row = self.configs[c as usize].row;
                 let e = if row != NO_ROW { self.table[row as usize * 256 + byte as usize] } else { UNKNOWN };
-                if e != UNKNOWN && e & REACHED == 0 {
-                    return State::pack(self.decode(c, byte, e).0);
+                if e == UNKNOWN {
+                    self.step_config(pda, runner, c, byte)
+                } else {
+                    self.decode(c, byte, e)
                 }
-                self.step_config(pda, runner, c, byte)
             }
             Kind::Dead => return State::DEAD,
         };
@@ -277,15 +278,9 @@ impl Configs {
         (Kind::of(e & !REACHED), reached)
     }
 
+    /// Computes the step `(c, byte)` the table does not hold yet, and stores it.
     #[cold]
     fn step_config(&mut self, pda: &Pda, runner: &mut Runner, c: ConfigId, byte: u8) -> (Kind, Range<u32>) {
-        let row = self.configs[c as usize].row;
-        if row != NO_ROW {
-            let e = self.table[row as usize * 256 + byte as usize];
-            if e != UNKNOWN {
-                return self.decode(c, byte, e);
-            }
-        }
         let e = match self.quick_step(pda, runner, c, byte) {
             Some(e) => e,
             None => {
@@ -323,7 +318,7 @@ impl Configs {
         let tops = &self.tops[config.tops.start as usize..config.tops.end as usize];
         let mut moving = None;
         for &top in tops {
-            let frame = self.frame(runner, c, top);
+            let frame = self.frame(runner, config.frames.start as usize, top);
             if let Some(t) = pda.nodes[frame.node as usize].step(byte) {
                 if moving.is_some() {
                     return None;
@@ -340,13 +335,14 @@ impl Configs {
         }
     }
 
-    /// Frame `f` (a context frame, or a stored frame of configuration `c`).
+    /// Frame `f`: a context frame, or a stored frame of the configuration whose frames start
+    /// at `frames_start`.
     #[inline]
-    fn frame(&self, runner: &Runner, c: ConfigId, f: u32) -> Frame {
+    fn frame(&self, runner: &Runner, frames_start: usize, f: u32) -> Frame {
         if f < self.base_len {
             runner.stacks.arena[f as usize]
         } else {
-            self.frames[(self.configs[c as usize].frames.start + f - self.base_len) as usize]
+            self.frames[frames_start + (f - self.base_len) as usize]
         }
     }
 
@@ -467,13 +463,11 @@ impl Configs {
             self.conds.push(Cond::Always);
             return;
         }
-        let base = self.base_len;
-        let arena = &runner.stacks.arena;
         for &top in &self.tops[tops_start..] {
             let mut f = top;
             let mut cond = Cond::Always;
             while f != BOTTOM {
-                let fr = if f < base { arena[f as usize] } else { self.frames[frames_start + (f - base) as usize] };
+                let fr = self.frame(runner, frames_start, f);
                 if fr.count & RELAXED != 0 {
                     cond = Cond::of_count(fr.count, pda.nodes[fr.node as usize].repeat.is_some());
                     break;

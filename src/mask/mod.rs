@@ -92,21 +92,22 @@ impl<V> Default for Sharded<V> {
 }
 
 impl<V> Sharded<V> {
+    /// The shard holding `key`.
     #[inline]
-    fn shard(&self, key: &u128) -> &HashMap<u128, V> {
-        &self.shards[*key as usize % SHARDS]
+    fn shard_of(key: &u128) -> usize {
+        *key as usize % SHARDS
     }
 
     fn get(&self, key: &u128) -> Option<&V> {
-        self.shard(key).get(key)
+        self.shards[Self::shard_of(key)].get(key)
     }
 
     fn contains_key(&self, key: &u128) -> bool {
-        self.shard(key).contains_key(key)
+        self.shards[Self::shard_of(key)].contains_key(key)
     }
 
     fn insert(&mut self, key: u128, value: V) {
-        self.shards[key as usize % SHARDS].insert(key, value);
+        self.shards[Self::shard_of(&key)].insert(key, value);
     }
 
     fn len(&self) -> usize {
@@ -843,6 +844,7 @@ impl WholeSubtrees {
 }
 
 /// `*a |= b`, word by word.
+#[inline]
 fn or_into(a: &mut [u32], b: &[u32]) {
     for (w, &s) in a.iter_mut().zip(b) {
         *w |= s;
@@ -1093,11 +1095,7 @@ impl TokenSet {
                     set_bit(mask, id);
                 }
             }
-            TokenSet::Bits(bits) => {
-                for (m, b) in mask.iter_mut().zip(bits.iter()) {
-                    *m |= *b;
-                }
-            }
+            TokenSet::Bits(bits) => or_into(mask, bits),
         }
     }
 
