@@ -349,6 +349,10 @@ thread_local! {
     /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
     /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
     static SPARE_BITS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The conditional list of the last walk that indexed it ([`ByCount`]), kept for its
+    /// buffer: a `maxLength` string lists most of the vocabulary (2 MB), and growing a fresh
+    /// one faults in its pages every time.
+    static SPARE_CONDITIONAL: std::cell::RefCell<Vec<(u32, Cond)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A zeroed bitset of `words` words, the spare one when it fits.
@@ -428,13 +432,21 @@ pub(crate) struct Classified {
     /// The ids of `always` as a list, when few (see [`Accepted::always_ids`]).
     always_ids: Option<Vec<u32>>,
     /// Tokens the context consumes whole only under a condition on the count.
-    accepted: Vec<(u32, Cond)>,
+    conditional: Conditional,
     /// Stack-dependent tokens: (id, offset of the suffix, when).
     pending: Vec<(u32, u32, Cond)>,
     /// The largest number of loop iterations any condition above counts (0 without any).
     max_iterations: u32,
-    /// `accepted` arranged for cheap derivation, when it is long (see [`ByCount`]).
-    by_count: Option<ByCount>,
+}
+
+/// The conditionally accepted tokens of a [`Classified`], in the form that derives an
+/// entry cheaply.
+#[derive(Debug)]
+enum Conditional {
+    /// Few: (id, when), each tested for the count.
+    List(Vec<(u32, Cond)>),
+    /// Many (inside a `maxLength` string nearly every token): see [`ByCount`].
+    ByCount(ByCount),
 }
 
 /// The conditional tokens of a [`Classified`] arranged so that deriving the accepted set for
@@ -462,15 +474,30 @@ struct ByCount {
 const ONLY_EXITS: u32 = u32::MAX;
 
 impl ByCount {
+    /// Arranges `conditional` (id, when) over the unconditional set `always`. Linear when the
+    /// conditions of each token are adjacent, as the walk adds them (a token sits at one trie
+    /// node); otherwise they are sorted by id first.
     fn new(always: &[u32], conditional: &[(u32, Cond)]) -> ByCount {
-        let mut sorted: Vec<(u32, Cond)> =
-            conditional.iter().copied().filter(|&(id, _)| !is_allowed(always, crate::TokenId(id))).collect();
-        sorted.sort_unstable_by_key(|&(id, _)| id);
+        if conditions_adjacent(always.len(), conditional) {
+            Self::from_adjacent(always, conditional)
+        } else {
+            let mut sorted = conditional.to_vec();
+            sorted.sort_unstable_by_key(|&(id, _)| id);
+            Self::from_adjacent(always, &sorted)
+        }
+    }
+
+    /// [`ByCount::new`] when each token's conditions are adjacent in `conditional`.
+    fn from_adjacent(always: &[u32], conditional: &[(u32, Cond)]) -> ByCount {
         let mut all = always.to_vec();
         let mut candidates = Vec::new();
         let mut exits = Vec::new();
-        for group in sorted.chunk_by(|a, b| a.0 == b.0) {
+        let mut top = 0;
+        for group in conditional.chunk_by(|a, b| a.0 == b.0) {
             let id = group[0].0;
+            if is_allowed(always, crate::TokenId(id)) {
+                continue;
+            }
             set_bit(&mut all, id);
             let start = exits.len() as u32;
             let mut inside = ONLY_EXITS;
@@ -482,14 +509,16 @@ impl ByCount {
                     Cond::Always => inside = 0,
                 }
             }
+            if inside != ONLY_EXITS {
+                top = top.max(inside);
+            }
             candidates.push((inside, id, start, exits.len() as u32));
         }
-        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
         let all_count = all.iter().map(|w| w.count_ones() as usize).sum();
         ByCount {
             all: all.into_boxed_slice(),
             all_count,
-            candidates: candidates.into_boxed_slice(),
+            candidates: by_decreasing_inside(candidates, top),
             exits: exits.into_boxed_slice(),
         }
     }
@@ -520,6 +549,39 @@ impl ByCount {
     }
 }
 
+/// Whether every token's conditions in `conditional` are adjacent (tokens below `words` × 32).
+fn conditions_adjacent(words: usize, conditional: &[(u32, Cond)]) -> bool {
+    let mut seen = vec![0u32; words];
+    conditional.chunk_by(|a, b| a.0 == b.0).all(|group| {
+        let id = group[0].0;
+        let fresh = !is_allowed(&seen, crate::TokenId(id));
+        set_bit(&mut seen, id);
+        fresh
+    })
+}
+
+/// `candidates` of [`ByCount`] ordered by decreasing `Inside` iteration number
+/// ([`ONLY_EXITS`] first), none above `top`: a counting sort, as the numbers are token
+/// lengths at most.
+fn by_decreasing_inside(candidates: Vec<(u32, u32, u32, u32)>, top: u32) -> Box<[(u32, u32, u32, u32)]> {
+    // Bucket 0 holds ONLY_EXITS, bucket 1 + (top - k) the number k.
+    let bucket = |inside: u32| if inside == ONLY_EXITS { 0 } else { 1 + (top - inside) as usize };
+    let mut starts = vec![0usize; top as usize + 3];
+    for c in &candidates {
+        starts[bucket(c.0) + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut sorted = vec![(0, 0, 0, 0); candidates.len()];
+    for c in candidates {
+        let slot = &mut starts[bucket(c.0)];
+        sorted[*slot] = c;
+        *slot += 1;
+    }
+    sorted.into_boxed_slice()
+}
+
 impl Classified {
     /// Walks the vocabulary trie from the context (frames bottom first); the frame at
     /// `relaxed` (a loop) runs with its bounds ignored and its iterations counted.
@@ -544,7 +606,7 @@ impl Classified {
             always: zeroed_bits(index.vocab.mask_words()),
             always_count: 0,
             always_ids: Vec::new(),
-            conditional: Vec::new(),
+            conditional: SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut())),
             log: Vec::new(),
             logging: false,
         };
@@ -645,17 +707,18 @@ impl Classified {
             .map(Cond::iterations)
             .max()
             .unwrap_or(0);
-        // Short lists are filtered directly; long ones pay for an index once.
-        let by_count = (acc.conditional.len() > acc.always.len()).then(|| ByCount::new(&acc.always, &acc.conditional));
-        Classified {
-            always: acc.always,
-            always_count: acc.always_count,
-            always_ids,
-            accepted: acc.conditional,
-            pending,
-            max_iterations,
-            by_count,
-        }
+        // Short lists are filtered directly; long ones pay for an index once, and the list's
+        // buffer serves the next walk.
+        let conditional = if acc.conditional.len() > acc.always.len() {
+            let by_count = ByCount::new(&acc.always, &acc.conditional);
+            let mut spare = acc.conditional;
+            spare.clear();
+            SPARE_CONDITIONAL.with(|s| *s.borrow_mut() = spare);
+            Conditional::ByCount(by_count)
+        } else {
+            Conditional::List(acc.conditional)
+        };
+        Classified { always: acc.always, always_count: acc.always_count, always_ids, conditional, pending, max_iterations }
     }
 
     /// A key shared by every count of `r`'s loop that derives the same entry: a condition
@@ -681,17 +744,21 @@ impl Classified {
                 .filter(|(_, _, c)| c.holds(relaxed))
                 .map(|&(id, j, _)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id)),
         );
-        let accepted = match (&self.by_count, relaxed) {
-            (Some(by_count), Some(r)) => by_count.accepted(r),
-            _ => self.accepted_filtered(relaxed),
-        };
-        Entry { accepted, suffixes }
+        Entry { accepted: self.accepted(relaxed), suffixes }
     }
 
-    /// The accepted set for `relaxed`'s count by testing every conditional token.
-    fn accepted_filtered(&self, relaxed: Option<RelaxedLoop>) -> TokenSet {
-        let conditional = self.accepted.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
-        TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect())
+    /// The accepted set for `relaxed`'s count (every condition holds without one).
+    fn accepted(&self, relaxed: Option<RelaxedLoop>) -> TokenSet {
+        match (&self.conditional, relaxed) {
+            (Conditional::List(list), _) => {
+                let conditional = list.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
+                TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect())
+            }
+            (Conditional::ByCount(by_count), Some(r)) => by_count.accepted(r),
+            (Conditional::ByCount(by_count), None) => {
+                TokenSet::from_bits_and_ids(&by_count.all, by_count.all_count, None, Vec::new())
+            }
+        }
     }
 
     /// Clears the bitset and keeps it as the thread's spare (see [`zeroed_bits`]).
@@ -711,9 +778,11 @@ impl Classified {
     fn memory_usage(&self) -> usize {
         self.always.len() * 4
             + self.always_ids.as_ref().map_or(0, |v| v.len() * 4)
-            + self.accepted.len() * std::mem::size_of::<(u32, Cond)>()
+            + match &self.conditional {
+                Conditional::List(list) => list.len() * std::mem::size_of::<(u32, Cond)>(),
+                Conditional::ByCount(by_count) => by_count.memory_usage(),
+            }
             + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
-            + self.by_count.as_ref().map_or(0, ByCount::memory_usage)
     }
 }
 
@@ -1238,24 +1307,31 @@ mod tests {
             // As the walk produces them: `Always` conditions are in the bitset.
             let conditional: Vec<(u32, Cond)> = conditional.into_iter().filter(|&(_, c)| c != Cond::Always).collect();
             let always_count = bits.iter().map(|w| w.count_ones() as usize).sum();
-            let classified = Classified {
-                by_count: Some(ByCount::new(&bits, &conditional)),
-                always: bits,
+            let classified = |conditional| Classified {
+                always: bits.clone(),
                 always_count,
                 always_ids: None,
-                accepted: conditional,
+                conditional,
                 pending: Vec::new(),
                 max_iterations: 7,
             };
+            let listed = classified(Conditional::List(conditional.clone()));
+            // Both ways of building the index: the conditions as generated (a token's may be
+            // apart) and grouped by token, as the walk adds them (the linear path).
+            let mut grouped = conditional.clone();
+            grouped.sort_by_key(|&(id, _)| id);
+            prop_assert!(conditions_adjacent(words, &grouped));
+            let indexed = [&conditional, &grouped].map(|c| classified(Conditional::ByCount(ByCount::new(&bits, c))));
             let max = span.map_or(crate::automaton::UNBOUNDED, |s| min + s);
             let mut by_class: HashMap<u128, Vec<u32>> = HashMap::default();
             for count in 0..=min + span.unwrap_or(12) {
                 let r = RelaxedLoop { context_index: 0, count, min, max };
-                let by_count = classified.by_count.as_ref().map(|b| b.accepted(r));
-                let filtered = ids_of(&classified.accepted_filtered(Some(r)), words);
-                prop_assert_eq!(by_count.map(|s| ids_of(&s, words)), Some(filtered.clone()), "count {}", count);
+                let filtered = ids_of(&listed.accepted(Some(r)), words);
+                for by_count in &indexed {
+                    prop_assert_eq!(ids_of(&by_count.accepted(Some(r)), words), filtered.clone(), "count {}", count);
+                }
                 // Counts of one class share an entry: they must derive the same set.
-                let class = by_class.entry(classified.count_class_key(7, r)).or_insert_with(|| filtered.clone());
+                let class = by_class.entry(listed.count_class_key(7, r)).or_insert_with(|| filtered.clone());
                 prop_assert_eq!(&*class, &filtered, "count {} shares a class with another set", count);
             }
         }
