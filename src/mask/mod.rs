@@ -349,7 +349,7 @@ thread_local! {
     /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
     /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
     static SPARE_BITS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The conditional list of the last walk that indexed it ([`ByCount`]), kept for its
+    /// The conditional list of the last walk, emptied and kept for its
     /// buffer: a `maxLength` string lists most of the vocabulary (2 MB), and growing a fresh
     /// one faults in its pages every time.
     static SPARE_CONDITIONAL: std::cell::RefCell<Vec<(u32, Cond)>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -707,17 +707,17 @@ impl Classified {
             .map(Cond::iterations)
             .max()
             .unwrap_or(0);
-        // Short lists are filtered directly; long ones pay for an index once, and the list's
+        // Short lists are filtered directly; long ones pay for an index once. The list's
         // buffer serves the next walk.
         let conditional = if acc.conditional.len() > acc.always.len() {
-            let by_count = ByCount::new(&acc.always, &acc.conditional);
-            let mut spare = acc.conditional;
-            spare.clear();
-            SPARE_CONDITIONAL.with(|s| *s.borrow_mut() = spare);
-            Conditional::ByCount(by_count)
+            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional))
         } else {
-            Conditional::List(acc.conditional)
+            // A copy the size of the list: the buffer may have grown large in an earlier walk.
+            Conditional::List(acc.conditional.clone())
         };
+        let mut spare = acc.conditional;
+        spare.clear();
+        SPARE_CONDITIONAL.with(|s| *s.borrow_mut() = spare);
         Classified { always: acc.always, always_count: acc.always_count, always_ids, conditional, pending, max_iterations }
     }
 
