@@ -797,12 +797,18 @@ impl Pda {
 
     /// Gives nodes with many byte edges a byte-indexed target table (see [`Node::dense`]).
     fn add_dense_tables(&mut self) {
+        // Ids must leave the flag bit free (an automaton this large never fits in memory).
+        if self.nodes.len() >= super::PLAIN_TARGET as usize {
+            return;
+        }
+        let plain: Vec<bool> = self.nodes.iter().map(Node::is_plain).collect();
         for node in &mut self.nodes {
             if node.bytes.len() > super::DENSE_MIN_EDGES {
                 let mut table = Box::new([super::NO_TARGET; 256]);
                 for e in node.bytes.iter() {
+                    let flag = if plain.get(e.target as usize) == Some(&true) { super::PLAIN_TARGET } else { 0 };
                     for b in e.lo..=e.hi {
-                        table[b as usize] = e.target;
+                        table[b as usize] = e.target | flag;
                     }
                 }
                 node.dense = Some(table);

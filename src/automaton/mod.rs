@@ -79,13 +79,17 @@ pub(crate) struct Node {
     /// Set on the single node of a loop rule.
     pub repeat: Option<Loop>,
     /// For nodes with many byte edges (string bodies, UTF-8 lead bytes): the target of every
-    /// byte (`NO_TARGET` for none), so the mask walk's hottest step is one load instead of
-    /// a binary search.
+    /// byte (`NO_TARGET` for none, [`PLAIN_TARGET`] set when the target is plain), so the
+    /// mask walk's hottest step is one load instead of a binary search.
     pub dense: Option<Box<[u32; 256]>>,
 }
 
 /// In [`Node::dense`]: no edge for this byte.
 pub(crate) const NO_TARGET: u32 = u32::MAX;
+
+/// In [`Node::dense`]: set on an entry whose target [`Node::is_plain`] (node ids stay far
+/// below it: see [`crate::Limits::max_automaton_states`]).
+pub(crate) const PLAIN_TARGET: u32 = 1 << 31;
 
 /// Nodes with more byte edges than this get a [`Node::dense`] table.
 pub(crate) const DENSE_MIN_EDGES: usize = 8;
@@ -103,7 +107,7 @@ impl Node {
     pub fn step(&self, byte: u8) -> Option<u32> {
         if let Some(dense) = &self.dense {
             let t = dense[byte as usize];
-            return if t == NO_TARGET { None } else { Some(t) };
+            return if t == NO_TARGET { None } else { Some(t & !PLAIN_TARGET) };
         }
         let e = &self.bytes;
         if e.len() <= DENSE_MIN_EDGES {
@@ -123,6 +127,19 @@ impl Node {
                 _ => None,
             }
         }
+    }
+
+    /// [`Node::step`] and whether the target [`Node::is_plain`]: read from the dense table
+    /// when the node has one, so the mask walk's hottest step (a string body) loads no second
+    /// node. `nodes` is the automaton's node list.
+    #[inline]
+    pub fn step_to_plain(&self, byte: u8, nodes: &[Node]) -> Option<(u32, bool)> {
+        if let Some(dense) = &self.dense {
+            let t = dense[byte as usize];
+            return if t == NO_TARGET { None } else { Some((t & !PLAIN_TARGET, t & PLAIN_TARGET != 0)) };
+        }
+        let t = self.step(byte)?;
+        Some((t, nodes.get(t as usize).is_some_and(Node::is_plain)))
     }
 }
 
@@ -248,6 +265,26 @@ mod tests {
         let mut b = GrammarBuilder::new();
         let root = build(&mut b);
         Pda::build(&b.build(root).unwrap(), &Limits::default())
+    }
+
+    /// The dense tables' plain flag says what `is_plain` of the target says, and `step`
+    /// never sees the flag: checked on a JSON string body (dense nodes whose targets are
+    /// plain and not: the closing quote) for every node and byte.
+    #[test]
+    fn dense_steps_flag_plain_targets() {
+        let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).unwrap();
+        let p = Pda::build(&grammar, &Limits::default()).unwrap();
+        let mut flagged = 0;
+        for node in p.nodes.iter() {
+            for byte in 0..=255u8 {
+                let expected = node.step(byte).map(|t| (t, p.nodes[t as usize].is_plain()));
+                assert_eq!(node.step_to_plain(byte, &p.nodes), expected);
+                assert!(node.step(byte).is_none_or(|t| (t as usize) < p.nodes.len()));
+                flagged += usize::from(node.dense.is_some() && expected.is_some_and(|(_, plain)| plain));
+            }
+        }
+        assert!(flagged > 0, "no dense step onto a plain node: the test checks nothing");
     }
 
     #[test]

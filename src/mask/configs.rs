@@ -243,9 +243,9 @@ impl Configs {
     #[inline]
     pub fn step(&mut self, pda: &Pda, runner: &mut Runner, state: State, byte: u8) -> State {
         let (next, reached) = match state.unpack() {
-            Kind::Plain { node, base } => match pda.nodes[node as usize].step(byte) {
+            Kind::Plain { node, base } => match pda.nodes[node as usize].step_to_plain(byte, &pda.nodes) {
                 None => return State::DEAD,
-                Some(t) if pda.nodes[t as usize].is_plain() => return State::pack(Kind::Plain { node: t, base }),
+                Some((t, true)) => return State::pack(Kind::Plain { node: t, base }),
                 Some(_) => self.step_plain_exit(pda, runner, node, base, byte),
             },
             Kind::Config(c) => {

@@ -859,12 +859,12 @@ impl PlainRun<'_> {
             let rel = node.depth as usize - base_depth;
             nodes_by_depth.truncate(rel);
             let from = nodes_by_depth[rel - 1];
-            match pda.nodes[from as usize].step(node.byte) {
+            match pda.nodes[from as usize].step_to_plain(node.byte, &pda.nodes) {
                 None => {
                     dead_subtree(trie, i, self.crossings, self.whole_stack, acc, pending);
                     i = node.end as usize;
                 }
-                Some(t) if pda.nodes[t as usize].is_plain() => {
+                Some((t, true)) => {
                     nodes_by_depth.push(t);
                     for &id in trie.ids_at(node) {
                         for &c in self.conds {
