@@ -6,7 +6,7 @@ use crate::grammar::{Expr, Grammar};
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::rc::Rc;
 
 /// Deepest expression nesting accepted (guards the recursive construction).
@@ -902,42 +902,30 @@ impl Callers {
     }
 }
 
-/// A streaming form of [`hash128`]: the two differently keyed SipHash states fed together,
-/// for keys built from many parts without collecting them first.
-pub(crate) struct Hasher128 {
-    a: std::collections::hash_map::DefaultHasher,
-    b: std::collections::hash_map::DefaultHasher,
-}
+/// A streaming form of [`hash128`], for keys built from many parts without collecting them
+/// first.
+pub(crate) struct Hasher128(xxhash_rust::xxh3::Xxh3);
 
 impl Hasher128 {
     /// A hasher with nothing fed yet.
     pub(crate) fn new() -> Self {
-        let mut a = std::collections::hash_map::DefaultHasher::new();
-        0xA5A5u16.hash(&mut a);
-        let mut b = std::collections::hash_map::DefaultHasher::new();
-        0x5A5Au16.hash(&mut b);
-        Hasher128 { a, b }
+        Hasher128(xxhash_rust::xxh3::Xxh3::new())
     }
 
-    /// Feeds `x` to both states.
+    /// Feeds `x`.
     pub(crate) fn add<T: Hash + ?Sized>(&mut self, x: &T) {
-        x.hash(&mut self.a);
-        x.hash(&mut self.b);
+        x.hash(&mut self.0);
     }
 
     /// The 128-bit hash of what was fed.
     pub(crate) fn finish128(&self) -> u128 {
-        ((self.a.finish() as u128) << 64) | self.b.finish() as u128
+        self.0.digest128()
     }
 }
 
-/// A 128-bit hash from two differently keyed SipHash runs (deterministic within a process).
+/// A 128-bit hash (XXH3-128, the same in every process) of `x`.
 pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
-    let mut a = std::collections::hash_map::DefaultHasher::new();
-    0xA5A5u16.hash(&mut a);
-    x.hash(&mut a);
-    let mut b = std::collections::hash_map::DefaultHasher::new();
-    0x5A5Au16.hash(&mut b);
-    x.hash(&mut b);
-    ((a.finish() as u128) << 64) | b.finish() as u128
+    let mut h = Hasher128::new();
+    h.add(x);
+    h.finish128()
 }

@@ -128,8 +128,10 @@ impl NodeKeys {
 /// rule, numbering them in visit order, hashed with their edges.
 fn node_key(pda: &Pda, start: u32) -> u128 {
     use crate::automaton::build::hash128;
-    // (node, BFS number), at most MAX_CANONICAL_NODES + a few entries: a linear scan is fine.
+    // Nodes in BFS order, and each one's number.
     let mut order: Vec<u32> = vec![start];
+    let mut number: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
+    number.insert(start, 0);
     let mut buf: Vec<u64> = Vec::new();
     let mut k = 0;
     while k < order.len() {
@@ -139,14 +141,11 @@ fn node_key(pda: &Pda, start: u32) -> u128 {
         }
         let node = &pda.nodes[order[k] as usize];
         k += 1;
-        let visit = |t: u32, order: &mut Vec<u32>| -> u64 {
-            match order.iter().position(|&o| o == t) {
-                Some(n) => n as u64,
-                None => {
-                    order.push(t);
-                    order.len() as u64 - 1
-                }
-            }
+        let mut visit = |t: u32, order: &mut Vec<u32>| -> u64 {
+            *number.entry(t).or_insert_with(|| {
+                order.push(t);
+                order.len() as u64 - 1
+            })
         };
         buf.push(0xF1 + node.is_final as u64);
         for e in node.bytes.iter() {
