@@ -349,9 +349,9 @@ thread_local! {
     /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
     /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
     static SPARE_BITS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The conditional list of the last walk, emptied and kept for its
-    /// buffer: a `maxLength` string lists most of the vocabulary (2 MB), and growing a fresh
-    /// one faults in its pages every time.
+    /// The conditional list of the last walk, emptied and kept for its buffer: a `maxLength`
+    /// string lists most of the vocabulary (2 MB), and growing a fresh one faults in its
+    /// pages every time.
     static SPARE_CONDITIONAL: std::cell::RefCell<Vec<(u32, Cond)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -549,6 +549,9 @@ impl ByCount {
     }
 }
 
+/// The largest iteration number [`by_decreasing_inside`] buckets.
+const MAX_COUNTING_SORT: usize = 1 << 16;
+
 /// Whether every token's conditions in `conditional` are adjacent (tokens below `words` × 32).
 fn conditions_adjacent(words: usize, conditional: &[(u32, Cond)]) -> bool {
     let mut seen = vec![0u32; words];
@@ -562,8 +565,12 @@ fn conditions_adjacent(words: usize, conditional: &[(u32, Cond)]) -> bool {
 
 /// `candidates` of [`ByCount`] ordered by decreasing `Inside` iteration number
 /// ([`ONLY_EXITS`] first), none above `top`: a counting sort, as the numbers are token
-/// lengths at most.
-fn by_decreasing_inside(candidates: Vec<(u32, u32, u32, u32)>, top: u32) -> Box<[(u32, u32, u32, u32)]> {
+/// lengths at most (a comparison sort past [`MAX_COUNTING_SORT`]).
+fn by_decreasing_inside(mut candidates: Vec<(u32, u32, u32, u32)>, top: u32) -> Box<[(u32, u32, u32, u32)]> {
+    if top as usize > MAX_COUNTING_SORT {
+        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+        return candidates.into_boxed_slice();
+    }
     // Bucket 0 holds ONLY_EXITS, bucket 1 + (top - k) the number k.
     let bucket = |inside: u32| if inside == ONLY_EXITS { 0 } else { 1 + (top - inside) as usize };
     let mut starts = vec![0usize; top as usize + 3];
@@ -1289,6 +1296,19 @@ mod tests {
         let mut mask = vec![0u32; words];
         set.add_to(&mut mask);
         (0..words as u32 * 32).filter(|&id| mask[(id / 32) as usize] >> (id % 32) & 1 == 1).collect()
+    }
+
+    /// Candidates come out with `ONLY_EXITS` first, then by decreasing iteration number,
+    /// whether counted into buckets or, past the bucket bound, sorted.
+    #[test]
+    fn candidates_by_decreasing_inside() {
+        for top in [5, MAX_COUNTING_SORT as u32 + 1] {
+            let insides = [3, ONLY_EXITS, 0, top, 3, 1, ONLY_EXITS];
+            let candidates: Vec<_> = insides.iter().enumerate().map(|(k, &i)| (i, k as u32, 0, 0)).collect();
+            let sorted = by_decreasing_inside(candidates, top);
+            let got: Vec<u32> = sorted.iter().map(|c| c.0).collect();
+            assert_eq!(got, [ONLY_EXITS, ONLY_EXITS, top, 3, 3, 1, 0], "top {top}");
+        }
     }
 
     proptest! {
