@@ -699,7 +699,11 @@ impl Classified {
             }
             // Dead inside the context: only tokens that left it earlier can still be allowed.
             let end = node.end as usize;
-            dead_subtree(trie, i, &crossings, whole_stack, &mut acc, &mut pending);
+            // Without a crossing, nothing below is allowed (checked here: a walk meets a
+            // million dead subtrees, and most have no crossing above).
+            if !crossings.is_empty() {
+                dead_subtree(trie, i, &crossings, whole_stack, &mut acc, &mut pending);
+            }
             i = end;
         }
         configs.shrink();
@@ -868,7 +872,9 @@ impl PlainRun<'_> {
             let from = nodes_by_depth[rel - 1];
             match pda.nodes[from as usize].step_to_plain(node.byte, &pda.nodes) {
                 None => {
-                    dead_subtree(trie, i, self.crossings, self.whole_stack, acc, pending);
+                    if !self.crossings.is_empty() {
+                        dead_subtree(trie, i, self.crossings, self.whole_stack, acc, pending);
+                    }
                     i = node.end as usize;
                 }
                 Some((t, true)) => {
