@@ -72,6 +72,9 @@ struct Generation {
     classified: Sharded<Arc<Classified>>,
     /// First-byte subtrees of the trie walked from equivalent states (see [`SubtreeMemo`]).
     subtrees: Sharded<Arc<SubtreeMemo>>,
+    /// Suffix tries of entries by their list of stack-dependent tokens (see
+    /// [`TokenIndex::suffix_trie`]).
+    suffixes: Sharded<Arc<ByteTrie>>,
     bytes: usize,
 }
 
@@ -318,7 +321,7 @@ impl TokenIndex {
             cache_get!(&mut c, entries, &k, Entry::memory_usage)
         });
         let derived = shared.is_none();
-        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed)));
+        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed, limits)));
         if let Ok(mut c) = self.cache.lock() {
             let mut size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
             let store_classified = relaxed.is_some() && !c.young.classified.contains_key(&base_key);
@@ -747,15 +750,10 @@ impl Classified {
     }
 
     /// The entry for the relaxed loop's actual count (or the only entry, without one).
-    fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>) -> Entry {
-        let vocab = &index.vocab;
-        let suffixes = ByteTrie::build(
-            self.pending
-                .iter()
-                .filter(|(_, _, c)| c.holds(relaxed))
-                .map(|&(id, j, _)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id)),
-        );
-        Entry { accepted: self.accepted(relaxed), suffixes }
+    fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>, limits: &Limits) -> Entry {
+        let pending: Vec<(u32, u32)> =
+            self.pending.iter().filter(|(_, _, c)| c.holds(relaxed)).map(|&(id, j, _)| (id, j)).collect();
+        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits) }
     }
 
     /// The accepted set for `relaxed`'s count (every condition holds without one).
@@ -1080,6 +1078,29 @@ impl TokenIndex {
         c.make_room(memo.memory_usage(), limits.max_mask_cache_bytes);
         c.young.subtrees.insert(key, Arc::new(memo));
     }
+
+    /// The trie of the suffixes `token[j..]` of the stack-dependent tokens `pending` (id,
+    /// `j`), shared by every entry with the same list: lists recur across contexts (object
+    /// key positions of different schemas share their closing-quote tokens), and building
+    /// the trie sorts the list. Its bytes are accounted by the entries holding it.
+    fn suffix_trie(&self, pending: &[(u32, u32)], limits: &Limits) -> Arc<ByteTrie> {
+        if pending.is_empty() {
+            return Arc::default();
+        }
+        let key = crate::automaton::build::hash128(pending);
+        let cached = self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, suffixes, &key, |_| ALIAS_BYTES));
+        if let Some(trie) = cached {
+            return trie;
+        }
+        let vocab = &self.vocab;
+        let suffix = |&(id, j): &(u32, u32)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id);
+        let trie = Arc::new(ByteTrie::build(pending.iter().map(suffix)));
+        if let Ok(mut c) = self.cache.lock() {
+            c.make_room(ALIAS_BYTES, limits.max_mask_cache_bytes);
+            c.young.suffixes.insert(key, trie.clone());
+        }
+        trie
+    }
 }
 
 /// The accepted tokens of [`Classified::compute`]'s walk: unconditional ones in a bitset
@@ -1208,13 +1229,13 @@ pub(crate) struct Entry {
     /// Tokens the context consumes whole.
     accepted: TokenSet,
     /// Suffixes (after the context's bottom completed) to check against the real stack.
-    suffixes: ByteTrie,
+    suffixes: Arc<ByteTrie>,
 }
 
 impl Entry {
     /// An entry allowing nothing (used only if the cache lock is poisoned).
     fn empty() -> Entry {
-        Entry { accepted: TokenSet::List(Box::new([])), suffixes: ByteTrie::default() }
+        Entry { accepted: TokenSet::List(Box::new([])), suffixes: Arc::default() }
     }
 
     /// Whether some tokens depend on the stack below the context.
