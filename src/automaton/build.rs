@@ -541,11 +541,12 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
         }
         rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
     }
-    let mut pda = Pda { nodes, rules, start_rule: grammar.start().0 };
+    let mut pda = Pda { nodes, rules, start_rule: grammar.start().0, excluded: Default::default() };
     let nullable = pda.trim()?;
     pda.check_left_recursion(&nullable)?;
     pda.fingerprint();
     pda.add_dense_tables();
+    pda.excluded = super::ExcludedWords::locate(&pda, grammar.exclusions());
     Ok(pda)
 }
 

@@ -161,6 +161,89 @@ pub struct Pda {
     pub(crate) nodes: Vec<Node>,
     pub(crate) rules: Vec<RuleInfo>,
     pub(crate) start_rule: u32,
+    pub(crate) excluded: ExcludedWords,
+}
+
+/// Where the grammar's [`StringExclusion`](crate::grammar::StringExclusion) rules are in the
+/// automaton: each node reached from such a rule's start by a quote and a prefix `u` of some
+/// excluded word, with the words starting with `u`. From such a node the rule matches what
+/// a JSON string's rest matches except those words' remainders followed by a quote, which lets
+/// the mask stage derive its masks from the shared string rest's (see [`crate::mask`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ExcludedWords {
+    /// Sorted by node.
+    at: Vec<ExcludedAt>,
+    sets: Vec<ExcludedSet>,
+}
+
+/// One exclusion rule's words.
+#[derive(Clone, Debug)]
+struct ExcludedSet {
+    /// The start node of the string rest its masks derive from.
+    rest: u32,
+    /// Sorted, distinct.
+    words: Box<[Box<[u8]>]>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ExcludedAt {
+    node: u32,
+    set: u32,
+    /// Bytes of the words read to reach the node.
+    prefix: u32,
+    /// The words with that prefix: `sets[set].words[lo..hi]`.
+    lo: u32,
+    hi: u32,
+}
+
+impl ExcludedWords {
+    /// Finds the nodes of each exclusion by reading its words through the automaton.
+    pub(crate) fn locate(pda: &Pda, exclusions: &[crate::grammar::StringExclusion]) -> ExcludedWords {
+        let mut out = ExcludedWords::default();
+        for ex in exclusions {
+            let (Some(rule), Some(rest)) = (pda.rules.get(ex.rule.index()), pda.rules.get(ex.rest.index())) else {
+                continue;
+            };
+            let Some(after_quote) = pda.nodes[rule.start as usize].step(b'"') else { continue };
+            let set = out.sets.len() as u32;
+            let words = &ex.words;
+            // Words sharing a prefix are adjacent (sorted): one node per distinct prefix.
+            for (w, word) in words.iter().enumerate() {
+                let mut node = after_quote;
+                for prefix in 0..=word.len() {
+                    let shared = w > 0 && words[w - 1].get(..prefix) == word.get(..prefix);
+                    if !shared {
+                        let hi = w + words[w..].iter().take_while(|x| x.get(..prefix) == word.get(..prefix)).count();
+                        out.at.push(ExcludedAt { node, set, prefix: prefix as u32, lo: w as u32, hi: hi as u32 });
+                    }
+                    let Some(&b) = word.get(prefix) else { break };
+                    match pda.nodes[node as usize].step(b) {
+                        Some(t) => node = t,
+                        None => break,
+                    }
+                }
+            }
+            out.sets.push(ExcludedSet { rest: rest.start, words: words.clone().into_boxed_slice() });
+        }
+        // A node reached twice matches the same language each time: keep one record.
+        out.at.sort_by_key(|a| a.node);
+        out.at.dedup_by_key(|a| a.node);
+        out
+    }
+
+    /// For a node of an exclusion rule (see [`ExcludedWords`]): the start node of the string
+    /// rest it is derived from, and the remainders of the words to exclude from here.
+    pub(crate) fn at(&self, node: u32) -> Option<(u32, impl Iterator<Item = &[u8]>)> {
+        let a = self.at[self.at.binary_search_by_key(&node, |a| a.node).ok()?];
+        let set = self.sets.get(a.set as usize)?;
+        let words = set.words.get(a.lo as usize..a.hi as usize)?;
+        Some((set.rest, words.iter().map(move |w| w.get(a.prefix as usize..).unwrap_or(&[]))))
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.at.len() * std::mem::size_of::<ExcludedAt>()
+            + self.sets.iter().map(|s| s.words.iter().map(|w| w.len() + 16).sum::<usize>()).sum::<usize>()
+    }
 }
 
 impl Pda {
@@ -205,6 +288,7 @@ impl Pda {
                 })
                 .sum::<usize>()
             + self.rules.iter().map(|r| std::mem::size_of::<RuleInfo>() + r.name.len()).sum::<usize>()
+            + self.excluded.memory_usage()
     }
 
     /// A readable listing of every rule's automaton, for `constrain debug` and tests.

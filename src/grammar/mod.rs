@@ -159,6 +159,25 @@ pub struct Grammar {
     /// expression again: the total expression size and per-rule [`RuleStats`].
     size: usize,
     stats: Vec<RuleStats>,
+    /// Rules known to be a JSON string minus a few spellings (see [`StringExclusion`]).
+    exclusions: Vec<StringExclusion>,
+}
+
+/// A fact the schema compiler records about one of its rules, for the mask stage: `rule`
+/// matches a quote, then whatever `rest` matches except each of `words` followed by a closing
+/// quote (`rest` being the rest of a JSON string, closing quote included). An object key that
+/// must not be one of the declared property names is such a rule. Its masks are then derived
+/// from `rest`'s, which every schema shares, instead of walking the vocabulary again for each
+/// set of names (see [`crate::mask`]).
+///
+/// Words are printable ASCII without `"` or `\`, so each one has a single JSON spelling: its
+/// own bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StringExclusion {
+    pub rule: RuleId,
+    pub rest: RuleId,
+    /// Sorted, distinct.
+    pub words: Vec<Box<[u8]>>,
 }
 
 /// Facts about one rule's expression, found while the grammar is validated.
@@ -195,6 +214,11 @@ impl Grammar {
     /// Total expression size over all rules.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// The rules recorded as a JSON string minus a few spellings.
+    pub(crate) fn exclusions(&self) -> &[StringExclusion] {
+        &self.exclusions
     }
 
     /// Size facts about one rule's expression.
@@ -260,6 +284,7 @@ pub struct GrammarBuilder {
     /// Per base name, the suffix [`GrammarBuilder::fresh_name`] tries next, so generating
     /// thousands of `item_N` names stays linear.
     next_suffix: rustc_hash::FxHashMap<String, u32>,
+    exclusions: Vec<StringExclusion>,
 }
 
 impl GrammarBuilder {
@@ -313,6 +338,20 @@ impl GrammarBuilder {
         id
     }
 
+    /// Records that `rule` is a JSON string whose content is anything `rest` matches except
+    /// `words` (see [`StringExclusion`]). Ignored unless every word is printable ASCII without
+    /// `"` or `\`: the fact then only saves work, it never changes what the grammar matches.
+    pub(crate) fn note_exclusion(&mut self, rule: RuleId, rest: RuleId, words: &[&str]) {
+        let plain = |w: &&str| w.bytes().all(|b| (0x20..0x7F).contains(&b) && b != b'"' && b != b'\\');
+        if !words.iter().all(plain) || self.exclusions.iter().any(|e| e.rule == rule) {
+            return;
+        }
+        let mut words: Vec<Box<[u8]>> = words.iter().map(|w| w.as_bytes().into()).collect();
+        words.sort_unstable();
+        words.dedup();
+        self.exclusions.push(StringExclusion { rule, rest, words });
+    }
+
     /// The rule's body, once defined.
     pub fn body(&self, id: RuleId) -> Option<&Expr> {
         self.rules.get(id.index()).and_then(|r| r.as_ref())
@@ -350,7 +389,7 @@ impl GrammarBuilder {
             return Err(Error::new(ErrorKind::UnknownRule(format!("#{}", start.0)), "<start>"));
         }
         let (size, stats) = Grammar::measure(&rules)?;
-        Ok(Grammar { rules, start, size, stats })
+        Ok(Grammar { rules, start, size, stats, exclusions: self.exclusions })
     }
 }
 

@@ -86,6 +86,37 @@ impl ByteTrie {
         node.ids_end as usize..last.max(node.ids_end) as usize
     }
 
+    /// The node spelling `bytes`, if some token starts with them.
+    pub fn find(&self, bytes: &[u8]) -> Option<usize> {
+        // Children of the node at hand lie in `i..end`, each sibling's subtree skipped whole.
+        let (mut i, mut end) = (0usize, self.nodes.len());
+        for (k, &b) in bytes.iter().enumerate() {
+            loop {
+                let node = self.nodes.get(i).filter(|_| i < end)?;
+                if node.byte == b {
+                    break;
+                }
+                if node.byte > b {
+                    return None;
+                }
+                i = node.end as usize;
+            }
+            if k + 1 == bytes.len() {
+                return Some(i);
+            }
+            end = self.nodes[i].end as usize;
+            i += 1;
+        }
+        None
+    }
+
+    /// The ids of the tokens at node `i` and below it.
+    pub fn ids_from(&self, i: usize) -> &[u32] {
+        let Some(node) = self.nodes.get(i) else { return &[] };
+        let below = self.descendant_ids(i);
+        &self.ids[node.ids_start as usize..below.end.max(node.ids_end as usize)]
+    }
+
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * std::mem::size_of::<TrieNode>() + self.ids.len() * 4
@@ -119,6 +150,10 @@ mod tests {
         assert_eq!(t.nodes.len(), 4);
         assert_eq!(t.nodes[0].end, 3, "subtree of `a` spans a, ab, abc");
         assert_eq!(t.ids_at(&t.nodes[1]), &[0, 4], "both ids of `ab` share a node");
+        assert_eq!(t.find(b"ab"), Some(1));
+        assert_eq!((t.find(b"ac"), t.find(b"abcd"), t.find(b"c")), (None, None, None));
+        assert_eq!(t.ids_from(0), &[1, 0, 4, 2], "a, both ab, abc");
+        assert_eq!(t.ids_from(3), &[3]);
         let mut got = contents(&t);
         got.sort();
         assert_eq!(

@@ -987,7 +987,12 @@ impl<'a> Compiler<'a> {
                     };
                     let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails);
                     let e = Expr::seq([Expr::lit("\""), content]);
-                    self.rule("other_key", e)
+                    let key = self.rule("other_key", e);
+                    if let (Expr::Ref(rule), Expr::Ref(rest)) = (&key, &tails.rest) {
+                        let words: Vec<&str> = excluded.iter().map(String::as_str).collect();
+                        self.b.note_exclusion(*rule, *rest, &words);
+                    }
+                    key
                 };
                 free.push(Expr::seq([key, self.colon(), value]));
             }
