@@ -375,20 +375,29 @@ impl TokenIndex {
         frame: &Frame,
     ) -> Option<Entry> {
         let (rest, words) = pda.excluded.at(frame.node)?;
+        // The frame's own byte edges take the first byte; its calls are tops of their own.
+        let node = &pda.nodes[frame.node as usize];
+        let mut firsts = [0u64; 4];
+        for b in 0..=255u8 {
+            if node.step(b).is_some() {
+                firsts[b as usize / 64] |= 1 << (b % 64);
+            }
+        }
+        let first_byte = |b: u8| firsts[b as usize / 64] >> (b % 64) & 1 == 1;
         let like = Frame { node: rest, ..*frame };
-        let key = crate::automaton::build::hash128(&(node_keys.get(pda, rest), 0x5E57u16, like.parent == BOTTOM));
+        let key = crate::automaton::build::hash128(&(node_keys.get(pda, rest), 0x5E57u16, like.parent == BOTTOM, firsts));
         let cached = self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, classified, &key, Classified::memory_usage));
         let classified = cached.unwrap_or_else(|| {
-            let classified = Arc::new(Classified::compute(self, pda, node_keys, limits, &[like], None));
+            let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None);
+            classified.keep_first_bytes(self, first_byte);
+            let classified = Arc::new(classified);
             if let Ok(mut c) = self.cache.lock() {
                 c.make_room(classified.memory_usage(), limits.max_mask_cache_bytes);
                 c.young.classified.insert(key, classified.clone());
             }
             classified
         });
-        // The frame's own byte edges take the first byte; its calls are tops of their own.
-        let node = &pda.nodes[frame.node as usize];
-        classified.derive_excluding(self, |b| node.step(b).is_some(), words, limits)
+        classified.derive_excluding(self, words, limits)
     }
 }
 
@@ -802,14 +811,32 @@ impl Classified {
         Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits) }
     }
 
-    /// The entry of a context that accepts what this classification's context does, but
-    /// only tokens whose first byte `first_byte` allows, and none starting with one of
-    /// `words` followed by a quote. `None` when the classification has conditions (a relaxed
-    /// loop), which this does not handle.
+    /// Drops the tokens whose first byte `first_byte` rejects.
+    fn keep_first_bytes(&mut self, index: &TokenIndex, first_byte: impl Fn(u8) -> bool) {
+        let trie = &index.trie;
+        let mut i = 0;
+        while let Some(root) = trie.nodes.get(i) {
+            if !first_byte(root.byte) {
+                clear_bits(&mut self.always, trie.ids_at(root));
+                let below = index.subtree_ids(root.byte);
+                self.always.iter_mut().zip(below).for_each(|(w, &b)| *w &= !b);
+            }
+            i = root.end as usize;
+        }
+        self.always_count = self.always.iter().map(|w| w.count_ones() as usize).sum();
+        self.always_ids = None;
+        if let Conditional::List(list) = &mut self.conditional {
+            list.retain(|&(id, _)| index.vocab.token_bytes(crate::TokenId(id)).first().is_some_and(|&b| first_byte(b)));
+        }
+        self.pending.retain(|&(id, _, _)| index.vocab.token_bytes(crate::TokenId(id)).first().is_some_and(|&b| first_byte(b)));
+    }
+
+    /// The entry of a context that accepts what this classification's context does except
+    /// the tokens starting with one of `words` followed by a quote. `None` when the
+    /// classification has conditions (a relaxed loop), which this does not handle.
     fn derive_excluding<'w>(
         &self,
         index: &TokenIndex,
-        first_byte: impl Fn(u8) -> bool,
         words: impl Iterator<Item = &'w [u8]>,
         limits: &Limits,
     ) -> Option<Entry> {
@@ -817,28 +844,6 @@ impl Classified {
             return None;
         }
         let trie = &index.trie;
-        let mut always = self.always.clone();
-        let clear = |always: &mut [u32], ids: &[u32]| {
-            for &id in ids {
-                if let Some(w) = always.get_mut((id / 32) as usize) {
-                    *w &= !(1 << (id % 32));
-                }
-            }
-        };
-        // Tokens of other first bytes: longer ones a bitset at a time, single bytes by id.
-        let mut other_firsts: Vec<u8> = Vec::new();
-        let mut i = 0;
-        while let Some(root) = trie.nodes.get(i) {
-            if !first_byte(root.byte) {
-                other_firsts.push(root.byte);
-                clear(&mut always, trie.ids_at(root));
-            }
-            i = root.end as usize;
-        }
-        if !other_firsts.is_empty() {
-            let below = index.subtree_union(&other_firsts);
-            always.iter_mut().zip(below.iter()).for_each(|(w, &b)| *w &= !b);
-        }
         let mut dropped: Vec<u32> = Vec::new();
         let mut quoted: Vec<u8> = Vec::new();
         for word in words {
@@ -849,14 +854,12 @@ impl Classified {
                 dropped.extend_from_slice(trie.ids_from(i));
             }
         }
-        clear(&mut always, &dropped);
-        dropped.sort_unstable();
+        let mut always = self.always.clone();
+        clear_bits(&mut always, &dropped);
         let count = always.iter().map(|w| w.count_ones() as usize).sum();
-        let kept = |&&(id, _, _): &&(u32, u32, Cond)| {
-            let bytes = index.vocab.token_bytes(crate::TokenId(id));
-            bytes.first().is_some_and(|&b| first_byte(b)) && dropped.binary_search(&id).is_err()
-        };
-        let pending: Vec<(u32, u32)> = self.pending.iter().filter(kept).map(|&(id, j, _)| (id, j)).collect();
+        dropped.sort_unstable();
+        let pending: Vec<(u32, u32)> =
+            self.pending.iter().filter(|p| dropped.binary_search(&p.0).is_err()).map(|&(id, j, _)| (id, j)).collect();
         Some(Entry {
             accepted: TokenSet::from_bits_and_ids(&always, count, None, Vec::new()),
             suffixes: index.suffix_trie(&pending, limits),
@@ -1026,6 +1029,15 @@ impl WholeSubtrees {
             if let Some(w) = always.get_mut((id / 32) as usize) {
                 *w &= !(1 << (id % 32));
             }
+        }
+    }
+}
+
+/// Clears the bits of `ids` in `bits`.
+fn clear_bits(bits: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        if let Some(w) = bits.get_mut((id / 32) as usize) {
+            *w &= !(1 << (id % 32));
         }
     }
 }
