@@ -385,8 +385,10 @@ impl TokenIndex {
         }
         let first_byte = |b: u8| firsts[b as usize / 64] >> (b % 64) & 1 == 1;
         let like = Frame { node: rest, ..*frame };
-        let key = crate::automaton::build::hash128(&(node_keys.get(pda, rest), 0x5E57u16, like.parent == BOTTOM, firsts));
-        let cached = self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, classified, &key, Classified::memory_usage));
+        let whole_stack = like.parent == BOTTOM;
+        let key = crate::automaton::build::hash128(&(node_keys.get(pda, rest), 0x5E57u16, whole_stack, firsts));
+        let cached =
+            self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, classified, &key, Classified::memory_usage));
         let classified = cached.unwrap_or_else(|| {
             let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None);
             classified.keep_first_bytes(self, first_byte);
@@ -825,10 +827,11 @@ impl Classified {
         }
         self.always_count = self.always.iter().map(|w| w.count_ones() as usize).sum();
         self.always_ids = None;
+        let kept = |id: u32| index.vocab.token_bytes(crate::TokenId(id)).first().is_some_and(|&b| first_byte(b));
         if let Conditional::List(list) = &mut self.conditional {
-            list.retain(|&(id, _)| index.vocab.token_bytes(crate::TokenId(id)).first().is_some_and(|&b| first_byte(b)));
+            list.retain(|&(id, _)| kept(id));
         }
-        self.pending.retain(|&(id, _, _)| index.vocab.token_bytes(crate::TokenId(id)).first().is_some_and(|&b| first_byte(b)));
+        self.pending.retain(|&(id, _, _)| kept(id));
     }
 
     /// The entry of a context that accepts what this classification's context does except
@@ -1466,7 +1469,10 @@ mod tests {
         let alphabet = b"abx\":\\ 1";
         let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
         for _ in 0..4 {
-            strings = strings.iter().flat_map(|s| alphabet.iter().map(move |&c| [s.as_slice(), &[c]].concat())).collect();
+            strings = strings
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |&c| [s.as_slice(), &[c]].concat()))
+                .collect();
             tokens.extend(strings.iter().filter(|s| s.len() > 1).cloned());
         }
         tokens.extend([b"abx\":\"".to_vec(), "é\"".as_bytes().to_vec(), b"\\u0061\"".to_vec()]);
@@ -1490,10 +1496,12 @@ mod tests {
             for parent in [BOTTOM, 0] {
                 let frame = Frame { node, count: 0, parent, depth: 1 };
                 let derived = index.excluding_entry(&pda, &node_keys, &limits, &frame).expect("an exclusion node");
-                let walked = Classified::compute(&index, &pda, &node_keys, &limits, &[frame], None).derive(&index, None, &limits);
+                let walked = Classified::compute(&index, &pda, &node_keys, &limits, &[frame], None);
+                let walked = walked.derive(&index, None, &limits);
                 let (d, w) = (ids_of(&derived.accepted, words), ids_of(&walked.accepted, words));
-                let show = |ids: Vec<u32>| ids.iter().map(|&i| String::from_utf8_lossy(index.vocab().token_bytes(crate::TokenId(i))).into_owned()).collect::<Vec<_>>();
-                let only = |a: &[u32], b: &[u32]| show(a.iter().copied().filter(|i| !b.contains(i)).collect());
+                let vocab = index.vocab();
+                let text = |id: &u32| String::from_utf8_lossy(vocab.token_bytes(crate::TokenId(*id))).into_owned();
+                let only = |a: &[u32], b: &[u32]| a.iter().filter(|i| !b.contains(i)).map(text).collect::<Vec<_>>();
                 assert!(d == w, "node {node}: only derived {:?}, only walked {:?}", only(&d, &w), only(&w, &d));
                 assert_eq!(derived.suffixes.nodes, walked.suffixes.nodes, "node {node}");
                 assert_eq!(derived.suffixes.ids, walked.suffixes.ids, "node {node}");
