@@ -399,7 +399,7 @@ impl TokenIndex {
             }
             classified
         });
-        classified.derive_excluding(self, words, limits)
+        Some(classified.derive_excluding(self, words, limits))
     }
 }
 
@@ -813,7 +813,8 @@ impl Classified {
         Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits) }
     }
 
-    /// Drops the tokens whose first byte `first_byte` rejects.
+    /// Drops the tokens whose first byte `first_byte` rejects. For classifications without a
+    /// relaxed loop, whose conditions are all [`Cond::Always`] (held in `always`).
     fn keep_first_bytes(&mut self, index: &TokenIndex, first_byte: impl Fn(u8) -> bool) {
         let trie = &index.trie;
         let mut i = 0;
@@ -828,24 +829,13 @@ impl Classified {
         self.always_count = self.always.iter().map(|w| w.count_ones() as usize).sum();
         self.always_ids = None;
         let kept = |id: u32| index.vocab.token_bytes(crate::TokenId(id)).first().is_some_and(|&b| first_byte(b));
-        if let Conditional::List(list) = &mut self.conditional {
-            list.retain(|&(id, _)| kept(id));
-        }
         self.pending.retain(|&(id, _, _)| kept(id));
     }
 
     /// The entry of a context that accepts what this classification's context does except
-    /// the tokens starting with one of `words` followed by a quote. `None` when the
-    /// classification has conditions (a relaxed loop), which this does not handle.
-    fn derive_excluding<'w>(
-        &self,
-        index: &TokenIndex,
-        words: impl Iterator<Item = &'w [u8]>,
-        limits: &Limits,
-    ) -> Option<Entry> {
-        if !matches!(&self.conditional, Conditional::List(list) if list.is_empty()) {
-            return None;
-        }
+    /// the tokens starting with one of `words` followed by a quote. For classifications
+    /// without a relaxed loop, like [`Classified::keep_first_bytes`].
+    fn derive_excluding<'w>(&self, index: &TokenIndex, words: impl Iterator<Item = &'w [u8]>, limits: &Limits) -> Entry {
         let trie = &index.trie;
         let mut dropped: Vec<u32> = Vec::new();
         let mut quoted: Vec<u8> = Vec::new();
@@ -863,10 +853,10 @@ impl Classified {
         dropped.sort_unstable();
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|p| dropped.binary_search(&p.0).is_err()).map(|&(id, j, _)| (id, j)).collect();
-        Some(Entry {
+        Entry {
             accepted: TokenSet::from_bits_and_ids(&always, count, None, Vec::new()),
             suffixes: index.suffix_trie(&pending, limits),
-        })
+        }
     }
 
     /// The accepted set for `relaxed`'s count (every condition holds without one).
@@ -911,7 +901,8 @@ impl Classified {
 /// Every stack died at trie node `i`: the tokens of its subtree can only be allowed through
 /// a bottom crossing on the path (they left the context earlier): accepted when they end at
 /// the crossing, else pending a check against the real stack (none when the context is the
-/// whole stack: nothing can follow it).
+/// whole stack: nothing can follow it). Without a crossing nothing below is allowed, and the
+/// callers skip the call.
 fn dead_subtree(
     trie: &ByteTrie,
     i: usize,
@@ -920,9 +911,6 @@ fn dead_subtree(
     acc: &mut Accepted,
     pending: &mut Vec<(u32, u32, Cond)>,
 ) {
-    if crossings.is_empty() {
-        return;
-    }
     let end = trie.nodes.get(i).map_or(i, |n| n.end as usize);
     for sub in &trie.nodes[i..end] {
         for &id in trie.ids_at(sub) {
