@@ -3,7 +3,8 @@
 //! memoized and replayed for the next (as id lists, trie-position bitsets, or whole subtrees
 //! minus exceptions), and counted loops (`maxLength`, `minLength`, counted patterns) derive
 //! one entry per count from a single classification, and walks through several parse
-//! stacks read their steps from the configuration table once computed.
+//! stacks read their steps from the configuration table once computed; string bodies that
+//! take any text, and loops of one character an iteration, leave text tokens unwalked.
 
 use constrain::mask::is_allowed;
 use constrain::schema::{self, Options};
@@ -39,6 +40,13 @@ fn vocabulary() -> Arc<TokenIndex> {
         let letter = |k: usize| wide[k % wide.len()];
         tokens.push(vec![b'x', letter(s), letter(s / wide.len()), letter(s / wide.len() / wide.len())]);
     }
+    // Text of several characters and widths, line separators (which an ECMA `.` refuses)
+    // and partial characters: counted loops over characters classify text tokens by their
+    // number of characters.
+    for text in ["é", "日本", "aé", "éa1", "ab日x", "😀", "a😀b", "\u{2028}", "a\u{2029}", "abcab", "xx1xx1", "ab,x"] {
+        tokens.push(text.as_bytes().to_vec());
+    }
+    tokens.extend([b"\xE6\x97".to_vec(), b"a\xC3".to_vec(), b"\xA9a".to_vec()]);
     let eos = TokenId(tokens.len() as u32);
     tokens.push(Vec::new());
     TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"))
@@ -83,6 +91,12 @@ fn masks_equal_what_the_matcher_accepts() {
             "required":["s","t"]}"#,
         r#"{"type":"array","items":{"anyOf":[{"type":"string","pattern":"^a[ab]*$"},{"type":"string","pattern":"^[ax]+b$"},
             {"enum":["ab","abx","b1"]},{"type":"integer"}]}}"#,
+        // Counted loops over characters: any, all but a few ASCII ones, all but the line
+        // separators (ECMA `.`), ASCII only; and a loop followed by more pattern.
+        r#"{"type":"object","properties":{"m":{"type":"string","maxLength":40},"n":{"type":"string","pattern":"^[^,\"]+$","maxLength":30},
+            "d":{"type":"string","pattern":"^.{1,25}$"},"k":{"type":"string","pattern":"^[ -~]{2,20}$"},"e":{"type":"string","pattern":"^.{2,30}x$"}},
+            "required":["m","n","d","k","e"],"additionalProperties":false}"#,
+        r#"{"type":"array","items":{"type":"string","minLength":3,"maxLength":9},"maxItems":12}"#,
     ];
     let mut mask = vec![0u32; vocab.mask_words()];
     let mut steps = 0;

@@ -30,6 +30,7 @@
 //! so each schema's set of names costs a few trie look-ups instead of a walk.
 
 mod configs;
+mod text;
 pub(crate) mod trie;
 
 use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, RELAXED};
@@ -40,6 +41,7 @@ use crate::Limits;
 use rustc_hash::FxHashMap as HashMap;
 use configs::{Configs, State};
 use std::sync::{Arc, Mutex};
+use text::TextTokens;
 use trie::ByteTrie;
 
 /// Everything that depends only on the tokenizer: the vocabulary, its byte trie, and the cache
@@ -51,6 +53,12 @@ pub struct TokenIndex {
     /// Per first byte, the tokens of two or more bytes starting with it, as a bitset over
     /// the mask width (empty when there are none): replayed memos OR these in whole.
     subtree_sets: Box<[Box<[u32]>]>,
+    /// The vocabulary split into text tokens and the rest, for string bodies that take any
+    /// text (see [`text`]).
+    text: TextTokens,
+    /// Whether a node takes any text ([`text::text_closed`]), by node key: string bodies
+    /// recur across schemas.
+    text_closed: Mutex<HashMap<u128, bool>>,
     /// Length in bytes of the longest grammar token: counted loops whose remaining bounds
     /// exceed it behave alike for every token, which bounds the number of distinct entries.
     max_token_len: u32,
@@ -250,10 +258,13 @@ impl TokenIndex {
             // The next first-byte node.
             i = (node.end as usize).max(i + 1);
         }
+        let text = TextTokens::new(&vocab);
         Arc::new(TokenIndex {
             vocab,
             trie,
             subtree_sets,
+            text,
+            text_closed: Mutex::new(HashMap::default()),
             max_token_len,
             cache: Mutex::new(Cache::default()),
             unions: Mutex::new(HashMap::default()),
@@ -281,7 +292,30 @@ impl TokenIndex {
     /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets), without the mask
     /// cache.
     pub fn memory_usage(&self) -> usize {
-        self.trie.memory_usage() + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
+        self.trie.memory_usage()
+            + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
+            + self.text.memory_usage()
+    }
+
+    /// Whether `node` takes any text token whole ([`text::text_closed`]), remembered by the
+    /// node's key.
+    fn text_closed(&self, pda: &Pda, node_keys: &crate::matcher::NodeKeys, node: u32) -> bool {
+        // The quick refusal: most nodes are no string body.
+        if !pda.nodes.get(node as usize).is_some_and(|n| !n.is_final && n.repeat.is_none() && !n.bytes.is_empty()) {
+            return false;
+        }
+        let key = node_keys.get(pda, node);
+        if let Some(&known) = self.text_closed.lock().ok().and_then(|m| m.get(&key).copied()).as_ref() {
+            return known;
+        }
+        let closed = text::text_closed(pda, node);
+        if let Ok(mut m) = self.text_closed.lock() {
+            if m.len() >= MAX_TEXT_CLOSED {
+                m.clear();
+            }
+            m.insert(key, closed);
+        }
+        closed
     }
 
     pub(crate) fn max_token_len(&self) -> u32 {
@@ -424,6 +458,10 @@ fn zeroed_bits(words: usize) -> Vec<u32> {
         vec![0; words]
     }
 }
+
+/// How many nodes' [`TokenIndex::text_closed`] answers are remembered (then forgotten at once:
+/// 17 bytes each, and recomputing one costs microseconds).
+const MAX_TEXT_CLOSED: usize = 1 << 16;
 
 /// What the cache accounts for a second key of an entry it already holds (the map slot and
 /// the `Arc`).
@@ -649,18 +687,22 @@ fn by_decreasing_inside(mut candidates: Vec<(u32, u32, u32, u32)>, top: u32) -> 
     sorted.into_boxed_slice()
 }
 
-impl Classified {
-    /// Walks the vocabulary trie from the context (frames bottom first); the frame at
-    /// `relaxed` (a loop) runs with its bounds ignored and its iterations counted.
-    fn compute(
-        index: &TokenIndex,
-        pda: &Pda,
-        node_keys: &crate::matcher::NodeKeys,
-        limits: &Limits,
-        context: &[Frame],
-        relaxed: Option<usize>,
-    ) -> Classified {
-        let trie = &index.trie;
+/// One classification's walk: the context and what it runs over.
+struct Walk<'a> {
+    index: &'a TokenIndex,
+    pda: &'a Pda,
+    node_keys: &'a crate::matcher::NodeKeys,
+    limits: &'a Limits,
+    context: &'a [Frame],
+    relaxed: Option<usize>,
+}
+
+impl Walk<'_> {
+    /// Walks `trie` from the context, adding to `acc` and `pending`. With `use_memo`, walks
+    /// of first-byte subtrees are recorded and replayed ([`SubtreeMemo`]): only for the whole
+    /// vocabulary's trie, and only without a relaxed loop (memos hold unconditional results).
+    fn run(&self, trie: &ByteTrie, use_memo: bool, acc: &mut Accepted, pending: &mut Vec<(u32, u32, Cond)>) {
+        let Walk { index, pda, node_keys, limits, context, relaxed } = *self;
         let mut frames = context.to_vec();
         if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
             f.count = RELAXED;
@@ -669,15 +711,6 @@ impl Classified {
         // When the context is the whole stack (its bottom frame has no parent), completing
         // the bottom completes the output: a token with bytes left after that is dead.
         let whole_stack = context.first().is_some_and(|f| f.parent == BOTTOM);
-        let mut acc = Accepted {
-            always: zeroed_bits(index.vocab.mask_words()),
-            always_count: 0,
-            always_ids: Vec::new(),
-            conditional: SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut())),
-            log: Vec::new(),
-            logging: false,
-        };
-        let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut stacks_keys = StacksKeys::default();
@@ -685,8 +718,7 @@ impl Classified {
         // The configuration after each byte of the current path: `path[d]` after `d` bytes.
         let mut path: Vec<State> = vec![configs.reset(pda, &runner, relaxed.is_some())];
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
-        // pending entries start). Memos need unconditional results: not with a relaxed loop.
-        let use_memo = relaxed.is_none();
+        // pending entries start).
         let mut open_memo: Option<(u128, std::ops::Range<usize>, usize, usize)> = None;
         let mut whole = WholeSubtrees::default();
         // Scratch for `PlainRun::walk`.
@@ -701,7 +733,7 @@ impl Classified {
                     // worth a memo.
                     let survivors = acc.always_count - count_start + pending.len() - pending_start;
                     if survivors >= MEMO_MIN_SURVIVORS {
-                        let memo = SubtreeMemo::record(&trie.ids[ids], &acc, &pending[pending_start..]);
+                        let memo = SubtreeMemo::record(&trie.ids[ids], acc, &pending[pending_start..]);
                         index.store_subtree(key, memo, limits);
                     }
                 }
@@ -740,7 +772,7 @@ impl Classified {
                     let stacks = stacks_keys.get(next, pda, node_keys, &configs, &mut runner);
                     let key = state_key(stacks, &crossings, i, whole_stack);
                     if let Some(memo) = index.subtree(key) {
-                        memo.replay(node.byte, &trie.ids[ids], &mut acc, &mut whole);
+                        memo.replay(node.byte, &trie.ids[ids], acc, &mut whole);
                         pending.extend(memo.pending.iter().map(|&(id, j)| (id, j, Cond::Always)));
                         i = end;
                         continue;
@@ -751,7 +783,7 @@ impl Classified {
                 }
                 if let Some((from, base)) = next.plain_parts() {
                     let run = PlainRun { from, base, conds: configs.conds(next), crossings: &crossings, whole_stack };
-                    i = run.walk(trie, pda, i, &mut acc, &mut pending, &mut path, &mut plain_nodes);
+                    i = run.walk(trie, pda, i, acc, pending, &mut path, &mut plain_nodes);
                     continue;
                 }
                 i += 1;
@@ -762,13 +794,83 @@ impl Classified {
             // Without a crossing, nothing below is allowed (checked here: a walk meets a
             // million dead subtrees, and most have no crossing above).
             if !crossings.is_empty() {
-                dead_subtree(trie, i, &crossings, whole_stack, &mut acc, &mut pending);
+                dead_subtree(trie, i, &crossings, whole_stack, acc, pending);
             }
             i = end;
         }
         configs.shrink();
         CONFIGS.with(|c| *c.borrow_mut() = configs);
         whole.apply(index, &mut acc.always);
+    }
+
+    /// The classes of the text tokens under a relaxed loop each of whose iterations is one
+    /// text character ([`text::units_loop`]), found by walking the probe `a`, `aa`, …;
+    /// `None` when some probe left the context (its remainder would depend on the bytes).
+    fn probe(&self, text: &TextTokens) -> Option<text::ByChars> {
+        let mut acc = Accepted {
+            always: vec![0; text.probe.ids.len().div_ceil(32)],
+            always_count: 0,
+            always_ids: Vec::new(),
+            conditional: Vec::new(),
+            log: Vec::new(),
+            logging: false,
+        };
+        let mut pending = Vec::new();
+        self.run(&text.probe, false, &mut acc, &mut pending);
+        if !pending.is_empty() {
+            return None;
+        }
+        Some(text::ByChars::new(&acc.always, &acc.conditional))
+    }
+}
+
+impl Classified {
+    /// Walks the vocabulary trie from the context (frames bottom first); the frame at
+    /// `relaxed` (a loop) runs with its bounds ignored and its iterations counted. Where a
+    /// text shortcut applies ([`text`]), only the tokens that are not text are walked, and
+    /// the text tokens' classes come from what the shortcut knows of them.
+    fn compute(
+        index: &TokenIndex,
+        pda: &Pda,
+        node_keys: &crate::matcher::NodeKeys,
+        limits: &Limits,
+        context: &[Frame],
+        relaxed: Option<usize>,
+    ) -> Classified {
+        let mut acc = Accepted {
+            always: zeroed_bits(index.vocab.mask_words()),
+            always_count: 0,
+            always_ids: Vec::new(),
+            conditional: SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut())),
+            log: Vec::new(),
+            logging: false,
+        };
+        let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
+        let walk = Walk { index, pda, node_keys, limits, context, relaxed };
+        let text = &index.text;
+        let top_takes_text = || context.last().is_some_and(|top| index.text_closed(pda, node_keys, top.node));
+        match relaxed {
+            // The top takes any text and stays in its rule: every text token is accepted.
+            None if top_takes_text() => {
+                or_into(&mut acc.always, &text.bits);
+                acc.always_count = text.count;
+                walk.run(&text.others, false, &mut acc, &mut pending);
+            }
+            // Each text character is one iteration of the relaxed loop: a text token's
+            // conditions depend only on its number of characters, read off the probe.
+            Some(i) => {
+                let units = text::units_loop(pda, context, i).and_then(|refused| Some((refused, walk.probe(text)?)));
+                match units {
+                    Some((refused, by_chars)) => {
+                        walk.run(&text.others, false, &mut acc, &mut pending);
+                        by_chars.add_to(text, refused, &index.vocab, &mut acc);
+                    }
+                    None => walk.run(&index.trie, false, &mut acc, &mut pending),
+                }
+            }
+            // Memos need unconditional results: not with a relaxed loop.
+            _ => walk.run(&index.trie, relaxed.is_none(), &mut acc, &mut pending),
+        }
         let always_ids = if acc.always_ids.len() == acc.always_count { Some(acc.always_ids) } else { None };
         let max_iterations = acc
             .conditional
