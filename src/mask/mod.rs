@@ -566,6 +566,22 @@ struct ByCount {
     /// numbers as a range of `exits`).
     candidates: Box<[(u32, u32, u32, u32)]>,
     exits: Box<[u32]>,
+    /// Text tokens left to a shortcut ([`text::ByChars`]), a group per number of
+    /// characters, in the order of `candidates`: (smallest `Inside` iteration number, the
+    /// group's index in [`TextTokens::by_chars`], `Exited` numbers as a range of `exits`).
+    /// Derived from the shared lists of the tokenizer, not listed here: a `maxLength`
+    /// string's quarter million conditions were 3 MB to write and fault in per new context.
+    groups: Box<[(u32, u32, u32, u32)]>,
+}
+
+/// The text tokens of a classification made with [`text::units_loop`]'s shortcut: every
+/// one but those holding a `refused` character, with the classes of its number of
+/// characters in `by_chars`.
+struct TextPart<'a> {
+    tokens: &'a TextTokens,
+    vocab: &'a Vocabulary,
+    refused: text::Refused,
+    by_chars: text::ByChars,
 }
 
 /// In [`ByCount::candidates`]: the token has no `Inside` condition.
@@ -575,14 +591,23 @@ impl ByCount {
     /// Arranges `conditional` (id, when) over the unconditional set `always`. Linear when the
     /// conditions of each token are adjacent, as the walk adds them (a token sits at one trie
     /// node); otherwise they are sorted by id first.
-    fn new(always: &[u32], conditional: &[(u32, Cond)]) -> ByCount {
-        if conditions_adjacent(always.len(), conditional) {
+    /// With `text`, the text tokens are added by groups.
+    fn new(always: &[u32], conditional: &[(u32, Cond)], text: Option<&TextPart>) -> ByCount {
+        let mut by_count = if conditions_adjacent(always.len(), conditional) {
             Self::from_adjacent(always, conditional)
         } else {
             let mut sorted = conditional.to_vec();
             sorted.sort_unstable_by_key(|&(id, _)| id);
             Self::from_adjacent(always, &sorted)
+        };
+        if let Some(text) = text {
+            let mut exits = std::mem::take(&mut by_count.exits).into_vec();
+            let groups = text.by_chars.groups(&mut exits);
+            by_count.all_count += text.by_chars.set_grouped(text.tokens, text.refused, text.vocab, &mut by_count.all);
+            by_count.exits = exits.into_boxed_slice();
+            by_count.groups = groups.into_boxed_slice();
         }
+        by_count
     }
 
     /// [`ByCount::new`] when each token's conditions are adjacent in `conditional`.
@@ -618,11 +643,13 @@ impl ByCount {
             all_count,
             candidates: by_decreasing_inside(candidates, top),
             exits: exits.into_boxed_slice(),
+            groups: Box::new([]),
         }
     }
 
-    /// The accepted set for `r`'s count (equal to [`Classified::accepted_filtered`]).
-    fn accepted(&self, r: RelaxedLoop) -> TokenSet {
+    /// The accepted set for `r`'s count (equal to filtering every condition); `by_chars` is
+    /// [`TextTokens::by_chars`] of the tokenizer the groups were made with.
+    fn accepted(&self, r: RelaxedLoop, by_chars: &[Box<[u32]>]) -> TokenSet {
         let to_max = r.max as i64 - r.count as i64;
         let to_min = r.min as i64 - r.count as i64;
         let mut bits = self.all.to_vec();
@@ -639,11 +666,26 @@ impl ByCount {
                 }
             }
         }
+        for &(inside, group, lo, hi) in self.groups.iter() {
+            if inside != ONLY_EXITS && inside as i64 <= to_max {
+                break;
+            }
+            let exits = self.exits.get(lo as usize..hi as usize).unwrap_or(&[]);
+            if !exits.iter().any(|&k| to_min <= k as i64 && k as i64 <= to_max) {
+                // Tokens holding a refused character are in no group's share of `all`.
+                for &id in by_chars.get(group as usize).map_or(&[][..], |ids| &ids[..]) {
+                    if let Some(w) = bits.get_mut((id / 32) as usize) {
+                        count -= (*w >> (id % 32) & 1) as usize;
+                        *w &= !(1 << (id % 32));
+                    }
+                }
+            }
+        }
         TokenSet::from_bits_and_ids(&bits, count, None, Vec::new())
     }
 
     fn memory_usage(&self) -> usize {
-        self.all.len() * 4 + self.candidates.len() * 16 + self.exits.len() * 4
+        self.all.len() * 4 + (self.candidates.len() + self.groups.len()) * 16 + self.exits.len() * 4
     }
 }
 
@@ -848,6 +890,8 @@ impl Classified {
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         let walk = Walk { index, pda, node_keys, limits, context, relaxed };
         let text = &index.text;
+        // Text tokens classified by groups, not listed in `acc` (see `ByCount::groups`).
+        let mut grouped: Option<TextPart> = None;
         let top_takes_text = || context.last().is_some_and(|top| index.text_closed(pda, node_keys, top.node));
         match relaxed {
             // The top takes any text and stays in its rule: every text token is accepted.
@@ -863,7 +907,8 @@ impl Classified {
                 match units {
                     Some((refused, by_chars)) => {
                         walk.run(&text.others, false, &mut acc, &mut pending);
-                        by_chars.add_to(text, refused, &index.vocab, &mut acc);
+                        by_chars.add_always(text, refused, &index.vocab, &mut acc);
+                        grouped = Some(TextPart { tokens: text, vocab: &index.vocab, refused, by_chars });
                     }
                     None => walk.run(&index.trie, false, &mut acc, &mut pending),
                 }
@@ -877,13 +922,14 @@ impl Classified {
             .iter()
             .map(|&(_, c)| c)
             .chain(pending.iter().map(|&(_, _, c)| c))
+            .chain(grouped.iter().flat_map(|g| g.by_chars.conds()))
             .map(Cond::iterations)
             .max()
             .unwrap_or(0);
         // Short lists are filtered directly; long ones pay for an index once. The list's
         // buffer serves the next walk.
-        let conditional = if acc.conditional.len() > acc.always.len() {
-            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional))
+        let conditional = if grouped.is_some() || acc.conditional.len() > acc.always.len() {
+            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional, grouped.as_ref()))
         } else {
             // A copy the size of the list: the buffer may have grown large in an earlier walk.
             Conditional::List(acc.conditional.clone())
@@ -912,7 +958,7 @@ impl Classified {
     fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>, limits: &Limits) -> Entry {
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|(_, _, c)| c.holds(relaxed)).map(|&(id, j, _)| (id, j)).collect();
-        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits) }
+        Entry { accepted: self.accepted(relaxed, &index.text.by_chars), suffixes: index.suffix_trie(&pending, limits) }
     }
 
     /// Drops the tokens whose first byte `first_byte` rejects. For classifications without a
@@ -962,13 +1008,15 @@ impl Classified {
     }
 
     /// The accepted set for `relaxed`'s count (every condition holds without one).
-    fn accepted(&self, relaxed: Option<RelaxedLoop>) -> TokenSet {
+    /// The accepted set for `relaxed`'s count (every condition holds without one); `by_chars`
+    /// as for [`ByCount::accepted`].
+    fn accepted(&self, relaxed: Option<RelaxedLoop>, by_chars: &[Box<[u32]>]) -> TokenSet {
         match (&self.conditional, relaxed) {
             (Conditional::List(list), _) => {
                 let conditional = list.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
                 TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect())
             }
-            (Conditional::ByCount(by_count), Some(r)) => by_count.accepted(r),
+            (Conditional::ByCount(by_count), Some(r)) => by_count.accepted(r, by_chars),
             (Conditional::ByCount(by_count), None) => {
                 TokenSet::from_bits_and_ids(&by_count.all, by_count.all_count, None, Vec::new())
             }
@@ -1629,14 +1677,14 @@ mod tests {
             let mut grouped = conditional.clone();
             grouped.sort_by_key(|&(id, _)| id);
             prop_assert!(conditions_adjacent(words, &grouped));
-            let indexed = [&conditional, &grouped].map(|c| classified(Conditional::ByCount(ByCount::new(&bits, c))));
+            let indexed = [&conditional, &grouped].map(|c| classified(Conditional::ByCount(ByCount::new(&bits, c, None))));
             let max = span.map_or(crate::automaton::UNBOUNDED, |s| min + s);
             let mut by_class: HashMap<u128, Vec<u32>> = HashMap::default();
             for count in 0..=min + span.unwrap_or(12) {
                 let r = RelaxedLoop { context_index: 0, count, min, max };
-                let filtered = ids_of(&listed.accepted(Some(r)), words);
+                let filtered = ids_of(&listed.accepted(Some(r), &[]), words);
                 for by_count in &indexed {
-                    prop_assert_eq!(ids_of(&by_count.accepted(Some(r)), words), filtered.clone(), "count {}", count);
+                    prop_assert_eq!(ids_of(&by_count.accepted(Some(r), &[]), words), filtered.clone(), "count {}", count);
                 }
                 // Counts of one class share an entry: they must derive the same set.
                 let class = by_class.entry(listed.count_class_key(7, r)).or_insert_with(|| filtered.clone());

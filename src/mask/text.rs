@@ -90,7 +90,7 @@ pub(crate) struct TextTokens {
     /// The grammar tokens that are not text.
     pub others: ByteTrie,
     /// The text tokens by number of characters: `by_chars[k - 1]` holds those of `k`.
-    by_chars: Box<[Box<[u32]>]>,
+    pub by_chars: Box<[Box<[u32]>]>,
     /// One probe token per length of `by_chars`: `a` repeated `k` times, with id `k - 1`.
     pub probe: ByteTrie,
 }
@@ -148,28 +148,65 @@ impl ByChars {
         ByChars { always, conds }
     }
 
-    /// Adds every text token but those holding a `refused` character, with the classes of
-    /// its length's probe, to `acc` (which holds no text token yet: the walk that filled it
-    /// was of [`TextTokens::others`]). Each token's conditions are adjacent, as a walk adds
-    /// them.
-    pub fn add_to(&self, text: &TextTokens, refused: Refused, vocab: &Vocabulary, acc: &mut Accepted) {
-        // Reserved at once: growing a list of a quarter million entries by doubling copied it
-        // several times over.
-        let entries = text.by_chars.iter().zip(&self.conds).map(|(ids, conds)| ids.len() * conds.len()).sum();
-        acc.conditional.reserve(entries);
-        for (k, ids) in text.by_chars.iter().enumerate() {
-            let always = self.always.get(k).copied().unwrap_or(false);
-            let conds = self.conds.get(k).map_or(&[][..], Vec::as_slice);
+    /// Adds the text tokens whose length's probe was accepted whatever the count, but those
+    /// holding a `refused` character, to `acc` (which holds no text token yet: the walk
+    /// that filled it was of [`TextTokens::others`]). The others are left to [`ByChars::groups`].
+    pub fn add_always(&self, text: &TextTokens, refused: Refused, vocab: &Vocabulary, acc: &mut Accepted) {
+        for (ids, _) in text.by_chars.iter().zip(&self.always).filter(|(_, &always)| always) {
             for &id in ids.iter() {
-                if !refused.is_empty() && refused.any_in(vocab.token_bytes(crate::TokenId(id))) {
-                    continue;
-                }
-                if always {
+                if refused.is_empty() || !refused.any_in(vocab.token_bytes(crate::TokenId(id))) {
                     acc.add_fresh(id);
                 }
-                acc.conditional.extend(conds.iter().map(|&c| (id, c)));
             }
         }
+    }
+
+    /// Every condition of every length.
+    pub fn conds(&self) -> impl Iterator<Item = Cond> + '_ {
+        self.conds.iter().flatten().copied()
+    }
+
+    /// The lengths that are accepted under some condition only, as groups of
+    /// [`super::ByCount`] (ordered like its candidates: no `Inside` condition first, then by
+    /// decreasing smallest `Inside` number), their `Exited` numbers appended to `exits`.
+    pub fn groups(&self, exits: &mut Vec<u32>) -> Vec<(u32, u32, u32, u32)> {
+        let mut groups = Vec::new();
+        for (k, conds) in self.conds.iter().enumerate() {
+            if conds.is_empty() || self.always.get(k).copied().unwrap_or(false) {
+                continue;
+            }
+            let lo = exits.len() as u32;
+            let mut inside = super::ONLY_EXITS;
+            for &c in conds {
+                match c {
+                    Cond::Inside(n) => inside = inside.min(n),
+                    Cond::Exited(n) => exits.push(n),
+                    // In the probe's accepted set, not here.
+                    Cond::Always => {}
+                }
+            }
+            groups.push((inside, k as u32, lo, exits.len() as u32));
+        }
+        groups.sort_by_key(|&(inside, ..)| std::cmp::Reverse(inside));
+        groups
+    }
+
+    /// Sets in `all` the tokens of [`ByChars::groups`], but those holding a `refused`
+    /// character; returns how many.
+    pub fn set_grouped(&self, text: &TextTokens, refused: Refused, vocab: &Vocabulary, all: &mut [u32]) -> usize {
+        let mut count = 0;
+        for (k, ids) in text.by_chars.iter().enumerate() {
+            if self.conds.get(k).is_none_or(Vec::is_empty) || self.always.get(k).copied().unwrap_or(false) {
+                continue;
+            }
+            for &id in ids.iter() {
+                if refused.is_empty() || !refused.any_in(vocab.token_bytes(crate::TokenId(id))) {
+                    super::set_bit(all, id);
+                    count += 1;
+                }
+            }
+        }
+        count
     }
 }
 
