@@ -97,6 +97,10 @@ fn masks_equal_what_the_matcher_accepts() {
             "d":{"type":"string","pattern":"^.{1,25}$"},"k":{"type":"string","pattern":"^[ -~]{2,20}$"},"e":{"type":"string","pattern":"^.{2,30}x$"}},
             "required":["m","n","d","k","e"],"additionalProperties":false}"#,
         r#"{"type":"array","items":{"type":"string","minLength":3,"maxLength":9},"maxItems":12}"#,
+        // Loops searched for, so followed by any text.
+        r#"{"type":"array","items":{"type":"string","pattern":"[ab1]{7}"},"maxItems":8}"#,
+        r#"{"type":"object","properties":{"s":{"type":"string","pattern":"x[^,x]{7,12}"},"t":{"type":"string","pattern":"[a-z]{8,}"}},
+            "required":["s","t"],"additionalProperties":false}"#,
     ];
     let mut mask = vec![0u32; vocab.mask_words()];
     let mut steps = 0;
@@ -130,4 +134,34 @@ fn masks_equal_what_the_matcher_accepts() {
         }
     }
     assert!(steps > 300, "only {steps} steps checked");
+}
+
+/// Loops of one character an iteration at every count, after prefixes chosen to reach each:
+/// anchored (followed by the closing quote only: text tokens are classified by length, those
+/// holding a refused character rejected), `maxLength` strings, and loops followed by more
+/// text (searched for, or anchored at the start only), which are walked.
+#[test]
+fn one_character_loops_at_every_count() {
+    let index = vocabulary();
+    let vocab = index.vocab();
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let cases: [(&str, &[&str]); 5] = [
+        (r#"{"type":"string","pattern":"[ab1]{7}"}"#, &["\"", "\"x", "\"xa", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"]),
+        (r#"{"type":"string","pattern":"^[ab1]{7}"}"#, &["\"", "\"a", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"]),
+        (r#"{"type":"string","pattern":"x[^,x]{7,9}"}"#, &["\"x", "\"xa", "\"xab", "\"xab1", "\"xab1é", "\"xab1éa", "\"xab1éab", "\"xab1éab1", "\"xab1éab1a"]),
+        (r#"{"type":"string","pattern":"^[ab]{7,9}$"}"#, &["\"", "\"a", "\"ab", "\"abb", "\"abba", "\"abbab", "\"abbaba", "\"abbabab", "\"abbababa"]),
+        (r#"{"type":"string","maxLength":8}"#, &["\"", "\"a", "\"a,", "\"a,b", "\"a,bé", "\"a,béx", "\"a,béx ", "\"a,béx 1", "\"a,béx 1a"]),
+    ];
+    for (text, prefixes) in cases {
+        let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
+        let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
+        let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        for prefix in prefixes {
+            let mut matcher = constraint.matcher();
+            matcher.accept_bytes(prefix.as_bytes()).expect("the prefix is valid");
+            matcher.fill_mask(&mut mask).expect("mask");
+            let masked: Vec<u32> = (0..vocab.len() as u32).filter(|&id| is_allowed(&mask, TokenId(id))).collect();
+            assert_eq!(masked, accepted_by_matcher(&mut matcher, vocab), "{text} after {prefix}");
+        }
+    }
 }

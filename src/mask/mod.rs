@@ -571,16 +571,13 @@ struct ByCount {
     /// group's index in [`TextTokens::by_chars`], `Exited` numbers as a range of `exits`).
     /// Derived from the shared lists of the tokenizer, not listed here: a `maxLength`
     /// string's quarter million conditions were 3 MB to write and fault in per new context.
-    groups: Box<[(u32, u32, u32, u32)]>,
+    groups: Box<[text::Group]>,
 }
 
-/// The text tokens of a classification made with [`text::units_loop`]'s shortcut: every
-/// one but those holding a `refused` character, with the classes of its number of
-/// characters in `by_chars`.
+/// The text tokens of a classification made with [`text::units_loop`]'s shortcut, with
+/// the classes `by_chars` found for them.
 struct TextPart<'a> {
     tokens: &'a TextTokens,
-    vocab: &'a Vocabulary,
-    refused: text::Refused,
     by_chars: text::ByChars,
 }
 
@@ -592,7 +589,7 @@ impl ByCount {
     /// conditions of each token are adjacent, as the walk adds them (a token sits at one trie
     /// node); otherwise they are sorted by id first.
     /// With `text`, the text tokens are added by groups.
-    fn new(always: &[u32], conditional: &[(u32, Cond)], text: Option<&TextPart>) -> ByCount {
+    fn new(always: &[u32], conditional: &[(u32, Cond)], text: Option<TextPart>) -> ByCount {
         let mut by_count = if conditions_adjacent(always.len(), conditional) {
             Self::from_adjacent(always, conditional)
         } else {
@@ -601,11 +598,10 @@ impl ByCount {
             Self::from_adjacent(always, &sorted)
         };
         if let Some(text) = text {
+            by_count.all_count += text.by_chars.set_grouped(text.tokens, &mut by_count.all);
             let mut exits = std::mem::take(&mut by_count.exits).into_vec();
-            let groups = text.by_chars.groups(&mut exits);
-            by_count.all_count += text.by_chars.set_grouped(text.tokens, text.refused, text.vocab, &mut by_count.all);
+            by_count.groups = text.by_chars.groups(&mut exits).into_boxed_slice();
             by_count.exits = exits.into_boxed_slice();
-            by_count.groups = groups.into_boxed_slice();
         }
         by_count
     }
@@ -685,7 +681,9 @@ impl ByCount {
     }
 
     fn memory_usage(&self) -> usize {
-        self.all.len() * 4 + (self.candidates.len() + self.groups.len()) * 16 + self.exits.len() * 4
+        self.all.len() * 4
+            + (self.candidates.len() + self.groups.len()) * 16
+            + self.exits.len() * 4
     }
 }
 
@@ -846,11 +844,13 @@ impl Walk<'_> {
     }
 
     /// The classes of the text tokens under a relaxed loop each of whose iterations is one
-    /// text character ([`text::units_loop`]), found by walking the probe `a`, `aa`, …;
-    /// `None` when some probe left the context (its remainder would depend on the bytes).
-    fn probe(&self, text: &TextTokens) -> Option<text::ByChars> {
+    /// text character ([`text::units_loop`]: it refuses `refused`), found by walking the
+    /// probes `a`, `aa`, …; `None` when some probe left the context (its remainder would
+    /// depend on the bytes).
+    fn probe(&self, refused: text::Refused) -> Option<text::ByChars> {
+        let probes = &self.index.text.probe;
         let mut acc = Accepted {
-            always: vec![0; text.probe.ids.len().div_ceil(32)],
+            always: vec![0; probes.ids.len().div_ceil(32)],
             always_count: 0,
             always_ids: Vec::new(),
             conditional: Vec::new(),
@@ -858,11 +858,11 @@ impl Walk<'_> {
             logging: false,
         };
         let mut pending = Vec::new();
-        self.run(&text.probe, false, &mut acc, &mut pending);
+        self.run(probes, false, &mut acc, &mut pending);
         if !pending.is_empty() {
             return None;
         }
-        Some(text::ByChars::new(&acc.always, &acc.conditional))
+        Some(text::ByChars::new(&acc.always, &acc.conditional, refused))
     }
 }
 
@@ -903,12 +903,12 @@ impl Classified {
             // Each text character is one iteration of the relaxed loop: a text token's
             // conditions depend only on its number of characters, read off the probe.
             Some(i) => {
-                let units = text::units_loop(pda, context, i).and_then(|refused| Some((refused, walk.probe(text)?)));
+                let units = text::units_loop(pda, context, i).and_then(|refused| walk.probe(refused));
                 match units {
-                    Some((refused, by_chars)) => {
+                    Some(by_chars) => {
                         walk.run(&text.others, false, &mut acc, &mut pending);
-                        by_chars.add_always(text, refused, &index.vocab, &mut acc);
-                        grouped = Some(TextPart { tokens: text, vocab: &index.vocab, refused, by_chars });
+                        by_chars.add_always(text, &mut acc);
+                        grouped = Some(TextPart { tokens: text, by_chars });
                     }
                     None => walk.run(&index.trie, false, &mut acc, &mut pending),
                 }
@@ -929,7 +929,7 @@ impl Classified {
         // Short lists are filtered directly; long ones pay for an index once. The list's
         // buffer serves the next walk.
         let conditional = if grouped.is_some() || acc.conditional.len() > acc.always.len() {
-            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional, grouped.as_ref()))
+            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional, grouped))
         } else {
             // A copy the size of the list: the buffer may have grown large in an earlier walk.
             Conditional::List(acc.conditional.clone())

@@ -93,6 +93,9 @@ pub(crate) struct TextTokens {
     pub by_chars: Box<[Box<[u32]>]>,
     /// One probe token per length of `by_chars`: `a` repeated `k` times, with id `k - 1`.
     pub probe: ByteTrie,
+    /// Per token id, the characters a text token holds, as [`Refused::bits`] would refuse
+    /// them (0 for other tokens): a test of a whole token against a refused set.
+    present: Box<[u128]>,
 }
 
 impl TextTokens {
@@ -100,10 +103,14 @@ impl TextTokens {
         let mut bits = vec![0u32; vocab.mask_words()];
         let mut count = 0;
         let mut by_chars: Vec<Vec<u32>> = Vec::new();
+        let mut present = vec![0u128; vocab.mask_words() * 32];
         for (id, bytes) in vocab.grammar_tokens() {
             if is_text(bytes) {
                 super::set_bit(&mut bits, id.0);
                 count += 1;
+                if let Some(p) = present.get_mut(id.index()) {
+                    *p = bytes.iter().fold(0, |p, &b| p | Refused::bit(b));
+                }
                 let k = characters(bytes);
                 if by_chars.len() < k {
                     by_chars.resize_with(k, Vec::new);
@@ -115,7 +122,7 @@ impl TextTokens {
         let probes: Vec<Vec<u8>> = (1..=by_chars.len()).map(|k| vec![b'a'; k]).collect();
         let probe = ByteTrie::build(probes.iter().enumerate().map(|(k, p)| (p.as_slice(), k as u32)));
         let by_chars = by_chars.into_iter().map(Vec::into_boxed_slice).collect();
-        TextTokens { bits: bits.into_boxed_slice(), count, others, by_chars, probe }
+        TextTokens { bits: bits.into_boxed_slice(), count, others, by_chars, probe, present: present.into_boxed_slice() }
     }
 
     pub fn memory_usage(&self) -> usize {
@@ -123,20 +130,32 @@ impl TextTokens {
             + self.others.memory_usage()
             + self.by_chars.iter().map(|ids| ids.len() * 4).sum::<usize>()
             + self.probe.memory_usage()
+            + self.present.len() * 16
+    }
+
+    /// Whether text token `id` holds a character `refused` refuses.
+    fn holds(&self, refused: Refused, id: u32) -> bool {
+        self.present.get(id as usize).is_some_and(|&p| p & refused.bits() != 0)
     }
 }
 
+/// A group of text tokens of [`super::ByCount`]: (smallest `Inside` iteration number, the
+/// class's token list, its `Exited` numbers as a range of `ByCount::exits`).
+pub(crate) type Group = (u32, u32, u32, u32);
+
 /// What a walk of the probe tokens found for each length of text token: whether it is
-/// accepted whatever the count, and its conditions on the count otherwise.
+/// accepted whatever the count, and its conditions on the count otherwise; the tokens
+/// holding a `refused` character are rejected.
 pub(crate) struct ByChars {
     /// Per length `k` (index `k - 1`).
     always: Vec<bool>,
     conds: Vec<Vec<Cond>>,
+    refused: Refused,
 }
 
 impl ByChars {
     /// From the probe walk's accepted bitset (over probe ids) and conditional list.
-    pub fn new(always: &[u32], conditional: &[(u32, Cond)]) -> ByChars {
+    pub fn new(always: &[u32], conditional: &[(u32, Cond)], refused: Refused) -> ByChars {
         let lengths = always.len() * 32;
         let mut conds = vec![Vec::new(); lengths];
         for &(id, c) in conditional {
@@ -145,18 +164,21 @@ impl ByChars {
             }
         }
         let always = (0..lengths as u32).map(|id| super::is_allowed(always, crate::TokenId(id))).collect();
-        ByChars { always, conds }
+        ByChars { always, conds, refused }
     }
 
-    /// Adds the text tokens whose length's probe was accepted whatever the count, but those
-    /// holding a `refused` character, to `acc` (which holds no text token yet: the walk
-    /// that filled it was of [`TextTokens::others`]). The others are left to [`ByChars::groups`].
-    pub fn add_always(&self, text: &TextTokens, refused: Refused, vocab: &Vocabulary, acc: &mut Accepted) {
+    /// Whether token `id` is in its length's share (not left out for a refused character).
+    fn kept(&self, text: &TextTokens, id: u32) -> bool {
+        self.refused.is_empty() || !text.holds(self.refused, id)
+    }
+
+    /// Adds the text tokens whose length's probe was accepted whatever the count to `acc`
+    /// (which holds no text token yet: the walk that filled it was of
+    /// [`TextTokens::others`]). The others are left to [`ByChars::groups`].
+    pub fn add_always(&self, text: &TextTokens, acc: &mut Accepted) {
         for (ids, _) in text.by_chars.iter().zip(&self.always).filter(|(_, &always)| always) {
-            for &id in ids.iter() {
-                if refused.is_empty() || !refused.any_in(vocab.token_bytes(crate::TokenId(id))) {
-                    acc.add_fresh(id);
-                }
+            for &id in ids.iter().filter(|&&id| self.kept(text, id)) {
+                acc.add_fresh(id);
             }
         }
     }
@@ -169,7 +191,7 @@ impl ByChars {
     /// The lengths that are accepted under some condition only, as groups of
     /// [`super::ByCount`] (ordered like its candidates: no `Inside` condition first, then by
     /// decreasing smallest `Inside` number), their `Exited` numbers appended to `exits`.
-    pub fn groups(&self, exits: &mut Vec<u32>) -> Vec<(u32, u32, u32, u32)> {
+    pub fn groups(&self, exits: &mut Vec<u32>) -> Vec<Group> {
         let mut groups = Vec::new();
         for (k, conds) in self.conds.iter().enumerate() {
             if conds.is_empty() || self.always.get(k).copied().unwrap_or(false) {
@@ -191,19 +213,17 @@ impl ByChars {
         groups
     }
 
-    /// Sets in `all` the tokens of [`ByChars::groups`], but those holding a `refused`
-    /// character; returns how many.
-    pub fn set_grouped(&self, text: &TextTokens, refused: Refused, vocab: &Vocabulary, all: &mut [u32]) -> usize {
+    /// Sets in `all` the tokens of the lengths [`ByChars::groups`] returns, but those
+    /// holding a refused character; returns how many.
+    pub fn set_grouped(&self, text: &TextTokens, all: &mut [u32]) -> usize {
         let mut count = 0;
         for (k, ids) in text.by_chars.iter().enumerate() {
             if self.conds.get(k).is_none_or(Vec::is_empty) || self.always.get(k).copied().unwrap_or(false) {
                 continue;
             }
-            for &id in ids.iter() {
-                if refused.is_empty() || !refused.any_in(vocab.token_bytes(crate::TokenId(id))) {
-                    super::set_bit(all, id);
-                    count += 1;
-                }
+            for &id in ids.iter().filter(|&&id| self.kept(text, id)) {
+                super::set_bit(all, id);
+                count += 1;
             }
         }
         count
@@ -256,9 +276,25 @@ pub(crate) struct Refused {
 }
 
 impl Refused {
+    /// The bit standing for `byte` in [`Refused::bits`]: its own for ASCII, bit 0 (a control
+    /// character, never text) for the lead byte of any other character, none for a
+    /// continuation byte.
+    fn bit(byte: u8) -> u128 {
+        match byte {
+            0..=0x7F => 1 << byte,
+            0xC0.. => 1,
+            _ => 0,
+        }
+    }
+
+    /// The refused characters as bits (see [`Refused::bit`]).
+    fn bits(self) -> u128 {
+        self.ascii | self.non_ascii as u128
+    }
+
     /// Whether `text` holds a character this refuses.
     fn any_in(self, text: &[u8]) -> bool {
-        text.iter().any(|&b| if b < 0x80 { self.ascii >> b & 1 == 1 } else { self.non_ascii && b >= 0xC0 })
+        text.iter().any(|&b| Refused::bit(b) & self.bits() != 0)
     }
 
     fn is_empty(self) -> bool {
@@ -272,7 +308,9 @@ impl Refused {
 /// loop, or at the body's start) and from the body's start completes one iteration exactly
 /// ([`one_character`]), and what follows the loop in the frame below takes no text
 /// character. (A loop at the bottom of the context is left to the probe walk: one that
-/// leaves the context disqualifies itself, see [`super::Walk::probe`].)
+/// leaves the context disqualifies itself, see [`super::Walk::probe`].) A loop followed by
+/// text (a pattern searched for) is left to the walk: there every exit point is a stack of
+/// its own, and the probes alone took milliseconds.
 pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<Refused> {
     let repeat = context.get(i).and_then(|f| pda.nodes.get(f.node as usize))?.repeat?;
     let body = pda.rules.get(repeat.body as usize)?;
@@ -287,7 +325,7 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<Refus
         _ => return None,
     }
     match i.checked_sub(1).and_then(|p| context.get(p)) {
-        Some(parent) => pda.nodes.get(parent.node as usize).is_some_and(|n| takes_no_text(pda, n)).then_some(refused),
+        Some(parent) => takes_no_text(pda, pda.nodes.get(parent.node as usize)?).then_some(refused),
         None => Some(refused),
     }
 }
