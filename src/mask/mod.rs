@@ -28,6 +28,10 @@
 //! the declared property names (the automaton stage's `ExcludedWords`). Its entry is the
 //! shared string rest's, minus the tokens that spell a declared name and its closing quote,
 //! so each schema's set of names costs a few trie look-ups instead of a walk.
+//!
+//! Two kinds of context walk only the tokens that are not text ([`text`]): a string body
+//! that takes any text (every text token is accepted), and a loop of one character an
+//! iteration (a text token's conditions depend on its number of characters).
 
 mod configs;
 mod text;
@@ -53,8 +57,8 @@ pub struct TokenIndex {
     /// Per first byte, the tokens of two or more bytes starting with it, as a bitset over
     /// the mask width (empty when there are none): replayed memos OR these in whole.
     subtree_sets: Box<[Box<[u32]>]>,
-    /// The vocabulary split into text tokens and the rest, for string bodies that take any
-    /// text (see [`text`]).
+    /// The vocabulary split into text tokens and the rest, for the string bodies and loops
+    /// that treat all text alike (see [`text`]).
     text: TextTokens,
     /// Whether a node takes any text ([`text::text_closed`]), by node key: string bodies
     /// recur across schemas.
@@ -289,8 +293,8 @@ impl TokenIndex {
         }
     }
 
-    /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets), without the mask
-    /// cache.
+    /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets, text tokens),
+    /// without the mask cache.
     pub fn memory_usage(&self) -> usize {
         self.trie.memory_usage()
             + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
@@ -1007,7 +1011,6 @@ impl Classified {
         }
     }
 
-    /// The accepted set for `relaxed`'s count (every condition holds without one).
     /// The accepted set for `relaxed`'s count (every condition holds without one); `by_chars`
     /// as for [`ByCount::accepted`].
     fn accepted(&self, relaxed: Option<RelaxedLoop>, by_chars: &[Box<[u32]>]) -> TokenSet {

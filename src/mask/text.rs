@@ -1,7 +1,8 @@
 //! Text tokens: the shortcuts that keep string bodies from walking the whole vocabulary.
 //!
-//! Most of a vocabulary is *text*: whole UTF-8 characters with no control character, quote
-//! or backslash (115k of the DeepSeek tokenizer's 128k). Two kinds of string body treat all
+//! Most of a vocabulary is *text*: whole UTF-8 characters with no control character, quote,
+//! backslash or line separator (115k of the DeepSeek tokenizer's 128k). Two kinds of string
+//! body treat all
 //! text alike, so the walk only has to decide the rest — tokens with a quote (where the
 //! string may end), an escape, or a partial character — from a trie of its own, a tenth of
 //! the vocabulary's:
@@ -9,10 +10,11 @@
 //! - a body whose automaton takes any text character at every state it reaches that way,
 //!   without completing (an unanchored `pattern`, a `format` searched for, a string with a
 //!   `minLength`): every text token is accepted ([`text_closed`]);
-//! - a counted loop each of whose iterations is exactly one text character, followed by
-//!   something that takes no text (`maxLength`, `.{1,255}`): a text token's conditions on the
-//!   loop's count depend only on its number of characters ([`units_loop`]), so they are read
-//!   off a walk of the probe tokens `a`, `aa`, `aaa`, … ([`ByChars`]).
+//! - a counted loop each of whose iterations is exactly one text character or none it takes,
+//!   followed by something that takes no text (`maxLength`, `.{1,255}`, `[^,]{1,255}`): a text
+//!   token holding a character the loop refuses is rejected, and the others' conditions on
+//!   the loop's count depend only on their number of characters ([`units_loop`]), so they are
+//!   read off a walk of the probe tokens `a`, `aa`, `aaa`, … ([`ByChars`]).
 //!
 //! Either way the classification comes out the same as a walk of every token.
 
@@ -99,6 +101,7 @@ pub(crate) struct TextTokens {
 }
 
 impl TextTokens {
+    /// Splits `vocab`'s grammar tokens (once per tokenizer, with the [`super::TokenIndex`]).
     pub fn new(vocab: &Vocabulary) -> TextTokens {
         let mut bits = vec![0u32; vocab.mask_words()];
         let mut count = 0;
@@ -125,6 +128,7 @@ impl TextTokens {
         TextTokens { bits: bits.into_boxed_slice(), count, others, by_chars, probe, present: present.into_boxed_slice() }
     }
 
+    /// Heap bytes of the tables.
     pub fn memory_usage(&self) -> usize {
         self.bits.len() * 4
             + self.others.memory_usage()
