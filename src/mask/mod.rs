@@ -578,13 +578,6 @@ struct ByCount {
     groups: Box<[text::Group]>,
 }
 
-/// The text tokens of a classification made with [`text::units_loop`]'s shortcut, with
-/// the classes `by_chars` found for them.
-struct TextPart<'a> {
-    tokens: &'a TextTokens,
-    by_chars: text::ByChars,
-}
-
 /// In [`ByCount::candidates`]: the token has no `Inside` condition.
 const ONLY_EXITS: u32 = u32::MAX;
 
@@ -592,8 +585,9 @@ impl ByCount {
     /// Arranges `conditional` (id, when) over the unconditional set `always`. Linear when the
     /// conditions of each token are adjacent, as the walk adds them (a token sits at one trie
     /// node); otherwise they are sorted by id first.
-    /// With `text`, the text tokens are added by groups.
-    fn new(always: &[u32], conditional: &[(u32, Cond)], text: Option<TextPart>) -> ByCount {
+    /// With `text`, the text tokens are added by the groups [`text::units_loop`]'s shortcut
+    /// found for them.
+    fn new(always: &[u32], conditional: &[(u32, Cond)], text: Option<(&TextTokens, text::ByChars)>) -> ByCount {
         let mut by_count = if conditions_adjacent(always.len(), conditional) {
             Self::from_adjacent(always, conditional)
         } else {
@@ -601,10 +595,10 @@ impl ByCount {
             sorted.sort_unstable_by_key(|&(id, _)| id);
             Self::from_adjacent(always, &sorted)
         };
-        if let Some(text) = text {
-            by_count.all_count += text.by_chars.set_grouped(text.tokens, &mut by_count.all);
+        if let Some((tokens, by_chars)) = text {
+            by_count.all_count += by_chars.set_grouped(tokens, &mut by_count.all);
             let mut exits = std::mem::take(&mut by_count.exits).into_vec();
-            by_count.groups = text.by_chars.groups(&mut exits).into_boxed_slice();
+            by_count.groups = by_chars.groups(&mut exits).into_boxed_slice();
             by_count.exits = exits.into_boxed_slice();
         }
         by_count
@@ -654,34 +648,32 @@ impl ByCount {
         let to_min = r.min as i64 - r.count as i64;
         let mut bits = self.all.to_vec();
         let mut count = self.all_count;
-        for &(inside, id, lo, hi) in self.candidates.iter() {
-            if inside != ONLY_EXITS && inside as i64 <= to_max {
-                break;
-            }
-            let exits = self.exits.get(lo as usize..hi as usize).unwrap_or(&[]);
-            if !exits.iter().any(|&k| to_min <= k as i64 && k as i64 <= to_max) {
-                if let Some(w) = bits.get_mut((id / 32) as usize) {
-                    *w &= !(1 << (id % 32));
-                    count -= 1;
-                }
-            }
-        }
-        for &(inside, group, lo, hi) in self.groups.iter() {
-            if inside != ONLY_EXITS && inside as i64 <= to_max {
-                break;
-            }
-            let exits = self.exits.get(lo as usize..hi as usize).unwrap_or(&[]);
-            if !exits.iter().any(|&k| to_min <= k as i64 && k as i64 <= to_max) {
-                // Tokens holding a refused character are in no group's share of `all`.
-                for &id in by_chars.get(group as usize).map_or(&[][..], |ids| &ids[..]) {
-                    if let Some(w) = bits.get_mut((id / 32) as usize) {
-                        count -= (*w >> (id % 32) & 1) as usize;
-                        *w &= !(1 << (id % 32));
-                    }
-                }
+        // A group's tokens holding a refused character are not in `all`: only set bits count.
+        let grouped =
+            self.failing(&self.groups, to_min, to_max).flat_map(|g| by_chars.get(g as usize).into_iter().flatten());
+        for id in self.failing(&self.candidates, to_min, to_max).chain(grouped.copied()) {
+            if let Some(w) = bits.get_mut((id / 32) as usize) {
+                count -= (*w >> (id % 32) & 1) as usize;
+                *w &= !(1 << (id % 32));
             }
         }
         TokenSet::from_bits_and_ids(&bits, count, None, Vec::new())
+    }
+
+    /// Of `entries` (candidates or groups, by decreasing `Inside` number), the second field
+    /// of those none of whose conditions holds when the count is `to_min` below the minimum
+    /// and `to_max` below the maximum.
+    fn failing<'a>(
+        &'a self,
+        entries: &'a [(u32, u32, u32, u32)],
+        to_min: i64,
+        to_max: i64,
+    ) -> impl Iterator<Item = u32> + 'a {
+        let inside_fails = move |&&(inside, ..): &&(u32, u32, u32, u32)| inside == ONLY_EXITS || inside as i64 > to_max;
+        entries.iter().take_while(inside_fails).filter_map(move |&(_, what, lo, hi)| {
+            let exits = self.exits.get(lo as usize..hi as usize).unwrap_or(&[]);
+            (!exits.iter().any(|&k| to_min <= k as i64 && k as i64 <= to_max)).then_some(what)
+        })
     }
 
     fn memory_usage(&self) -> usize {
@@ -853,14 +845,7 @@ impl Walk<'_> {
     /// depend on the bytes).
     fn probe(&self, refused: text::Refused) -> Option<text::ByChars> {
         let probes = &self.index.text.probe;
-        let mut acc = Accepted {
-            always: vec![0; probes.ids.len().div_ceil(32)],
-            always_count: 0,
-            always_ids: Vec::new(),
-            conditional: Vec::new(),
-            log: Vec::new(),
-            logging: false,
-        };
+        let mut acc = Accepted::new(vec![0; probes.ids.len().div_ceil(32)], Vec::new());
         let mut pending = Vec::new();
         self.run(probes, false, &mut acc, &mut pending);
         if !pending.is_empty() {
@@ -883,23 +868,16 @@ impl Classified {
         context: &[Frame],
         relaxed: Option<usize>,
     ) -> Classified {
-        let mut acc = Accepted {
-            always: zeroed_bits(index.vocab.mask_words()),
-            always_count: 0,
-            always_ids: Vec::new(),
-            conditional: SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut())),
-            log: Vec::new(),
-            logging: false,
-        };
+        let spare = SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let mut acc = Accepted::new(zeroed_bits(index.vocab.mask_words()), spare);
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         let walk = Walk { index, pda, node_keys, limits, context, relaxed };
         let text = &index.text;
         // Text tokens classified by groups, not listed in `acc` (see `ByCount::groups`).
-        let mut grouped: Option<TextPart> = None;
-        let top_takes_text = || context.last().is_some_and(|top| index.text_closed(pda, node_keys, top.node));
+        let mut grouped: Option<text::ByChars> = None;
         match relaxed {
             // The top takes any text and stays in its rule: every text token is accepted.
-            None if top_takes_text() => {
+            None if context.last().is_some_and(|top| index.text_closed(pda, node_keys, top.node)) => {
                 or_into(&mut acc.always, &text.bits);
                 acc.always_count = text.count;
                 walk.run(&text.others, false, &mut acc, &mut pending);
@@ -912,7 +890,7 @@ impl Classified {
                     Some(by_chars) => {
                         walk.run(&text.others, false, &mut acc, &mut pending);
                         by_chars.add_always(text, &mut acc);
-                        grouped = Some(TextPart { tokens: text, by_chars });
+                        grouped = Some(by_chars);
                     }
                     None => walk.run(&index.trie, false, &mut acc, &mut pending),
                 }
@@ -926,14 +904,14 @@ impl Classified {
             .iter()
             .map(|&(_, c)| c)
             .chain(pending.iter().map(|&(_, _, c)| c))
-            .chain(grouped.iter().flat_map(|g| g.by_chars.conds()))
+            .chain(grouped.iter().flat_map(text::ByChars::conds))
             .map(Cond::iterations)
             .max()
             .unwrap_or(0);
         // Short lists are filtered directly; long ones pay for an index once. The list's
         // buffer serves the next walk.
         let conditional = if grouped.is_some() || acc.conditional.len() > acc.always.len() {
-            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional, grouped))
+            Conditional::ByCount(ByCount::new(&acc.always, &acc.conditional, grouped.map(|g| (text, g))))
         } else {
             // A copy the size of the list: the buffer may have grown large in an earlier walk.
             Conditional::List(acc.conditional.clone())
@@ -1381,6 +1359,12 @@ struct Accepted {
 }
 
 impl Accepted {
+    /// Nothing accepted yet: `always` is a zeroed bitset, `conditional` an empty list (both
+    /// passed in for their buffers).
+    fn new(always: Vec<u32>, conditional: Vec<(u32, Cond)>) -> Accepted {
+        Accepted { always, always_count: 0, always_ids: Vec::new(), conditional, log: Vec::new(), logging: false }
+    }
+
     /// Adds, unconditionally, an id the walk has not set yet (each token sits at one trie
     /// node, so the ids of a replayed subtree are new): no test, no list, no log. The count
     /// stays exact; only the short id list stops being complete, which costs a bitset scan

@@ -106,8 +106,11 @@ impl TextTokens {
         let mut count = 0;
         let mut by_chars: Vec<Vec<u32>> = Vec::new();
         let mut present = vec![0u128; vocab.mask_words() * 32];
+        let mut others: Vec<(&[u8], u32)> = Vec::new();
         for (id, bytes) in vocab.grammar_tokens() {
-            if is_text(bytes) {
+            if !is_text(bytes) {
+                others.push((bytes, id.0));
+            } else {
                 super::set_bit(&mut bits, id.0);
                 count += 1;
                 if let Some(p) = present.get_mut(id.index()) {
@@ -120,7 +123,7 @@ impl TextTokens {
                 by_chars[k - 1].push(id.0);
             }
         }
-        let others = ByteTrie::build(vocab.grammar_tokens().filter(|(_, b)| !is_text(b)).map(|(id, b)| (b, id.0)));
+        let others = ByteTrie::build(others);
         let probes: Vec<Vec<u8>> = (1..=by_chars.len()).map(|k| vec![b'a'; k]).collect();
         let probe = ByteTrie::build(probes.iter().enumerate().map(|(k, p)| (p.as_slice(), k as u32)));
         let by_chars = by_chars.into_iter().map(Vec::into_boxed_slice).collect();
@@ -170,6 +173,12 @@ impl ByChars {
         ByChars { always, conds, refused }
     }
 
+    /// Whether the tokens of length index `k` are accepted under some condition only (they
+    /// make a group of [`super::ByCount`]).
+    fn grouped(&self, k: usize) -> bool {
+        self.conds.get(k).is_some_and(|c| !c.is_empty()) && !self.always.get(k).copied().unwrap_or(false)
+    }
+
     /// Whether token `id` is in its length's share (not left out for a refused character).
     fn kept(&self, text: &TextTokens, id: u32) -> bool {
         self.refused.is_empty() || !text.holds(self.refused, id)
@@ -196,10 +205,7 @@ impl ByChars {
     /// decreasing smallest `Inside` number), their `Exited` numbers appended to `exits`.
     pub fn groups(&self, exits: &mut Vec<u32>) -> Vec<Group> {
         let mut groups = Vec::new();
-        for (k, conds) in self.conds.iter().enumerate() {
-            if conds.is_empty() || self.always.get(k).copied().unwrap_or(false) {
-                continue;
-            }
+        for (k, conds) in self.conds.iter().enumerate().filter(|&(k, _)| self.grouped(k)) {
             let lo = exits.len() as u32;
             let mut inside = super::ONLY_EXITS;
             for &c in conds {
@@ -220,10 +226,7 @@ impl ByChars {
     /// holding a refused character; returns how many.
     pub fn set_grouped(&self, text: &TextTokens, all: &mut [u32]) -> usize {
         let mut count = 0;
-        for (k, ids) in text.by_chars.iter().enumerate() {
-            if self.conds.get(k).is_none_or(Vec::is_empty) || self.always.get(k).copied().unwrap_or(false) {
-                continue;
-            }
+        for (_, ids) in text.by_chars.iter().enumerate().filter(|&(k, _)| self.grouped(k)) {
             for &id in ids.iter().filter(|&&id| self.kept(text, id)) {
                 super::set_bit(all, id);
                 count += 1;
@@ -233,9 +236,48 @@ impl ByChars {
     }
 }
 
-/// How many (node, decoder state) pairs [`text_closed`] explores before giving up (a rule
+/// How many (node, decoder state) pairs [`walk_text`] explores before giving up (a rule
 /// that large is no string body).
 const MAX_PAIRS: usize = 4096;
+
+/// Where [`walk_text`] goes from one node on one byte.
+enum Flow {
+    /// On to this node.
+    Follow(u32),
+    /// Not past this byte.
+    Stop,
+    /// The walk fails.
+    Fail,
+}
+
+/// Walks the (node, decoder state) pairs that text characters reach from `node`: `visit`
+/// gets each pair's node and state with each text byte the decoder allows next there (and
+/// the state after it), and says where to go. Whether the walk ended without failing,
+/// within [`MAX_PAIRS`] pairs.
+fn walk_text(pda: &Pda, node: u32, mut visit: impl FnMut(&Node, Utf8State, u8, Utf8State) -> Flow) -> bool {
+    let mut seen: rustc_hash::FxHashSet<(u32, Utf8State)> = Default::default();
+    let mut todo = vec![(node, BOUNDARY)];
+    seen.insert((node, BOUNDARY));
+    while let Some((n, state)) = todo.pop() {
+        let Some(at) = pda.nodes.get(n as usize) else { return false };
+        for byte in 0..=255u8 {
+            let Some(next) = text_step(state, byte) else { continue };
+            match visit(at, state, byte, next) {
+                Flow::Follow(t) => {
+                    if seen.insert((t, next)) {
+                        if seen.len() > MAX_PAIRS {
+                            return false;
+                        }
+                        todo.push((t, next));
+                    }
+                }
+                Flow::Stop => {}
+                Flow::Fail => return false,
+            }
+        }
+    }
+    true
+}
 
 /// Whether every text token is consumed whole from `node` without leaving its rule: from
 /// `node`, and from every node text characters lead to, every text byte the decoder allows
@@ -243,30 +285,12 @@ const MAX_PAIRS: usize = 4096;
 /// and no rule it calls can start with that byte (a string body calls its escapes, which
 /// start with a backslash).
 pub(crate) fn text_closed(pda: &Pda, node: u32) -> bool {
-    let mut seen: rustc_hash::FxHashSet<(u32, Utf8State)> = Default::default();
-    let mut todo = vec![(node, BOUNDARY)];
-    seen.insert((node, BOUNDARY));
-    while let Some((n, state)) = todo.pop() {
-        let Some(automaton_node) = pda.nodes.get(n as usize) else { return false };
-        if automaton_node.is_final || automaton_node.repeat.is_some() {
-            return false;
+    walk_text(pda, node, |at, _, byte, _| {
+        if at.is_final || at.repeat.is_some() || callee_takes(pda, at, byte) != Some(false) {
+            return Flow::Fail;
         }
-        let Some(callees) = callee_starts(pda, automaton_node) else { return false };
-        for byte in 0..=255u8 {
-            let Some(next_state) = text_step(state, byte) else { continue };
-            if callees.iter().any(|s| s.step(byte).is_some()) {
-                return false;
-            }
-            let Some(t) = automaton_node.step(byte) else { return false };
-            if seen.insert((t, next_state)) {
-                if seen.len() > MAX_PAIRS {
-                    return false;
-                }
-                todo.push((t, next_state));
-            }
-        }
-    }
-    true
+        at.step(byte).map_or(Flow::Fail, Flow::Follow)
+    })
 }
 
 /// The first bytes of text characters that a loop body refuses outright: every text token
@@ -333,28 +357,27 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<Refus
     }
 }
 
-/// What the rules `node` calls start with: their start nodes, when each is a plain node
-/// whose edges are all there is to it (`None` for a callee that could start with a call,
-/// a loop, or end at once).
-fn callee_starts<'p>(pda: &'p Pda, node: &Node) -> Option<Vec<&'p Node>> {
-    node.calls
-        .iter()
-        .map(|call| {
-            let start = pda.rules.get(call.callee as usize).and_then(|r| pda.nodes.get(r.start as usize))?;
-            (!start.is_final && start.calls.is_empty() && start.repeat.is_none()).then_some(start)
-        })
-        .collect()
+/// Whether a rule `node` calls can start with `byte`: `None` when some callee could start
+/// with a call or a loop, or end at once (its start node's edges are not all there is).
+fn callee_takes(pda: &Pda, node: &Node, byte: u8) -> Option<bool> {
+    let mut takes = false;
+    for call in node.calls.iter() {
+        let start = pda.rules.get(call.callee as usize).and_then(|r| pda.nodes.get(r.start as usize))?;
+        if start.is_final || !start.calls.is_empty() || start.repeat.is_some() {
+            return None;
+        }
+        takes |= start.step(byte).is_some();
+    }
+    Some(takes)
 }
 
 /// Whether `node` can neither consume a text character nor complete its rule.
 fn takes_no_text(pda: &Pda, node: &Node) -> bool {
-    if node.is_final || node.repeat.is_some() {
-        return false;
-    }
-    let Some(callees) = callee_starts(pda, node) else { return false };
-    (0..=255u8)
-        .filter(|&b| text_step(BOUNDARY, b).is_some())
-        .all(|b| node.step(b).is_none() && callees.iter().all(|s| s.step(b).is_none()))
+    !node.is_final
+        && node.repeat.is_none()
+        && (0..=255u8)
+            .filter(|&b| text_step(BOUNDARY, b).is_some())
+            .all(|b| node.step(b).is_none() && callee_takes(pda, node, b) == Some(false))
 }
 
 /// Whether every text character read from `node` either completes its rule exactly or is
@@ -364,50 +387,33 @@ fn takes_no_text(pda: &Pda, node: &Node) -> bool {
 /// ends at a node that completes the rule and has no edge at all. The characters taken
 /// then all do the same thing from `node`.
 fn one_character(pda: &Pda, node: u32) -> Option<Refused> {
-    let start = pda.nodes.get(node as usize)?;
-    if start.is_final || start.repeat.is_some() {
-        return None;
-    }
-    let callees = callee_starts(pda, start)?;
     let mut refused = Refused::default();
     let mut non_ascii_taken = false;
-    let mut seen: rustc_hash::FxHashSet<(u32, Utf8State)> = Default::default();
-    let mut todo = vec![(node, BOUNDARY)];
-    while let Some((n, state)) = todo.pop() {
-        let at = pda.nodes.get(n as usize)?;
-        if state != BOUNDARY && (at.is_final || at.repeat.is_some() || !at.calls.is_empty()) {
-            return None;
+    let uniform = walk_text(pda, node, |at, state, byte, next| {
+        let calls_fit = if state == BOUNDARY { callee_takes(pda, at, byte) == Some(false) } else { at.calls.is_empty() };
+        if at.is_final || at.repeat.is_some() || !calls_fit {
+            return Flow::Fail;
         }
-        for byte in 0..=255u8 {
-            let Some(next_state) = text_step(state, byte) else { continue };
-            if state == BOUNDARY && callees.iter().any(|s| s.step(byte).is_some()) {
-                return None;
+        let Some(t) = at.step(byte) else {
+            match (state, byte) {
+                (BOUNDARY, 0..=0x7F) => refused.ascii |= 1 << byte,
+                (BOUNDARY, _) => refused.non_ascii = true,
+                _ => return Flow::Fail,
             }
-            let Some(t) = at.step(byte) else {
-                match (state, byte) {
-                    (BOUNDARY, 0..=0x7F) => refused.ascii |= 1 << byte,
-                    (BOUNDARY, _) => refused.non_ascii = true,
-                    _ => return None,
-                }
-                continue;
-            };
-            if state == BOUNDARY && byte >= 0x80 {
-                non_ascii_taken = true;
-            }
-            if next_state == BOUNDARY {
-                let end = pda.nodes.get(t as usize)?;
-                if !(end.is_final && end.bytes.is_empty() && end.calls.is_empty() && end.repeat.is_none()) {
-                    return None;
-                }
-            } else if seen.insert((t, next_state)) {
-                if seen.len() > MAX_PAIRS {
-                    return None;
-                }
-                todo.push((t, next_state));
-            }
+            return Flow::Stop;
+        };
+        non_ascii_taken |= state == BOUNDARY && byte >= 0x80;
+        if next != BOUNDARY {
+            return Flow::Follow(t);
         }
-    }
-    (!(refused.non_ascii && non_ascii_taken)).then_some(refused)
+        let end = pda.nodes.get(t as usize);
+        if end.is_some_and(|e| e.is_final && e.bytes.is_empty() && e.calls.is_empty() && e.repeat.is_none()) {
+            Flow::Stop
+        } else {
+            Flow::Fail
+        }
+    });
+    (uniform && !(refused.non_ascii && non_ascii_taken)).then_some(refused)
 }
 
 #[cfg(test)]
