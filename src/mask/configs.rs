@@ -48,7 +48,7 @@ enum Kind {
 /// One parse state of the walk ([`Kind`]) packed in a word, so a step's result travels in
 /// a register: 0 is dead, a configuration is its id, a plain stack is `(node + 1) << 32 |
 /// base`. Bit 63 of a step's result says it completed the context's bottom.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct State(u64);
 
 /// In a [`State`] returned by [`Configs::step`]: the step completed the context's bottom.

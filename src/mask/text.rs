@@ -6,14 +6,18 @@
 //! quote (where the string may end), an escape, a control character or a partial character —
 //! from a trie of its own, about 3k tokens:
 //!
-//! - a body whose automaton takes any text character at every state it reaches that way,
-//!   without completing (an unanchored `pattern`, a `format` searched for, a string with a
-//!   `minLength`): every text token is accepted ([`text_closed`]);
-//! - a counted loop each of whose iterations is exactly one text character or none it takes,
-//!   followed by something that takes no text (`maxLength`, `.{1,255}`, `[^,]{1,255}`): a text
-//!   token holding a character the loop refuses is rejected, and the others' conditions on
-//!   the loop's count depend only on their number of characters ([`units_loop`]), so they are
-//!   read off a walk of the probe tokens `a`, `aa`, `aaa`, … ([`ByChars`]).
+//! - a body that takes any text once its first character is allowed (an unanchored
+//!   `pattern`, a `format` searched for, a string with a `minLength`, the rest of a string
+//!   searched for a run of characters after a character outside the run): every text token
+//!   is accepted but those starting with a refused character ([`text_closed`] proves the
+//!   common case from the node's edges, [`super::viable`] the rest);
+//! - a counted loop each of whose iterations is exactly one text character or none it takes
+//!   (`maxLength`, `.{1,255}`, `[^,]{1,255}`, `[0-9a-f]{24}`), followed by something that
+//!   takes no text, or takes any text once its first character is allowed ([`units_loop`]).
+//!   A text token's conditions on the loop's count then depend only on its number of
+//!   characters if the loop refuses none of them, and otherwise on where the first refused
+//!   one is ([`CharLists`]), so they are read off a walk of probe tokens: `a`, `aa`, `aaa`,
+//!   …, and `,`, `a,`, `aa,`, … ([`probes`], [`ByChars`]).
 //!
 //! Either way the classification comes out the same as a walk of every token.
 
@@ -22,19 +26,23 @@ use super::{Accepted, Cond};
 use crate::automaton::exec::Frame;
 use crate::automaton::{Node, Pda};
 use crate::vocab::Vocabulary;
+use std::sync::Arc;
 
 /// A UTF-8 decoder's position between bytes (Unicode Table 3-7): [`BOUNDARY`] between
 /// characters, otherwise which continuation bytes the character still needs.
-type Utf8State = u8;
+pub(super) type Utf8State = u8;
 
 /// Between characters.
-const BOUNDARY: Utf8State = 0;
+pub(super) const BOUNDARY: Utf8State = 0;
+
+/// The number of decoder states ([`text_step`] knows states below it).
+pub(super) const UTF8_STATES: Utf8State = 10;
 
 /// The decoder's state after `byte`, for a text character: `None` when `byte` cannot come
 /// next in valid UTF-8, or is a control character, `"` or `\`, or ends U+2028 or U+2029
 /// (which never are text: an ECMA-262 `.` refuses these two line separators, and patterns
 /// full of `.` are the loops [`units_loop`] is for).
-fn text_step(state: Utf8State, byte: u8) -> Option<Utf8State> {
+pub(super) fn text_step(state: Utf8State, byte: u8) -> Option<Utf8State> {
     // States 1–3 need that many more continuation bytes in 80–BF; 4–7 are the second byte
     // of E0, ED, F0 and F4 sequences, whose ranges are narrower; 8 and 9 follow E2 and
     // E2 80, where A8 and A9 would end a line separator.
@@ -87,13 +95,10 @@ fn characters(text: &[u8]) -> usize {
 pub(crate) struct TextTokens {
     /// Over the mask width.
     pub bits: Box<[u32]>,
-    pub count: usize,
     /// The grammar tokens that are not text.
     pub others: ByteTrie,
     /// The text tokens by number of characters: `by_chars[k - 1]` holds those of `k`.
-    pub by_chars: Box<[Box<[u32]>]>,
-    /// One probe token per length of `by_chars`: `a` repeated `k` times, with id `k - 1`.
-    pub probe: ByteTrie,
+    by_chars: Arc<[Box<[u32]>]>,
     /// Per token id, the characters a text token holds, as [`Refused::bits`] would refuse
     /// them (0 for other tokens): a test of a whole token against a refused set.
     present: Box<[u128]>,
@@ -103,7 +108,6 @@ impl TextTokens {
     /// Splits `vocab`'s grammar tokens (once per tokenizer, with the [`super::TokenIndex`]).
     pub fn new(vocab: &Vocabulary) -> TextTokens {
         let mut bits = vec![0u32; vocab.mask_words()];
-        let mut count = 0;
         let mut by_chars: Vec<Vec<u32>> = Vec::new();
         let mut present = vec![0u128; vocab.mask_words() * 32];
         let mut others: Vec<(&[u8], u32)> = Vec::new();
@@ -112,7 +116,6 @@ impl TextTokens {
                 others.push((bytes, id.0));
             } else {
                 super::set_bit(&mut bits, id.0);
-                count += 1;
                 if let Some(p) = present.get_mut(id.index()) {
                     *p = bytes.iter().fold(0, |p, &b| p | Refused::bit(b));
                 }
@@ -124,10 +127,8 @@ impl TextTokens {
             }
         }
         let others = ByteTrie::build(others);
-        let probes: Vec<Vec<u8>> = (1..=by_chars.len()).map(|k| vec![b'a'; k]).collect();
-        let probe = ByteTrie::build(probes.iter().enumerate().map(|(k, p)| (p.as_slice(), k as u32)));
         let by_chars = by_chars.into_iter().map(Vec::into_boxed_slice).collect();
-        TextTokens { bits: bits.into_boxed_slice(), count, others, by_chars, probe, present: present.into_boxed_slice() }
+        TextTokens { bits: bits.into_boxed_slice(), others, by_chars, present: present.into_boxed_slice() }
     }
 
     /// Heap bytes of the tables.
@@ -135,7 +136,6 @@ impl TextTokens {
         self.bits.len() * 4
             + self.others.memory_usage()
             + self.by_chars.iter().map(|ids| ids.len() * 4).sum::<usize>()
-            + self.probe.memory_usage()
             + self.present.len() * 16
     }
 
@@ -145,67 +145,206 @@ impl TextTokens {
     }
 }
 
+/// The text tokens as a loop of one character an iteration that refuses some characters
+/// tells them apart: those holding no refused character by their number of characters, the
+/// others by where their first refused character is.
+#[derive(Debug)]
+pub(crate) struct CharLists {
+    /// `by_length[k - 1]`: the tokens of `k` characters (but those holding a `left_out`
+    /// character, which belong to no group).
+    by_length: Arc<[Box<[u32]>]>,
+    left_out: Refused,
+    /// `by_prefix[p]`: the tokens whose first refused character is their `p`-th (from 0).
+    by_prefix: Box<[Box<[u32]>]>,
+}
+
+impl CharLists {
+    /// The length groups alone, for a loop followed by nothing that takes text (a token
+    /// holding a character it refuses is rejected): the tokenizer's own lists, filtered as
+    /// they are read.
+    pub fn lengths_only(text: &TextTokens, refused: Refused) -> CharLists {
+        CharLists { by_length: text.by_chars.clone(), left_out: refused, by_prefix: Box::new([]) }
+    }
+
+    /// Both kinds of group for a loop refusing `refused`, from one pass over `trie` (the
+    /// vocabulary's): a subtree under a refused character is one prefix group whole, so only
+    /// the paths of taken characters are walked. Made once per refused set and tokenizer
+    /// ([`super::TokenIndex::char_lists`]).
+    pub fn new(text: &TextTokens, trie: &ByteTrie, refused: Refused) -> CharLists {
+        let lengths = text.by_chars.len();
+        let mut by_length = vec![Vec::new(); lengths];
+        let mut by_prefix = vec![Vec::new(); lengths];
+        let is_text = |id: &&u32| super::is_allowed(&text.bits, crate::TokenId(**id));
+        // `chars[d]`: the characters of the path down to depth `d`.
+        let mut chars: Vec<usize> = vec![0];
+        let mut i = 0;
+        while let Some(node) = trie.nodes.get(i) {
+            let depth = node.depth as usize;
+            chars.truncate(depth);
+            let before = chars.last().copied().unwrap_or(0);
+            // No text token holds a control character, a quote or a backslash.
+            if node.byte < 0x20 || node.byte == b'"' || node.byte == b'\\' {
+                i = node.end as usize;
+                continue;
+            }
+            let starts_char = node.byte & 0xC0 != 0x80;
+            if starts_char && refused.refuses(node.byte) {
+                let below = trie.descendant_ids(i).end.max(node.ids_end as usize);
+                if let (Some(ids), Some(list)) = (trie.ids.get(node.ids_start as usize..below), by_prefix.get_mut(before)) {
+                    list.extend(ids.iter().filter(is_text));
+                }
+                i = node.end as usize;
+                continue;
+            }
+            let count = before + starts_char as usize;
+            chars.push(count);
+            if let Some(list) = count.checked_sub(1).and_then(|k| by_length.get_mut(k)) {
+                list.extend(trie.ids_at(node).iter().filter(is_text));
+            }
+            i += 1;
+        }
+        CharLists {
+            by_length: by_length.into_iter().map(Vec::into_boxed_slice).collect(),
+            left_out: Refused::default(),
+            by_prefix: by_prefix.into_iter().map(Vec::into_boxed_slice).collect(),
+        }
+    }
+
+    /// The number of length groups (the longest text token, in characters).
+    pub fn lengths(&self) -> usize {
+        self.by_length.len()
+    }
+
+    /// Group `g`'s tokens: the length groups first (`g = k - 1`), then the prefix groups
+    /// (`g = lengths + p`), numbered like the probes of [`probes`]. May hold tokens that
+    /// belong to no group ([`CharLists::group_members`] leaves them out): clearing them from
+    /// a set that never held them is harmless.
+    pub fn group(&self, g: usize) -> &[u32] {
+        match g.checked_sub(self.lengths()) {
+            None => self.by_length.get(g),
+            Some(p) => self.by_prefix.get(p),
+        }
+        .map_or(&[], |ids| ids)
+    }
+
+    /// Group `g`'s tokens, none left out.
+    fn group_members<'a>(&'a self, text: &'a TextTokens, g: usize) -> impl Iterator<Item = u32> + 'a {
+        let left_out = self.left_out;
+        self.group(g).iter().copied().filter(move |&id| left_out.is_empty() || !text.holds(left_out, id))
+    }
+
+    /// Heap bytes, not counting the length lists shared with [`TextTokens`].
+    pub fn memory_usage(&self) -> usize {
+        let listed = |lists: &[Box<[u32]>]| lists.iter().map(|ids| ids.len() * 4).sum::<usize>();
+        listed(&self.by_prefix) + if self.by_prefix.is_empty() { 0 } else { listed(&self.by_length) }
+    }
+}
+
+/// The ASCII characters that are text, as [`Refused::ascii`] bits.
+const TEXT_ASCII: u128 = !0u128 << 0x20 & !(1 << b'"') & !(1 << b'\\');
+
+/// The probe tokens of a loop that refuses `refused`, for lists of `lengths` length groups:
+/// `x` repeated `k` times for each length `k` (id `k - 1`), and with `prefixes`, `x` repeated
+/// `p` times and then `z` for each `p` (id `lengths + p`), where the loop takes `x` and
+/// refuses `z`. `None` when the loop takes no ASCII character.
+pub(crate) fn probes(lengths: usize, refused: Refused, prefixes: bool) -> Option<ByteTrie> {
+    let taken = |b: &u8| TEXT_ASCII >> b & 1 == 1 && !refused.refuses(*b);
+    let x = if taken(&b'a') { b'a' } else { (0x20..0x80u8).find(taken)? };
+    let z: Vec<u8> = match (0x20..0x80u8).find(|b| TEXT_ASCII >> b & 1 == 1 && refused.refuses(*b)) {
+        Some(b) => vec![b],
+        // U+00E9: refused with every other non-ASCII character.
+        None => "\u{e9}".as_bytes().to_vec(),
+    };
+    let mut probes: Vec<(Vec<u8>, u32)> = (1..=lengths).map(|k| (vec![x; k], k as u32 - 1)).collect();
+    if prefixes && !refused.is_empty() {
+        probes.extend((0..lengths).map(|p| ([vec![x; p].as_slice(), &z].concat(), (lengths + p) as u32)));
+    }
+    Some(ByteTrie::build(probes.iter().map(|(p, id)| (p.as_slice(), *id))))
+}
+
 /// A group of text tokens of [`super::ByCount`]: (smallest `Inside` iteration number, the
-/// class's token list, its `Exited` numbers as a range of `ByCount::exits`).
+/// group's number in [`CharLists::group`], its `Exited` numbers as a range of
+/// `ByCount::exits`).
 pub(crate) type Group = (u32, u32, u32, u32);
 
-/// What a walk of the probe tokens found for each length of text token: whether it is
-/// accepted whatever the count, and its conditions on the count otherwise; the tokens
-/// holding a `refused` character are rejected.
+/// What a walk of the [`probes`] found for each group of text tokens ([`CharLists`]):
+/// whether it is accepted whatever the count, and its conditions on the count otherwise.
 pub(crate) struct ByChars {
-    /// Per length `k` (index `k - 1`).
+    /// Per group.
     always: Vec<bool>,
     conds: Vec<Vec<Cond>>,
-    refused: Refused,
+    lists: Arc<CharLists>,
 }
 
 impl ByChars {
-    /// From the probe walk's accepted bitset (over probe ids) and conditional list.
-    pub fn new(always: &[u32], conditional: &[(u32, Cond)], refused: Refused) -> ByChars {
-        let lengths = always.len() * 32;
-        let mut conds = vec![Vec::new(); lengths];
-        for &(id, c) in conditional {
-            if let Some(list) = conds.get_mut(id as usize) {
-                list.push(c);
+    /// From what the probe walk accepted (over probe ids) and left pending: a probe that left
+    /// the loop's context has its remainder judged by `exit`, the
+    /// first characters what follows the loop refuses (then taking any text), `None` when
+    /// the loop is the context's bottom (the frames below would decide). `None` when the
+    /// remainder's first character does not decide alike for all the characters it stands
+    /// for.
+    pub fn new(
+        accepted: &Accepted,
+        pending: &[(u32, u32, Cond)],
+        refused: Refused,
+        exit: Option<Refused>,
+        lists: Arc<CharLists>,
+    ) -> Option<ByChars> {
+        let groups = lists.lengths() + lists.by_prefix.len();
+        let mut conds = vec![Vec::new(); groups];
+        for &(id, c) in &accepted.conditional {
+            conds.get_mut(id as usize)?.push(c);
+        }
+        let mut always: Vec<bool> =
+            (0..groups as u32).map(|id| super::is_allowed(&accepted.always, crate::TokenId(id))).collect();
+        for &(id, j, c) in pending {
+            // The remainder starts with the refused character of a prefix probe, or with a
+            // taken one.
+            let at_refused = (id as usize).checked_sub(lists.lengths()) == Some(j as usize);
+            let first = if at_refused { refused } else { refused.complement() };
+            if exit?.takes(first)? {
+                match c {
+                    Cond::Always => *always.get_mut(id as usize)? = true,
+                    c => conds.get_mut(id as usize)?.push(c),
+                }
             }
         }
-        let always = (0..lengths as u32).map(|id| super::is_allowed(always, crate::TokenId(id))).collect();
-        ByChars { always, conds, refused }
+        Some(ByChars { always, conds, lists })
     }
 
-    /// Whether the tokens of length index `k` are accepted under some condition only (they
-    /// make a group of [`super::ByCount`]).
-    fn grouped(&self, k: usize) -> bool {
-        self.conds.get(k).is_some_and(|c| !c.is_empty()) && !self.always.get(k).copied().unwrap_or(false)
+    /// The token lists the groups are numbered in.
+    pub fn lists(&self) -> &Arc<CharLists> {
+        &self.lists
     }
 
-    /// Whether token `id` is in its length's share (not left out for a refused character).
-    fn kept(&self, text: &TextTokens, id: u32) -> bool {
-        self.refused.is_empty() || !text.holds(self.refused, id)
+    /// Whether group `g` is accepted under some condition only (it makes a group of
+    /// [`super::ByCount`]).
+    fn grouped(&self, g: usize) -> bool {
+        self.conds.get(g).is_some_and(|c| !c.is_empty()) && !self.always.get(g).copied().unwrap_or(false)
     }
 
-    /// Adds the text tokens whose length's probe was accepted whatever the count to `acc`
+    /// Adds the text tokens whose group's probe was accepted whatever the count to `acc`
     /// (which holds no text token yet: the walk that filled it was of
     /// [`TextTokens::others`]). The others are left to [`ByChars::groups`].
     pub fn add_always(&self, text: &TextTokens, acc: &mut Accepted) {
-        for (ids, _) in text.by_chars.iter().zip(&self.always).filter(|(_, &always)| always) {
-            for &id in ids.iter().filter(|&&id| self.kept(text, id)) {
+        for g in (0..self.always.len()).filter(|&g| self.always[g]) {
+            for id in self.lists.group_members(text, g) {
                 acc.add_fresh(id);
             }
         }
     }
 
-    /// Every condition of every length.
+    /// Every condition of every group.
     pub fn conds(&self) -> impl Iterator<Item = Cond> + '_ {
         self.conds.iter().flatten().copied()
     }
 
-    /// The lengths that are accepted under some condition only, as groups of
+    /// The groups that are accepted under some condition only, as groups of
     /// [`super::ByCount`] (ordered like its candidates: no `Inside` condition first, then by
     /// decreasing smallest `Inside` number), their `Exited` numbers appended to `exits`.
     pub fn groups(&self, exits: &mut Vec<u32>) -> Vec<Group> {
         let mut groups = Vec::new();
-        for (k, conds) in self.conds.iter().enumerate().filter(|&(k, _)| self.grouped(k)) {
+        for (g, conds) in self.conds.iter().enumerate().filter(|&(g, _)| self.grouped(g)) {
             let lo = exits.len() as u32;
             let mut inside = super::ONLY_EXITS;
             for &c in conds {
@@ -216,18 +355,17 @@ impl ByChars {
                     Cond::Always => {}
                 }
             }
-            groups.push((inside, k as u32, lo, exits.len() as u32));
+            groups.push((inside, g as u32, lo, exits.len() as u32));
         }
         groups.sort_by_key(|&(inside, ..)| std::cmp::Reverse(inside));
         groups
     }
 
-    /// Sets in `all` the tokens of the lengths [`ByChars::groups`] returns, but those
-    /// holding a refused character; returns how many.
+    /// Sets in `all` the tokens of the groups [`ByChars::groups`] returns; returns how many.
     pub fn set_grouped(&self, text: &TextTokens, all: &mut [u32]) -> usize {
         let mut count = 0;
-        for (_, ids) in text.by_chars.iter().enumerate().filter(|&(k, _)| self.grouped(k)) {
-            for &id in ids.iter().filter(|&&id| self.kept(text, id)) {
+        for g in (0..self.conds.len()).filter(|&g| self.grouped(g)) {
+            for id in self.lists.group_members(text, g) {
                 super::set_bit(all, id);
                 count += 1;
             }
@@ -279,27 +417,23 @@ fn walk_text(pda: &Pda, node: u32, mut visit: impl FnMut(&Node, Utf8State, u8, U
     true
 }
 
-/// Whether every text token is consumed whole from `node` without leaving its rule: from
-/// `node`, and from every node text characters lead to, every text byte the decoder allows
-/// next has an edge, the node cannot complete its rule (so no stack below is consulted),
-/// and no rule it calls can start with that byte (a string body calls its escapes, which
-/// start with a backslash).
+/// Whether every text token is consumed whole from `node` by byte edges alone (a quick
+/// proof of what [`super::viable::first_char_refused`] explores): from `node`,
+/// and from every node text characters lead to that way, every text byte the decoder allows
+/// next has an edge. What else those nodes can do — call a rule (a pattern searched for
+/// calls its counted loops at every character), complete their rule — only adds ways to
+/// take a token, and each text token is already taken along the edges.
 pub(crate) fn text_closed(pda: &Pda, node: u32) -> bool {
-    walk_text(pda, node, |at, _, byte, _| {
-        if at.is_final || at.repeat.is_some() || callee_takes(pda, at, byte) != Some(false) {
-            return Flow::Fail;
-        }
-        at.step(byte).map_or(Flow::Fail, Flow::Follow)
-    })
+    walk_text(pda, node, |at, _, byte, _| at.step(byte).map_or(Flow::Fail, Flow::Follow))
 }
 
 /// The first bytes of text characters that a loop body refuses outright: every text token
 /// holding one is rejected, the others are classified by their number of characters. ASCII
 /// bytes one by one; the lead bytes of other characters all together (refused or taken).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Refused {
-    ascii: u128,
-    non_ascii: bool,
+    pub ascii: u128,
+    pub non_ascii: bool,
 }
 
 impl Refused {
@@ -319,42 +453,78 @@ impl Refused {
         self.ascii | self.non_ascii as u128
     }
 
-    /// Whether `text` holds a character this refuses.
-    fn any_in(self, text: &[u8]) -> bool {
-        text.iter().any(|&b| Refused::bit(b) & self.bits() != 0)
+    pub fn is_empty(self) -> bool {
+        self == Refused::default()
     }
 
-    fn is_empty(self) -> bool {
-        self == Refused::default()
+    /// Every text character.
+    pub const ALL: Refused = Refused { ascii: TEXT_ASCII, non_ascii: true };
+
+    /// The text characters this does not refuse.
+    fn complement(self) -> Refused {
+        Refused { ascii: TEXT_ASCII & !self.ascii, non_ascii: !self.non_ascii }
+    }
+
+    /// Whether characters of the set `chars` are taken (none refused here: `Some(true)`) or
+    /// refused (all: `Some(false)`); `None` when some are and some are not.
+    fn takes(self, chars: Refused) -> Option<bool> {
+        let (ours, theirs) = (self.ascii & TEXT_ASCII, chars.ascii & TEXT_ASCII);
+        if ours & theirs == 0 && !(self.non_ascii && chars.non_ascii) {
+            Some(true)
+        } else if theirs & !ours == 0 && (self.non_ascii || !chars.non_ascii) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a character starting with `byte` is refused (never a continuation byte).
+    pub fn refuses(self, byte: u8) -> bool {
+        Refused::bit(byte) & self.bits() != 0
     }
 }
 
+/// What follows a loop of one character an iteration ([`units_loop`]) in its context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// Nothing: the loop is the context's bottom, and the frames below decide.
+    Below,
+    /// A node that takes no text character.
+    NoText,
+    /// A node that only consumes bytes: what it does with text is to be explored
+    /// ([`super::viable`]).
+    Plain,
+}
+
 /// Whether, under the relaxed loop at `context[i]`, every text token's classes depend only
-/// on its number of characters, except that those holding a character the loop's body
-/// refuses are rejected (returned): each other text character read from the top (at the
-/// loop, or at the body's start) and from the body's start completes one iteration exactly
-/// ([`one_character`]), and what follows the loop in the frame below takes no text
-/// character. (A loop at the bottom of the context is left to the probe walk: one that
-/// leaves the context disqualifies itself, see [`super::Walk::probe`].) A loop followed by
-/// text (a pattern searched for) is left to the walk: there every exit point is a stack of
-/// its own, and the probes alone took milliseconds.
-pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<Refused> {
+/// on its characters' being refused or not by the loop's body (returned): each character
+/// read from the top (at the loop, or at the body's start) and from the body's start
+/// completes one iteration exactly or is refused at once ([`one_character`]). Then a token
+/// holding no refused character is told apart by its number of characters, and another by
+/// where its first refused character is, given what follows the loop (the [`Exit`]).
+pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refused, Exit)> {
     let repeat = context.get(i).and_then(|f| pda.nodes.get(f.node as usize))?.repeat?;
     let body = pda.rules.get(repeat.body as usize)?;
     let refused = one_character(pda, body.start)?;
-    // The probe token's character.
-    if refused.any_in(b"a") {
-        return None;
-    }
     match &context[i + 1..] {
         [] => {}
         [top] if top.node == body.start => {}
         _ => return None,
     }
-    match i.checked_sub(1).and_then(|p| context.get(p)) {
-        Some(parent) => takes_no_text(pda, pda.nodes.get(parent.node as usize)?).then_some(refused),
-        None => Some(refused),
-    }
+    let exit = match i.checked_sub(1).and_then(|p| context.get(p)) {
+        Some(parent) => {
+            let node = pda.nodes.get(parent.node as usize)?;
+            if takes_no_text(pda, node) {
+                Exit::NoText
+            } else if node.is_plain() {
+                Exit::Plain
+            } else {
+                return None;
+            }
+        }
+        None => Exit::Below,
+    };
+    Some((refused, exit))
 }
 
 /// Whether a rule `node` calls can start with `byte`: `None` when some callee could start
@@ -500,7 +670,7 @@ mod tests {
         let [Some(ascii_only)] = string(serde_json::json!({"pattern": "^[ -~]{2,20}$"}))[..] else { panic!() };
         // DEL is text, and past `~`.
         assert!(ascii_only.non_ascii && ascii_only.ascii == 1 << 0x7F);
-        assert!(ascii_only.any_in("aé".as_bytes()) && !ascii_only.any_in(b"a b"));
+        assert!(ascii_only.refuses("é".as_bytes()[0]) && !ascii_only.refuses(b' '));
         // Two characters an iteration; some non-ASCII characters taken and others not.
         assert_eq!(string(serde_json::json!({"pattern": "^(ab){7,30}$"})), [None]);
         assert_eq!(string(serde_json::json!({"pattern": "^[aé]{7,30}$"})), [None]);
