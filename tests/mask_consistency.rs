@@ -147,12 +147,14 @@ fn one_character_loops_at_every_count() {
     let index = vocabulary();
     let vocab = index.vocab();
     let mut mask = vec![0u32; vocab.mask_words()];
-    let cases: [(&str, &[&str]); 6] = [
+    let cases: [(&str, &[&str]); 7] = [
         (r#"{"type":"string","pattern":"[ab1]{7}"}"#, &["\"", "\"x", "\"xa", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"]),
         (r#"{"type":"string","pattern":"^[ab1]{7}"}"#, &["\"", "\"a", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"]),
         (r#"{"type":"string","pattern":"x[^,x]{7,9}"}"#, &["\"x", "\"xa", "\"xab", "\"xab1", "\"xab1é", "\"xab1éa", "\"xab1éab", "\"xab1éab1", "\"xab1éab1a"]),
         (r#"{"type":"string","pattern":"^[ab]{7,9}$"}"#, &["\"", "\"a", "\"ab", "\"abb", "\"abba", "\"abbab", "\"abbaba", "\"abbabab", "\"abbababa"]),
         (r#"{"type":"string","maxLength":8}"#, &["\"", "\"a", "\"a,", "\"a,b", "\"a,bé", "\"a,béx", "\"a,béx ", "\"a,béx 1", "\"a,béx 1a"]),
+        // A loop that takes one non-ASCII character and refuses the others.
+        (r#"{"type":"string","pattern":"^[ab1é]{7,9}$"}"#, &["\"", "\"a", "\"aé", "\"aéb", "\"aéb1", "\"aéb1é", "\"aéb1éa", "\"aéb1éab", "\"aéb1éab1", "\"aéb1éab1é"]),
         // Followed by a class that takes some of the loop's characters and not others.
         (r#"{"type":"string","pattern":"^x[a-c1]{2,8}[ab,]"}"#, &["\"x", "\"xa", "\"xa1", "\"xa1c", "\"xa1cb", "\"xa1cba", "\"xa1cbac", "\"xa1cbac1", "\"xa1cbac1a", "\"xa1cbac1ab", "\"xa1cbac1ab,"]),
     ];

@@ -890,13 +890,17 @@ impl Walk<'_> {
     /// by walking the [`text::probes`] from the loop up (so a probe leaving the loop is
     /// pending there, not followed into what comes next); `exit` says what follows the
     /// loop does with the rest of such a probe (see [`text::ByChars::new`]).
-    fn probe(&self, i: usize, refused: text::Refused, exit: Option<text::Refused>) -> Option<text::ByChars> {
+    /// With `walked` lead bytes, the tokens holding such a character are left out (they are
+    /// walked instead), and only a loop followed by no text is answered.
+    fn probe(&self, i: usize, refused: text::Refused, walked: u128, exit: Option<text::Refused>) -> Option<text::ByChars> {
         // Prefix groups only where something follows that takes text, and the loop refuses
         // some: otherwise a token holding a refused character is rejected.
         let prefixes = !refused.is_empty() && exit.is_some_and(|e| e != text::Refused::ALL);
-        let lists = match prefixes {
-            true => self.index.char_lists(refused),
-            false => Arc::new(text::CharLists::lengths_only(&self.index.text, refused)),
+        let lists = match (prefixes, walked != 0) {
+            (true, true) => return None,
+            (true, false) => self.index.char_lists(refused),
+            (false, true) => Arc::new(text::CharLists::ascii_only(&self.index.text, refused)),
+            (false, false) => Arc::new(text::CharLists::lengths_only(&self.index.text, refused)),
         };
         let probes = text::probes(lists.lengths(), refused, prefixes)?;
         let mut acc = Accepted::new(vec![0; probes.ids.len().div_ceil(32)], Vec::new());
@@ -950,17 +954,20 @@ impl Classified {
             // Each text character is one iteration of the relaxed loop: a text token's
             // conditions depend only on its number of characters, read off the probe.
             Some(i) => {
-                let units = text::units_loop(pda, context, i).and_then(|(refused, exit)| {
+                let units = text::units_loop(pda, context, i).and_then(|(refused, walked, exit)| {
                     let exit = match exit {
                         text::Exit::Below => None,
                         text::Exit::NoText => Some(text::Refused::ALL),
                         text::Exit::Plain => Some(index.first_char_refused(pda, node_keys, limits, &context[..i])?),
                     };
-                    walk.probe(i, refused, exit)
+                    Some((walk.probe(i, refused, walked, exit)?, walked))
                 });
                 match units {
-                    Some(by_chars) => {
+                    Some((by_chars, walked)) => {
                         walk.run(&text.others, false, &mut acc, &mut pending);
+                        if walked != 0 {
+                            walk.run(&text.holding_leads(&index.vocab, walked), false, &mut acc, &mut pending);
+                        }
                         by_chars.add_always(text, &mut acc);
                         grouped = Some(by_chars);
                     }
