@@ -319,43 +319,25 @@ impl TokenIndex {
         limits: &Limits,
         context: &[Frame],
     ) -> Option<text::Refused> {
+        let top = context.last()?.node;
         let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
         let key = crate::automaton::build::hash128(&(0x7E47u16, frames));
-        if let Some(&known) = self.first_chars.lock().ok().and_then(|m| m.get(&key).copied()).as_ref() {
-            return known;
-        }
-        // The quick proof first: the top's byte edges alone take any text.
-        let refused = if text::text_closed(pda, context.last()?.node) {
-            Some(text::Refused::default())
-        } else {
+        memoized(&self.first_chars, key, MAX_FIRST_CHARS, || {
+            // The quick proof first: the top's byte edges alone take any text.
+            if text::text_closed(pda, top) {
+                return Some(text::Refused::default());
+            }
             let mut configs = CONFIGS.with(|c| std::mem::take(&mut *c.borrow_mut()));
             let refused = viable::first_char_refused(pda, limits, context, &mut configs);
             configs.shrink();
             CONFIGS.with(|c| *c.borrow_mut() = configs);
             refused
-        };
-        if let Ok(mut m) = self.first_chars.lock() {
-            if m.len() >= MAX_FIRST_CHARS {
-                m.clear();
-            }
-            m.insert(key, refused);
-        }
-        refused
+        })
     }
 
     /// The text tokens split for a loop refusing `refused`, made on first use.
     fn char_lists(&self, refused: text::Refused) -> Arc<text::CharLists> {
-        if let Some(lists) = self.char_lists.lock().ok().and_then(|m| m.get(&refused).cloned()) {
-            return lists;
-        }
-        let lists = Arc::new(text::CharLists::new(&self.text, &self.trie, refused));
-        if let Ok(mut m) = self.char_lists.lock() {
-            if m.len() >= MAX_CHAR_LISTS {
-                m.clear();
-            }
-            m.insert(refused, lists.clone());
-        }
-        lists
+        memoized(&self.char_lists, refused, MAX_CHAR_LISTS, || Arc::new(text::CharLists::new(&self.text, &self.trie, refused)))
     }
 
     /// Clears from `bits` the tokens whose first byte `refused` says (as a whole token and
@@ -512,6 +494,27 @@ fn zeroed_bits(words: usize) -> Vec<u32> {
     } else {
         vec![0; words]
     }
+}
+
+/// `memo`'s value for `key`, computed and kept on a miss (all forgotten at once when `max` are
+/// kept); computed without keeping when the lock is poisoned.
+fn memoized<K: std::hash::Hash + Eq, V: Clone>(
+    memo: &Mutex<HashMap<K, V>>,
+    key: K,
+    max: usize,
+    compute: impl FnOnce() -> V,
+) -> V {
+    if let Some(known) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
+    }
+    let value = compute();
+    if let Ok(mut m) = memo.lock() {
+        if m.len() >= max {
+            m.clear();
+        }
+        m.insert(key, value.clone());
+    }
+    value
 }
 
 /// How many refused sets' [`TokenIndex::char_lists`] are kept (up to 0.5 MB each for a 129k
@@ -1112,17 +1115,10 @@ fn dead_subtree(
     pending: &mut Vec<(u32, u32, Cond)>,
 ) {
     let end = trie.nodes.get(i).map_or(i, |n| n.end as usize);
+    // No stack is alive below: only the crossings' conditions apply.
+    let dead = Alive { conds: &[], crossings, whole_stack };
     for sub in &trie.nodes[i..end] {
-        for &id in trie.ids_at(sub) {
-            for &(j, c) in crossings {
-                if j == sub.depth {
-                    // Crossed exactly at its last byte: nothing left to check.
-                    acc.add(id, c);
-                } else if !whole_stack {
-                    pending.push((id, j, c));
-                }
-            }
-        }
+        dead.add_crossed(trie.ids_at(sub), sub.depth, acc, pending);
     }
 }
 
@@ -1154,7 +1150,8 @@ impl Alive<'_> {
         }
     }
 
-    /// [`Alive::add`] with crossings along the path.
+    /// [`Alive::add`] with crossings along the path (also for a dead subtree, without
+    /// conditions of its own: [`dead_subtree`]).
     fn add_crossed(&self, ids: &[u32], depth: u32, acc: &mut Accepted, pending: &mut Vec<(u32, u32, Cond)>) {
         let unconditional = self.conds.contains(&Cond::Always);
         for &id in ids {
@@ -1163,6 +1160,7 @@ impl Alive<'_> {
             }
             for &(j, c) in self.crossings {
                 if j == depth {
+                    // Crossed exactly at its last byte: nothing left to check.
                     acc.add(id, c);
                 } else if !unconditional && !self.whole_stack {
                     pending.push((id, j, c));

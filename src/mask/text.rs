@@ -279,9 +279,9 @@ const TEXT_ASCII: u128 = !0u128 << 0x20 & !(1 << b'"') & !(1 << b'\\');
 /// `p` times and then `z` for each `p` (id `lengths + p`), where the loop takes `x` and
 /// refuses `z`. `None` when the loop takes no ASCII character.
 pub(crate) fn probes(lengths: usize, refused: Refused, prefixes: bool) -> Option<ByteTrie> {
-    let taken = |b: &u8| TEXT_ASCII >> b & 1 == 1 && !refused.refuses(*b);
+    let taken = |b: &u8| Refused::ALL.refuses(*b) && !refused.refuses(*b);
     let x = if taken(&b'a') { b'a' } else { (0x20..0x80u8).find(taken)? };
-    let z: Vec<u8> = match (0x20..0x80u8).find(|b| TEXT_ASCII >> b & 1 == 1 && refused.refuses(*b)) {
+    let z: Vec<u8> = match (0x20..0x80u8).find(|&b| Refused::ALL.refuses(b) && refused.refuses(b)) {
         Some(b) => vec![b],
         // U+00E9: refused with every other non-ASCII character.
         None => "\u{e9}".as_bytes().to_vec(),
