@@ -14,6 +14,7 @@
 use crate::grammar::Expr;
 use serde_json::Value;
 
+use super::number::Dec;
 use super::Whitespace;
 
 /// Longest run of indentation spaces the bounded whitespace policy allows after a newline.
@@ -217,17 +218,88 @@ pub fn escape_expr(e: &Expr) -> Expr {
     }
 }
 
-/// The spellings of a JSON number value: serde_json's and Python `repr`'s (they differ for
-/// exponents, e.g. `1e20` vs `1e+20`).
+/// The spellings of a JSON number value, all denoting exactly its value (the text read with
+/// serde_json's `arbitrary_precision`, so no digit is lost): see [`dec_spellings`]. A number
+/// whose exponent is beyond what [`Dec`] holds keeps only its own text.
 pub fn number_spellings(n: &serde_json::Number) -> Vec<String> {
-    let mut out = vec![n.to_string()];
-    if let (None, None, Some(f)) = (n.as_i64(), n.as_u64(), n.as_f64()) {
+    let text = n.to_string();
+    match Dec::parse(&text) {
+        Some(d) => dec_spellings(&d, false),
+        None => vec![text],
+    }
+}
+
+/// The spellings of an exact decimal, sorted: plain decimal notation (`12.5`, `100`); for an
+/// integer also `100.0` unless `integer_only` (a draft-04 validator calls `1.0` a non-integer);
+/// and Python's `repr` of the nearest float (`1e+20`, `1e-05`) when it spells exactly the same
+/// value. Never a spelling of a different value: `0.1000000000000000055511151231257827` is
+/// spelled only with all its digits.
+pub fn dec_spellings(d: &Dec, integer_only: bool) -> Vec<String> {
+    let fixed = d.to_text();
+    let mut out = Vec::with_capacity(3);
+    if integer_only {
+        if d.is_integer() {
+            out.push(fixed);
+        }
+        return out;
+    }
+    if d.is_integer() {
+        out.push(format!("{fixed}.0"));
+    }
+    if let Ok(f) = fixed.parse::<f64>() {
         let py = python_float_repr(f);
-        if !out.contains(&py) {
+        if Dec::parse(&py).as_ref() == Some(d) {
             out.push(py);
         }
     }
+    out.push(fixed);
+    out.sort();
+    out.dedup();
     out
+}
+
+/// JSON Schema equality: numbers by exact value (`1` equals `1.0` and `1e0`), arrays item by
+/// item, objects key by key regardless of order, everything else as written. Iterative, so
+/// deep values cannot overflow the stack.
+pub fn values_equal(a: &Value, b: &Value) -> bool {
+    let mut todo = vec![(a, b)];
+    while let Some((x, y)) = todo.pop() {
+        match (x, y) {
+            (Value::Number(m), Value::Number(n)) => {
+                let (ms, ns) = (m.to_string(), n.to_string());
+                let same = match (Dec::parse(&ms), Dec::parse(&ns)) {
+                    (Some(p), Some(q)) => p == q,
+                    _ => ms == ns,
+                };
+                if !same {
+                    return false;
+                }
+            }
+            (Value::Array(p), Value::Array(q)) => {
+                if p.len() != q.len() {
+                    return false;
+                }
+                todo.extend(p.iter().zip(q));
+            }
+            (Value::Object(p), Value::Object(q)) => {
+                if p.len() != q.len() {
+                    return false;
+                }
+                for (k, v) in p {
+                    match q.get(k) {
+                        Some(w) => todo.push((v, w)),
+                        None => return false,
+                    }
+                }
+            }
+            _ => {
+                if x != y {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Python's `repr(float)`: shortest round-trip digits, fixed notation for exponents in

@@ -145,8 +145,41 @@ const MAX_DEPTH: usize = 128;
 /// order.
 const ANY_ORDER_MAX: usize = 4;
 
-/// Largest integer range compiled by listing its multiples (for `multipleOf`).
+/// Largest number of multiples compiled by listing them (for `multipleOf` with bounds).
 const MAX_ENUMERATED: i128 = 2000;
+
+/// Largest power of ten a `multipleOf` may carry (trailing zeros or fraction digits spelled).
+const MAX_STEP_ZEROS: usize = 400;
+
+/// Which signs the integer bounds `lo..=hi` leave when they are at most 0 and ∞ (a remainder
+/// automaton spells those); `None` for any other bound.
+fn zero_sided(lo: Option<&Dec>, hi: Option<&Dec>) -> Option<number::Signs> {
+    match (lo, hi) {
+        (None, None) => Some(number::Signs::All),
+        (Some(l), None) if l.is_zero() => Some(number::Signs::NonNegative),
+        (None, Some(h)) if h.is_zero() => Some(number::Signs::NonPositive),
+        _ => None,
+    }
+}
+
+/// The multiples of `q` in `a..=b`, or `None` when there are more than [`MAX_ENUMERATED`].
+fn list_multiples(a: i128, b: i128, q: i128) -> Option<Vec<i128>> {
+    if q <= 0 {
+        return None;
+    }
+    if b < a {
+        return Some(vec![]);
+    }
+    let first = a.checked_add((q - a.rem_euclid(q)) % q)?;
+    if first > b {
+        return Some(vec![]);
+    }
+    let count = b.checked_sub(first)? / q + 1;
+    if count > MAX_ENUMERATED {
+        return None;
+    }
+    Some((0..count).filter_map(|i| first.checked_add(i.checked_mul(q)?)).collect())
+}
 
 /// The compiler's state: the grammar being built and the rules already made.
 pub(crate) struct Compiler<'a> {
@@ -497,7 +530,7 @@ impl<'a> Compiler<'a> {
         };
         if let Some(c) = map.get("const") {
             if map.contains_key("enum") {
-                values.retain(|v| v == c);
+                values.retain(|v| json::values_equal(v, c));
             } else {
                 values = vec![c.clone()];
             }
@@ -538,8 +571,21 @@ impl<'a> Compiler<'a> {
         // enums with thousands of values.
         let mut seen = std::collections::HashSet::new();
         let mut alts: Vec<Expr> = Vec::new();
+        // A number allowed only as an integer is spelled only as one (`1`, not `1.0`), and a
+        // non-integer is dropped: exact decimal test, not a float's.
+        let integer_only = !types.contains(&"number");
         for v in &values {
-            let lit = json::value_literal(v, &ws);
+            let lit = match v {
+                Value::Number(n) => match Dec::parse(&n.to_string()) {
+                    Some(d) => Expr::alt(json::dec_spellings(&d, integer_only).iter().map(|t| Expr::lit(t))),
+                    None if integer_only => Expr::Nothing,
+                    None => Expr::lit(&n.to_string()),
+                },
+                _ => json::value_literal(v, &ws),
+            };
+            if lit == Expr::Nothing {
+                continue;
+            }
             if seen.insert(lit.clone()) {
                 alts.push(lit);
             }
@@ -635,67 +681,98 @@ impl<'a> Compiler<'a> {
             None => None,
             Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
                 Some(d) if !d.neg && !d.is_zero() => Some(d),
-                _ => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a positive number")),
+                Some(_) => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a positive number")),
+                None => return Err(Error::new(ptr, "multipleOf", "multipleOf is out of range (exponent beyond ±400)")),
             },
             Some(_) => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a number")),
         };
+        // Exact decimal arithmetic throughout: a multiple of `q · 10^t` (see `number::Step`).
+        let step = multiple.as_ref().map(number::Step::of);
         // A number with an integral multipleOf is an integer.
-        let integer = integer || multiple.as_ref().is_some_and(|m| m.is_integer());
-        if let Some(m) = &multiple {
-            if !m.is_integer() {
-                self.unsupported(ptr, "multipleOf", "fractional multipleOf is not supported (validators disagree on float rounding)")?;
-            }
-        }
-        let m_int: Option<u64> = multiple.as_ref().filter(|m| m.is_integer()).and_then(|m| {
-            let s: String = m.int.iter().map(|d| (d + b'0') as char).collect();
-            s.parse().ok()
-        });
+        let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
+        let shifted = |b: &Option<Bound>, e: i64| b.as_ref().map(|b| Bound { value: b.value.shift(e), strict: b.strict });
         if integer {
-            let (ilo, ihi) = number::integer_bounds(lo.as_ref(), hi.as_ref());
-            let expr = match m_int {
-                None | Some(1) => {
-                    if ilo.is_none() && ihi.is_none() {
-                        return Ok(self.shared_rule("integer"));
-                    }
-                    number::int_range(ilo.as_ref(), ihi.as_ref())
+            let step = step.map(|s| s.for_integers()).unwrap_or(number::Step { q: vec![1], t: 0 });
+            let zeros = usize::try_from(step.t).unwrap_or(usize::MAX);
+            // Bounds on y = x / 10^t, rounded inwards to integers.
+            let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
+            if step.q == [1] && step.t == 0 && ylo.is_none() && yhi.is_none() {
+                return Ok(self.shared_rule("integer"));
+            }
+            if zeros > MAX_STEP_ZEROS {
+                self.unsupported(ptr, "multipleOf", "multipleOf is a power of ten too large to spell")?;
+                let (ilo, ihi) = number::integer_bounds(lo.as_ref(), hi.as_ref());
+                return Ok(self.rule("integer_range", number::int_range(ilo.as_ref(), ihi.as_ref())));
+            }
+            let q = step.q_u64();
+            if q == Some(1) {
+                return Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)));
+            }
+            if ylo.is_none() && yhi.is_none() {
+                if let Some(e) = q.and_then(|q| number::multiples_regular(q, zeros)) {
+                    return Ok(self.rule("integer_range", e));
                 }
-                Some(m) => {
-                    if ilo.is_none() && ihi.is_none() {
-                        match number::multiple_of_digits(m) {
-                            Some(e) => e,
-                            None => {
-                                self.unsupported(ptr, "multipleOf", "multipleOf other than 1, 2, 5 or a power of ten needs a bounded range")?;
-                                number::any_integer()
-                            }
-                        }
-                    } else {
-                        match (to_i128(ilo.as_ref()), to_i128(ihi.as_ref())) {
-                            (Some(a), Some(b)) if b - a <= MAX_ENUMERATED * m as i128 => {
-                                let m = m as i128;
-                                let first = a.div_euclid(m) * m + if a.rem_euclid(m) == 0 { 0 } else { m };
-                                let mut alts = Vec::new();
-                                let mut x = first;
-                                while x <= b && alts.len() as i128 <= MAX_ENUMERATED {
-                                    alts.push(Expr::lit(&x.to_string()));
-                                    x += m;
-                                }
-                                Expr::alt(alts)
-                            }
-                            _ => {
-                                self.unsupported(ptr, "multipleOf", "multipleOf with a large range cannot be compiled")?;
-                                number::int_range(ilo.as_ref(), ihi.as_ref())
-                            }
-                        }
-                    }
+            }
+            let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
+                (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| ys.into_iter().map(|y| Expr::lit(&Dec::from_i128(y).shift(step.t).to_text())).collect::<Vec<_>>()),
+                _ => None,
+            };
+            if let Some(alts) = listed {
+                return Ok(self.rule("integer_range", Expr::alt(alts)));
+            }
+            let automaton = match (q, zero_sided(ylo.as_ref(), yhi.as_ref())) {
+                (Some(q), Some(signs)) => number::remainder_multiples(&mut self.b, q, 0, zeros, signs),
+                _ => None,
+            };
+            return match automaton {
+                Some(e) => Ok(self.rule("integer_range", e)),
+                None => {
+                    self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and a modulus of at most 1000")?;
+                    Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)))
                 }
             };
-            return Ok(self.rule("integer_range", expr));
         }
-        if lo.is_none() && hi.is_none() {
+        if lo.is_none() && hi.is_none() && step.is_none() {
             return Ok(self.shared_rule("number"));
         }
-        let e = number::number_range(lo.as_ref(), hi.as_ref());
-        Ok(self.rule("number_range", e))
+        let Some(step) = step else {
+            let e = number::number_range(lo.as_ref(), hi.as_ref());
+            return Ok(self.rule("number_range", e));
+        };
+        // A fractional step q · 10^-s: at most s fraction digits, and x · 10^s a multiple of q.
+        let s = usize::try_from(-step.t).unwrap_or(usize::MAX);
+        if s > MAX_STEP_ZEROS {
+            self.unsupported(ptr, "multipleOf", "multipleOf has too many fraction digits")?;
+            return Ok(self.rule("number_range", number::number_range(lo.as_ref(), hi.as_ref())));
+        }
+        let q = step.q_u64();
+        if q == Some(1) {
+            return Ok(self.rule("number_range", number::number_grid(lo.as_ref(), hi.as_ref(), Some(s))));
+        }
+        let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
+        let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
+            (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| {
+                ys.into_iter()
+                    .flat_map(|y| json::dec_spellings(&Dec::from_i128(y).shift(step.t), false))
+                    .map(|t| Expr::lit(&t))
+                    .collect::<Vec<_>>()
+            }),
+            _ => None,
+        };
+        if let Some(alts) = listed {
+            return Ok(self.rule("number_range", Expr::alt(alts)));
+        }
+        let automaton = match (q, zero_sided(ylo.as_ref(), yhi.as_ref())) {
+            (Some(q), Some(signs)) => number::remainder_multiples(&mut self.b, q, s, 0, signs),
+            _ => None,
+        };
+        match automaton {
+            Some(e) => Ok(self.rule("number_range", e)),
+            None => {
+                self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and at most 1000 remainder states (its digits times its fraction digits plus one)")?;
+                Ok(self.rule("number_range", number::number_range(lo.as_ref(), hi.as_ref())))
+            }
+        }
     }
 
     fn compile_string(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
@@ -1396,18 +1473,6 @@ fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
         None => TYPES.to_vec(),
         t => type_list(t),
     }
-}
-
-fn to_i128(d: Option<&Dec>) -> Option<i128> {
-    let d = d?;
-    if d.int.len() > 30 {
-        return None;
-    }
-    let mut v: i128 = 0;
-    for x in &d.int {
-        v = v * 10 + *x as i128;
-    }
-    Some(if d.neg { -v } else { v })
 }
 
 fn percent_decode(s: &str) -> String {

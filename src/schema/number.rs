@@ -10,7 +10,7 @@
 //! matter). Bounded numbers are written without an exponent (a documented subset: `1e2` is
 //! not generated or accepted where a bound applies); unbounded numbers are full JSON numbers.
 
-use crate::grammar::Expr;
+use crate::grammar::{Expr, GrammarBuilder, RuleId};
 
 /// An exact decimal: sign, integer digits (no leading zeros; empty for 0), fraction digits
 /// (no trailing zeros).
@@ -87,6 +87,67 @@ impl Dec {
     /// Whether the value is an integer.
     pub fn is_integer(&self) -> bool {
         self.frac.is_empty()
+    }
+
+    /// The value in plain decimal notation (`-12.5`, `0`, `0.001`): the shortest exact
+    /// spelling without an exponent.
+    pub fn to_text(&self) -> String {
+        let mut s = String::with_capacity(self.int.len() + self.frac.len() + 3);
+        if self.neg {
+            s.push('-');
+        }
+        if self.int.is_empty() {
+            s.push('0');
+        }
+        s.extend(self.int.iter().map(|d| (d + b'0') as char));
+        if !self.frac.is_empty() {
+            s.push('.');
+            s.extend(self.frac.iter().map(|d| (d + b'0') as char));
+        }
+        s
+    }
+
+    /// The value times `10^e` (exact: the decimal point moves).
+    pub fn shift(&self, e: i64) -> Dec {
+        let all: Vec<u8> = self.int.iter().chain(&self.frac).copied().collect();
+        let point = self.int.len() as i64 + e;
+        let (mut int, frac): (Vec<u8>, Vec<u8>) = if point <= 0 {
+            let mut f = vec![0; (-point) as usize];
+            f.extend(&all);
+            (vec![], f)
+        } else if point as usize >= all.len() {
+            let mut i = all.clone();
+            i.resize(point as usize, 0);
+            (i, vec![])
+        } else {
+            (all[..point as usize].to_vec(), all[point as usize..].to_vec())
+        };
+        let lead = int.iter().take_while(|&&d| d == 0).count();
+        int.drain(..lead);
+        let mut frac = frac;
+        while frac.last() == Some(&0) {
+            frac.pop();
+        }
+        let zero = int.is_empty() && frac.is_empty();
+        Dec { neg: self.neg && !zero, int, frac }
+    }
+
+    /// The value as an `i128` if it is an integer that fits.
+    pub fn to_i128(&self) -> Option<i128> {
+        if !self.frac.is_empty() || self.int.len() > 38 {
+            return None;
+        }
+        let mut v: i128 = 0;
+        for &d in &self.int {
+            v = v.checked_mul(10)?.checked_add(d as i128)?;
+        }
+        Some(if self.neg { -v } else { v })
+    }
+
+    /// The integer `v` as a decimal.
+    pub fn from_i128(v: i128) -> Dec {
+        let digits: Vec<u8> = v.unsigned_abs().to_string().bytes().map(|b| b - b'0').filter(|_| v != 0).collect();
+        Dec { neg: v < 0, int: digits, frac: vec![] }
     }
 
     fn negate(&self) -> Dec {
@@ -297,9 +358,10 @@ pub fn integer_bounds(lo: Option<&Bound>, hi: Option<&Bound>) -> (Option<Dec>, O
     (lo, hi)
 }
 
-/// Fraction part (`""` or `.digits`) whose padded digits lie within the bounds.
-fn frac_part(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Expr {
-    let (nonempty, empty_ok) = frac_rec(lo, hi, 0, lo.is_some(), hi.is_some());
+/// Fraction part (`""` or `.digits`) whose padded digits lie within the bounds, with at most
+/// `max` digits (`None`: any number).
+fn frac_part(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, max: Option<usize>) -> Expr {
+    let (nonempty, empty_ok) = frac_rec(lo, hi, 0, lo.is_some(), hi.is_some(), max);
     let mut alts = Vec::new();
     if empty_ok {
         alts.push(Expr::Empty);
@@ -309,27 +371,38 @@ fn frac_part(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>) -> Expr {
 }
 
 /// Digit strings from position `i` on, still tied to the low / high bound or not. Returns
-/// the non-empty continuations and whether ending here is allowed.
-fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: bool, th: bool) -> (Expr, bool) {
+/// the non-empty continuations and whether ending here is allowed. `max` caps the total
+/// number of fraction digits.
+fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: bool, th: bool, max: Option<usize>) -> (Expr, bool) {
     let (ld, ls) = lo.unwrap_or((&[], false));
     let (hd, hs) = hi.unwrap_or((&[], false));
     let lo_rest_zero = ld.get(i..).is_none_or(|r| r.iter().all(|&d| d == 0));
     let hi_rest_zero = hd.get(i..).is_none_or(|r| r.iter().all(|&d| d == 0));
     let end_ok = (!tl || (lo_rest_zero && !ls)) && !(th && hi_rest_zero && hs);
+    // Digits still allowed from position `i` on.
+    let room = max.map(|m| m.saturating_sub(i) as u32);
+    if room == Some(0) {
+        return (Expr::Nothing, end_ok);
+    }
+    let after = room.map(|r| r - 1);
     // A non-strict low bound with nothing left is satisfied by any continuation.
     let tl = tl && (i < ld.len() || ls);
     if !tl && !th {
-        return (any_digits(1, None), true);
+        return (any_digits(1, room), true);
     }
     let beyond_lo = i >= ld.len();
     let beyond_hi = i >= hd.len();
     if tl && beyond_lo && (!th) {
         // Strict low bound fully matched: some later digit must be non-zero.
-        return (Expr::seq([Expr::star(Expr::lit("0")), digit(1, 9), any_digits(0, None)]), false);
+        return match room {
+            None => (Expr::seq([Expr::star(Expr::lit("0")), digit(1, 9), any_digits(0, None)]), false),
+            // Within `r` digits: `j` zeros, a non-zero digit, then up to `r - j - 1` more.
+            Some(r) => (Expr::alt((0..r).map(|j| Expr::seq([Expr::Literal(vec![b'0'; j as usize]), digit(1, 9), any_digits(0, Some(r - j - 1))]))), false),
+        };
     }
     if th && beyond_hi && !tl {
         // Everything after the high bound must be zero (and equal is excluded when strict).
-        return if hs { (Expr::Nothing, false) } else { (Expr::repeat(Expr::lit("0"), 1, None), true) };
+        return if hs { (Expr::Nothing, false) } else { (Expr::repeat(Expr::lit("0"), 1, room), true) };
     }
     if tl && th && beyond_lo && beyond_hi {
         return (Expr::Nothing, end_ok);
@@ -340,7 +413,7 @@ fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: 
         return (Expr::Nothing, end_ok);
     }
     let cont = |tl2: bool, th2: bool| {
-        let (ne, e) = frac_rec(lo, hi, i + 1, tl2, th2);
+        let (ne, e) = frac_rec(lo, hi, i + 1, tl2, th2, max);
         if e {
             Expr::opt(ne)
         } else {
@@ -353,16 +426,18 @@ fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: 
     } else {
         alts.push(Expr::seq([digit(dl, dl), cont(tl, false)]));
         if dh > dl + 1 {
-            alts.push(Expr::seq([digit(dl + 1, dh - 1), any_digits(0, None)]));
+            alts.push(Expr::seq([digit(dl + 1, dh - 1), any_digits(0, after)]));
         }
         alts.push(Expr::seq([digit(dh, dh), cont(false, th)]));
     }
     (Expr::alt(alts), end_ok)
 }
 
-/// Non-negative decimals without exponent (`I(.F)?`) within the magnitude bounds.
-fn mag_range(lo: &Bound, hi: Option<&Bound>) -> Expr {
-    let any_frac = Expr::opt(Expr::seq([Expr::lit("."), any_digits(1, None)]));
+/// Non-negative decimals without exponent (`I(.F)?`) within the magnitude bounds, with at
+/// most `max` fraction digits.
+fn mag_range(lo: &Bound, hi: Option<&Bound>, max: Option<usize>) -> Expr {
+    let any_frac = any_fraction(max);
+    let frac_part = |lo, hi| frac_part(lo, hi, max);
     let lo_int = &lo.value.int;
     let lo_frac = (lo.value.frac.as_slice(), lo.strict);
     let int_lit = |d: &[u8]| if d.is_empty() { Expr::lit("0") } else { digits_lit(d) };
@@ -395,10 +470,28 @@ fn mag_range(lo: &Bound, hi: Option<&Bound>) -> Expr {
     Expr::alt(alts)
 }
 
+/// An optional fraction `.digits` with at most `max` digits.
+fn any_fraction(max: Option<usize>) -> Expr {
+    match max {
+        Some(0) => Expr::Empty,
+        m => Expr::opt(Expr::seq([Expr::lit("."), any_digits(1, m.map(|m| m as u32))])),
+    }
+}
+
 /// JSON numbers (no exponent) within the bounds; both `None` gives any JSON number.
 pub fn number_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
+    number_grid(lo, hi, None)
+}
+
+/// JSON numbers without exponent within the bounds and with at most `max_frac` fraction
+/// digits (`None`: any). With `max_frac = Some(s)` these are exactly the multiples of
+/// `10^-s` in range that are written without an exponent.
+pub fn number_grid(lo: Option<&Bound>, hi: Option<&Bound>, max_frac: Option<usize>) -> Expr {
     if lo.is_none() && hi.is_none() {
-        return any_number();
+        return match max_frac {
+            None => any_number(),
+            Some(_) => Expr::seq([Expr::opt(Expr::lit("-")), Expr::alt([Expr::lit("0"), Expr::seq([digit(1, 9), any_digits(0, None)])]), any_fraction(max_frac)]),
+        };
     }
     let zero = Dec { neg: false, int: vec![], frac: vec![] };
     let mut alts = Vec::new();
@@ -412,7 +505,7 @@ pub fn number_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
             Some(l) if !l.value.neg => l.clone(),
             _ => Bound { value: zero.clone(), strict: false },
         };
-        alts.push(mag_range(&l, hi));
+        alts.push(mag_range(&l, hi, max_frac));
     }
     // Negative part: x = -m, m > 0, m >= -hi, m <= -lo.
     let neg_possible = match lo {
@@ -425,7 +518,7 @@ pub fn number_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
             _ => Bound { value: zero, strict: true },
         };
         let mhi = lo.map(|l| Bound { value: l.value.negate(), strict: l.strict });
-        alts.push(Expr::seq([Expr::lit("-"), mag_range(&mlo, mhi.as_ref())]));
+        alts.push(Expr::seq([Expr::lit("-"), mag_range(&mlo, mhi.as_ref(), max_frac)]));
     }
     Expr::alt(alts)
 }
@@ -445,32 +538,202 @@ pub fn any_integer() -> Expr {
     int_range(None, None)
 }
 
-/// Integers divisible by `m` (small `m`), as a modular automaton over the digits built from
-/// counted pieces: for `m` a power of ten, trailing zeros; otherwise explicit residues.
-/// Returns `None` when `m` is too large to enumerate.
-pub fn multiple_of_digits(m: u64) -> Option<Expr> {
-    if m == 0 {
+/// A positive `multipleOf` written as `q · 10^t`, with `q` a positive integer not divisible
+/// by ten (digits, no leading zeros). `x` is a multiple iff `x = j · q · 10^t` for an integer
+/// `j`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The significant digits.
+    pub q: Vec<u8>,
+    /// The power of ten (negative for a fractional step).
+    pub t: i64,
+}
+
+impl Step {
+    /// Splits a positive decimal.
+    pub fn of(m: &Dec) -> Step {
+        let mut q: Vec<u8> = m.int.iter().chain(&m.frac).copied().skip_while(|&d| d == 0).collect();
+        let mut t = -(m.frac.len() as i64);
+        while q.last() == Some(&0) {
+            q.pop();
+            t += 1;
+        }
+        Step { q, t }
+    }
+
+    /// `q` as an integer, if it fits in a `u64`.
+    pub fn q_u64(&self) -> Option<u64> {
+        if self.q.len() > 19 {
+            return None;
+        }
+        self.q.iter().try_fold(0u64, |v, &d| v.checked_mul(10)?.checked_add(d as u64))
+    }
+
+    /// The step integers must keep: an integer `x` is a multiple of `q · 10^t` iff it is a
+    /// multiple of `q' · 10^max(t, 0)`, where `q'` is `q` without the factors 2 and 5 that
+    /// `10^-t` cancels when `t < 0`.
+    pub fn for_integers(&self) -> Step {
+        if self.t >= 0 {
+            return self.clone();
+        }
+        let s = -self.t;
+        let mut q = self.q.clone();
+        for p in [2u8, 5] {
+            let mut n = 0;
+            while n < s {
+                match div_small(&q, p) {
+                    Some(d) => q = d,
+                    None => break,
+                }
+                n += 1;
+            }
+        }
+        Step { q, t: 0 }
+    }
+}
+
+/// `d / p` if `p` divides the digit string `d` exactly.
+fn div_small(d: &[u8], p: u8) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(d.len());
+    let mut r: u32 = 0;
+    for &x in d {
+        let v = r * 10 + x as u32;
+        out.push((v / p as u32) as u8);
+        r = v % p as u32;
+    }
+    if r != 0 {
         return None;
     }
-    if m == 1 {
-        return Some(any_integer());
+    let lead = out.iter().take_while(|&&x| x == 0).count();
+    out.drain(..lead);
+    Some(out)
+}
+
+/// Integers `y · 10^zeros` for integers `y` in `lo..=hi` (inclusive, `None` unbounded): the
+/// multiples of `10^zeros` in a range, given the range divided by `10^zeros`.
+pub fn scaled_int_range(lo: Option<&Dec>, hi: Option<&Dec>, zeros: usize) -> Expr {
+    let z = Expr::Literal(vec![b'0'; zeros]);
+    let one = vec![1u8];
+    let mut alts = Vec::new();
+    if lo.is_none_or(|l| l.neg || l.is_zero()) && hi.is_none_or(|h| !h.neg) {
+        alts.push(Expr::lit("0"));
     }
-    // Powers of ten: the number is 0 or ends with k zeros.
-    let mut k = 0u32;
-    let mut x = m;
-    while x % 10 == 0 {
-        x /= 10;
-        k += 1;
+    // Positive: y in max(lo, 1) ..= hi.
+    if hi.is_none_or(|h| !h.neg && !h.is_zero()) {
+        let l = match lo {
+            Some(l) if !l.neg && !l.is_zero() => l.int.clone(),
+            _ => one.clone(),
+        };
+        alts.push(Expr::seq([uint_range(&l, hi.map(|h| h.int.as_slice())), z.clone()]));
     }
-    let mag = match (x, k) {
-        (1, k) => Expr::alt([Expr::lit("0"), Expr::seq([digit(1, 9), any_digits(0, None), Expr::Literal(vec![b'0'; k as usize])])]),
-        (2, _) | (5, _) if k == 0 => {
-            let last = if x == 2 { Expr::Bytes(vec![(b'0', b'0'), (b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]) } else { Expr::Bytes(vec![(b'0', b'0'), (b'5', b'5')]) };
-            Expr::alt([last.clone(), Expr::seq([digit(1, 9), any_digits(0, None), last])])
-        }
+    // Negative: y = -m, m in max(-hi, 1) ..= -lo.
+    if lo.is_none_or(|l| l.neg) {
+        let m = match hi {
+            Some(h) if h.neg => h.int.clone(),
+            _ => one,
+        };
+        alts.push(Expr::seq([Expr::lit("-"), uint_range(&m, lo.map(|l| l.int.as_slice())), z]));
+    }
+    Expr::alt(alts)
+}
+
+/// Unbounded integers that are multiples of `q · 10^zeros` for `q` in 1, 2, 5 (a last-digit
+/// test): `None` for other `q`.
+pub fn multiples_regular(q: u64, zeros: usize) -> Option<Expr> {
+    let last = match q {
+        1 => return Some(scaled_int_range(None, None, zeros)),
+        2 => Expr::Bytes(vec![(b'0', b'0'), (b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]),
+        5 => Expr::Bytes(vec![(b'0', b'0'), (b'5', b'5')]),
         _ => return None,
     };
-    Some(Expr::seq([Expr::opt(Expr::lit("-")), mag]))
+    let z = Expr::Literal(vec![b'0'; zeros]);
+    // 0 alone, or a non-zero multiple: y ends in an even digit (or 0/5) and is not 0.
+    let nonzero_single = match q {
+        2 => Expr::Bytes(vec![(b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]),
+        _ => Expr::lit("5"),
+    };
+    let y = Expr::alt([nonzero_single, Expr::seq([digit(1, 9), any_digits(0, None), last])]);
+    Some(Expr::alt([Expr::lit("0"), Expr::seq([Expr::opt(Expr::lit("-")), y, z])]))
+}
+
+/// Most grammar rules a remainder automaton may take (`q · (s + 1)` for a modulus `q` and `s`
+/// fraction digits): a larger `multipleOf` is refused.
+pub const MAX_REMAINDER_STATES: u64 = 1000;
+
+/// Which signs a remainder automaton spells: the multiples `≥ 0`, `≤ 0`, or all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signs {
+    /// Zero and positive multiples.
+    NonNegative,
+    /// Zero and negative multiples.
+    NonPositive,
+    /// Every multiple.
+    All,
+}
+
+/// The numbers `x` without exponent, with at most `s` fraction digits, such that `x · 10^s` is
+/// a multiple of `q`, followed by `zeros` literal zeros when `s = 0` and `x ≠ 0` (multiples of
+/// `q · 10^zeros`). Built as rules, one per remainder: reading digit `d` in remainder `r` goes
+/// to `(10r + d) mod q`; the integer part ends where `r · 10^s ≡ 0`, and after `L` fraction
+/// digits where `r · 10^(s-L) ≡ 0`. The rules call each other once per integer digit, so a
+/// number longer than the matcher's stack depth limit is cut (and reported there).
+/// `None` when `q · (s + 1)` exceeds [`MAX_REMAINDER_STATES`].
+pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usize, signs: Signs) -> Option<Expr> {
+    let states = q.checked_mul(s as u64 + 1)?;
+    if q == 0 || states > MAX_REMAINDER_STATES || (zeros > 0 && s > 0) {
+        return None;
+    }
+    let qn = q as usize;
+    // 10^k mod q for k in 0..=s.
+    let mut p10 = vec![1 % q; s + 1];
+    for k in 1..=s {
+        p10[k] = p10[k - 1] * 10 % q;
+    }
+    let next = |r: usize, d: u8| ((r as u64 * 10 + d as u64) % q) as usize;
+    let base = b.fresh_name("multiple");
+    let int_rules: Vec<RuleId> = (0..qn).map(|r| b.declare(&format!("{base}_i{r}"))).collect();
+    // frac_rules[l - 1][r]: the fraction's digit `l` is next, remainder `r` so far.
+    let frac_rules: Vec<Vec<RuleId>> = (1..=s).map(|l| (0..qn).map(|r| b.declare(&format!("{base}_f{l}_{r}"))).collect()).collect();
+    let frac_start = |r: usize| -> Expr {
+        match frac_rules.first().and_then(|f| f.get(r)) {
+            Some(&id) => Expr::seq([Expr::lit("."), Expr::Ref(id)]),
+            None => Expr::Nothing,
+        }
+    };
+    for r in 0..qn {
+        let mut alts: Vec<Expr> = (0..=9u8).filter_map(|d| int_rules.get(next(r, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))).collect();
+        if (r as u64 * p10[s]) % q == 0 {
+            alts.push(Expr::Literal(vec![b'0'; zeros]));
+        }
+        alts.push(frac_start(r));
+        b.define(int_rules[r], Expr::alt(alts));
+    }
+    for l in 1..=s {
+        for r in 0..qn {
+            let mut alts = Vec::new();
+            for d in 0..=9u8 {
+                let r2 = next(r, d);
+                let mut cont = Vec::new();
+                if (r2 as u64 * p10[s - l]) % q == 0 {
+                    cont.push(Expr::Empty);
+                }
+                if let Some(&id) = frac_rules.get(l).and_then(|f| f.get(r2)) {
+                    cont.push(Expr::Ref(id));
+                }
+                alts.push(Expr::seq([digit(d, d), Expr::alt(cont)]));
+            }
+            b.define(frac_rules[l - 1][r], Expr::alt(alts));
+        }
+    }
+    // Zero (with its fractions when s > 0), or a leading non-zero digit.
+    let zero = Expr::seq([Expr::lit("0"), Expr::alt([Expr::Empty, frac_start(0)])]);
+    let lead = Expr::alt((1..=9u8).filter_map(|d| int_rules.get(next(0, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))));
+    let magnitude = Expr::alt([zero.clone(), lead]);
+    Some(match signs {
+        Signs::NonNegative => magnitude,
+        Signs::NonPositive => Expr::alt([zero, Expr::seq([Expr::lit("-"), magnitude])]),
+        Signs::All => Expr::seq([Expr::opt(Expr::lit("-")), magnitude]),
+    })
 }
 
 #[cfg(test)]
@@ -556,12 +819,179 @@ mod tests {
     }
 
     #[test]
-    fn multiples() {
-        let p = pda(multiple_of_digits(5).unwrap());
-        assert!(p.matches(b"0") && p.matches(b"15") && p.matches(b"-20"));
-        assert!(!p.matches(b"12") && !p.matches(b"05"));
-        let p = pda(multiple_of_digits(100).unwrap());
+    fn multiples_regular_last_digit() {
+        let p = pda(multiples_regular(5, 0).unwrap());
+        assert!(p.matches(b"0") && p.matches(b"15") && p.matches(b"-20") && p.matches(b"5"));
+        assert!(!p.matches(b"12") && !p.matches(b"05") && !p.matches(b"-0"));
+        let p = pda(multiples_regular(1, 2).unwrap());
         assert!(p.matches(b"0") && p.matches(b"300") && !p.matches(b"30") && !p.matches(b"00"));
-        assert!(multiple_of_digits(7).is_none());
+        assert!(multiples_regular(7, 0).is_none());
+    }
+
+    #[test]
+    fn steps_split_exactly() {
+        assert_eq!(Step::of(&dec("1e20")), Step { q: vec![1], t: 20 });
+        assert_eq!(Step::of(&dec("0.01")), Step { q: vec![1], t: -2 });
+        assert_eq!(Step::of(&dec("1.5")), Step { q: vec![1, 5], t: -1 });
+        assert_eq!(Step::of(&dec("0.123456789")).for_integers(), Step { q: vec![1, 2, 3, 4, 5, 6, 7, 8, 9], t: 0 });
+        // 1.5 = 15/10: an integer multiple of 1.5 is a multiple of 3.
+        assert_eq!(Step::of(&dec("1.5")).for_integers(), Step { q: vec![3], t: 0 });
+        assert_eq!(Step::of(&dec("1e-8")).for_integers(), Step { q: vec![1], t: 0 });
+        assert_eq!(dec("12.5").shift(3).to_text(), "12500");
+        assert_eq!(dec("-12.5").shift(-3).to_text(), "-0.0125");
+        assert_eq!(Dec::from_i128(-120).to_text(), "-120");
+        assert_eq!(dec("12345678901234567890123").to_i128(), Some(12345678901234567890123));
+    }
+
+    /// Exact oracle: whether the number spelled `x` lies in the bounds and is a multiple of
+    /// `m` (decimal text), computed on digit strings (no floats).
+    fn oracle(x: &str, lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, m: Option<&str>, integer: bool) -> bool {
+        use std::cmp::Ordering::*;
+        let v = dec(x);
+        let in_lo = lo.is_none_or(|(l, strict)| match cmp_dec(&v, &dec(l)) {
+            Greater => true,
+            Equal => !strict,
+            Less => false,
+        });
+        let in_hi = hi.is_none_or(|(h, strict)| match cmp_dec(&v, &dec(h)) {
+            Less => true,
+            Equal => !strict,
+            Greater => false,
+        });
+        let multiple = m.is_none_or(|m| {
+            let m = dec(m);
+            // Scale both to integers with the same number of fraction digits, then divide.
+            let k = v.frac.len().max(m.frac.len());
+            let digits = |d: &Dec| {
+                let mut f = d.frac.clone();
+                f.resize(k, 0);
+                d.int.iter().chain(&f).copied().collect::<Vec<u8>>()
+            };
+            let md: u128 = digits(&m).iter().fold(0u128, |a, &d| a * 10 + d as u128);
+            let r = digits(&v).iter().fold(0u128, |a, &d| (a * 10 + d as u128) % md);
+            r == 0
+        });
+        in_lo && in_hi && multiple && (!integer || v.is_integer())
+    }
+
+    /// Candidate spellings: integers and decimals around the interesting values, big ones,
+    /// non-canonical spellings and exponents.
+    fn candidates(around: &[&str]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for i in -60i64..=60 {
+            out.push(i.to_string());
+            for f in ["5", "25", "01", "0001", "5001", "0", "50", "99"] {
+                out.push(format!("{}{}.{f}", if i < 0 || false { "-" } else { "" }, i.unsigned_abs()));
+                if i == 0 {
+                    out.push(format!("-0.{f}"));
+                }
+            }
+        }
+        for a in around {
+            let d = dec(a);
+            for delta in ["0", "1", "0.5", "0.01", "0.0001", "1e20", "3", "7", "1.5", "100"] {
+                for sign in [false, true] {
+                    let mut dd = dec(delta);
+                    dd.neg = sign && !dd.is_zero();
+                    out.push(add(&d, &dd).to_text());
+                }
+            }
+        }
+        out.extend(["1e2", "1E2", "-1e-2", "1.0e1", "00", "-0", "1.", ".5", "1.500", "100000000000000000000", "200000000000000000000", "150000000000000000000", "100000000000000000000.0"].map(String::from));
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Exact sum of two decimals (test helper; digit strings, no floats).
+    fn add(a: &Dec, b: &Dec) -> Dec {
+        let k = a.frac.len().max(b.frac.len());
+        let as_int = |d: &Dec| -> i128 {
+            let mut f = d.frac.clone();
+            f.resize(k, 0);
+            let v = d.int.iter().chain(&f).fold(0i128, |acc, &x| acc * 10 + x as i128);
+            if d.neg {
+                -v
+            } else {
+                v
+            }
+        };
+        Dec::from_i128(as_int(a) + as_int(b)).shift(-(k as i64))
+    }
+
+    /// Compiles a schema from text (so numbers keep their digits) and checks every candidate
+    /// against the oracle: nothing outside the set is accepted, and every canonical spelling
+    /// (`Dec::to_text`) inside it is.
+    fn check_exact(schema: &str, lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, m: Option<&str>, integer: bool, extra: &[&str]) {
+        let value: serde_json::Value = serde_json::from_str(schema).unwrap();
+        let g = crate::schema::compile(&value, &crate::schema::Options::default()).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        let p = Pda::build(&g, &Limits::default()).unwrap();
+        let mut around: Vec<&str> = extra.to_vec();
+        around.extend(lo.map(|l| l.0));
+        around.extend(hi.map(|h| h.0));
+        around.extend(m);
+        let mut accepted = 0;
+        for c in candidates(&around) {
+            let Some(v) = Dec::parse(&c) else { continue };
+            let valid_json = serde_json::from_str::<serde_json::Value>(&c).is_ok_and(|v| v.is_number());
+            let inside = valid_json && oracle(&c, lo, hi, m, integer);
+            let got = p.matches(c.as_bytes());
+            assert!(!got || inside, "{schema} accepts {c}, outside the set");
+            if inside && v.to_text() == c {
+                assert!(got, "{schema} rejects canonical {c}");
+            }
+            accepted += got as usize;
+        }
+        assert!(accepted > 0, "{schema} accepted no candidate");
+    }
+
+    #[test]
+    fn big_integers_and_decimals_are_exact() {
+        check_exact(r#"{"type": "integer", "minimum": 18446744073709551616, "maximum": 18446744073709551716}"#, Some(("18446744073709551616", false)), Some(("18446744073709551716", false)), None, true, &[]);
+        check_exact(r#"{"type": "integer", "maximum": -9223372036854775809, "exclusiveMinimum": -9223372036854775909}"#, Some(("-9223372036854775909", true)), Some(("-9223372036854775809", false)), None, true, &[]);
+        check_exact(r#"{"type": "number", "exclusiveMaximum": 972783798187987123879878123.18878137}"#, None, Some(("972783798187987123879878123.18878137", true)), None, false, &["972783798187987123879878123.188781371", "972783798187987123879878123.18878136"]);
+        check_exact(r#"{"type": "number", "minimum": 0.1000000000000000055511151231257827}"#, Some(("0.1000000000000000055511151231257827", false)), None, None, false, &["0.1", "0.10000000000000000555111512312578271"]);
+    }
+
+    #[test]
+    fn multiple_of_is_exact() {
+        check_exact(r#"{"type": "integer", "multipleOf": 1e20}"#, None, None, Some("100000000000000000000"), true, &[]);
+        check_exact(r#"{"type": "integer", "multipleOf": 1e20, "minimum": -3e20, "exclusiveMaximum": 2e20}"#, Some(("-300000000000000000000", false)), Some(("200000000000000000000", true)), Some("100000000000000000000"), true, &[]);
+        check_exact(r#"{"multipleOf": 0.01}"#, None, None, Some("0.01"), false, &["1.23", "1.235"]);
+        check_exact(r#"{"type": "number", "multipleOf": 0.01, "minimum": -1.5, "exclusiveMaximum": 2.345}"#, Some(("-1.5", false)), Some(("2.345", true)), Some("0.01"), false, &["2.34", "2.35", "-1.49", "-1.51"]);
+        check_exact(r#"{"type": "number", "multipleOf": 0.0001}"#, None, None, Some("0.0001"), false, &["0.00751", "0.0075"]);
+        check_exact(r#"{"type": "number", "multipleOf": 0.0001, "minimum": 0, "maximum": 1}"#, Some(("0", false)), Some(("1", false)), Some("0.0001"), false, &["0.00751", "0.0075", "0.99999"]);
+        check_exact(r#"{"type": "number", "multipleOf": 1.5, "minimum": -10, "maximum": 100}"#, Some(("-10", false)), Some(("100", false)), Some("1.5"), false, &["4.5", "35", "7.5", "99"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 1.5, "minimum": -10, "maximum": 100}"#, Some(("-10", false)), Some(("100", false)), Some("1.5"), true, &["4.5", "6", "9"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 7, "minimum": 100000000000000000000, "maximum": 100000000000000000500}"#, Some(("100000000000000000000", false)), Some(("100000000000000000500", false)), Some("7"), true, &["100000000000000000002", "100000000000000000009"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 2}"#, None, None, Some("2"), true, &[]);
+    }
+
+    #[test]
+    fn remainder_automata_are_exact() {
+        check_exact(r#"{"type": "integer", "multipleOf": 7}"#, None, None, Some("7"), true, &["700", "-7007", "1001"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 3, "minimum": 0}"#, Some(("0", false)), None, Some("3"), true, &["123456789", "-3"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 12, "exclusiveMaximum": 0.5}"#, None, Some(("0.5", true)), Some("12"), true, &["-144", "-1200", "12"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 300}"#, None, None, Some("300"), true, &["900", "-1200", "1000"]);
+        check_exact(r#"{"type": "number", "multipleOf": 1.5}"#, None, None, Some("1.5"), false, &["4.5", "35", "-7.5", "1.05"]);
+        check_exact(r#"{"type": "number", "multipleOf": 0.25, "minimum": 0}"#, Some(("0", false)), None, Some("0.25"), false, &["12.75", "0.125", "-0.25"]);
+        check_exact(r#"{"type": "number", "multipleOf": 0.07}"#, None, None, Some("0.07"), false, &["0.21", "1.4", "-0.7", "0.2"]);
+        check_exact(r#"{"type": "integer", "multipleOf": 0.0123}"#, None, None, Some("0.0123"), true, &["123", "-246", "1230"]);
+    }
+
+    #[test]
+    fn unbounded_moduli_are_refused_not_dropped() {
+        let compile = |s: &str| crate::schema::compile(&serde_json::from_str(s).unwrap(), &crate::schema::Options::default());
+        for s in [
+            r#"{"type": "integer", "multipleOf": 1234567}"#,
+            r#"{"type": "integer", "multipleOf": 7, "minimum": 5}"#,
+            r#"{"multipleOf": 0.123456789}"#,
+            r#"{"type": "integer", "multipleOf": 0.123456789}"#,
+            r#"{"type": "number", "multipleOf": 1.5, "minimum": -1e30, "maximum": 1e30}"#,
+            r#"{"type": "integer", "multipleOf": 1e500}"#,
+        ] {
+            let e = compile(s).err().unwrap_or_else(|| panic!("{s} compiled"));
+            assert_eq!(e.keyword(), "multipleOf", "{s}: {e}");
+        }
     }
 }

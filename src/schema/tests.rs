@@ -124,7 +124,9 @@ fn numeric_bounds() {
     check(json!({"type": "number", "exclusiveMinimum": 0.5}), &["0.51", "3"], &["0.5", "0.49"]);
     check(json!({"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 20}), &["0", "15", "20"], &["3", "25"]);
     check(json!({"type": "integer", "multipleOf": 10}), &["0", "-120"], &["15"]);
-    assert_eq!(error_keyword(json!({"type": "number", "multipleOf": 0.01})), "multipleOf");
+    check(json!({"type": "number", "multipleOf": 0.01}), &["0", "1.25", "-3.1"], &["1.255", "0.001"]);
+    check(json!({"type": "number", "multipleOf": 0.07}), &["0.14", "-7", "0"], &["0.1", "0.007"]);
+    assert_eq!(error_keyword(json!({"type": "number", "multipleOf": 0.07, "minimum": 1})), "multipleOf");
 }
 
 #[test]
