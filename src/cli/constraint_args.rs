@@ -33,6 +33,9 @@ pub struct ConstraintArgs {
     /// Forbid object properties the schema does not name.
     #[arg(long)]
     pub strict: bool,
+    /// JSON Schema dialect (4, 6, 7, 2019-09, 2020-12), instead of the schema's `$schema`.
+    #[arg(long)]
+    pub draft: Option<crate::schema::dialect::Draft>,
 }
 
 impl ConstraintArgs {
@@ -65,11 +68,14 @@ impl ConstraintArgs {
             anyhow::bail!("give at most one of --schema, --json-schema, --grammar-file, --grammar, --regex");
         }
         if let Some(schema) = self.schema_value()? {
-            let options = crate::schema::Options { whitespace: self.whitespace, strict: self.strict, lenient: false };
-            let grammar = crate::schema::compile(&schema, &options).map_err(|e| {
+            let options = crate::schema::Options { whitespace: self.whitespace, strict: self.strict, lenient: false, draft: self.draft };
+            let (grammar, notes) = crate::schema::compile_with_notes(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
             })?;
+            for n in &notes {
+                eprintln!("warning: {n}");
+            }
             return Ok(Some(grammar));
         }
         if let Some(path) = &self.grammar_file {

@@ -75,6 +75,14 @@ pub struct EvalArgs {
     /// that hangs.
     #[arg(long)]
     pub verbose: bool,
+    /// Force this JSON Schema dialect (4, 6, 7, 2019-09, 2020-12) instead of each schema's
+    /// `$schema`.
+    #[arg(long)]
+    pub draft: Option<schema::dialect::Draft>,
+    /// Compile in lenient mode: unsupported keywords are ignored, so the constraints may
+    /// accept invalid instances (wrong accepts are then expected).
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// A schema whose whole evaluation takes this long is reported on stderr.
@@ -147,8 +155,13 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Source::Gbnf(
             std::fs::read_to_string(path).with_context(|| format!("cannot read grammar file {}", path.display()))?,
         ),
-        None => Source::Schemas(schema::Options { whitespace: args.whitespace, strict: false, lenient: false }),
+        None => Source::Schemas(schema::Options { whitespace: args.whitespace, strict: false, lenient: args.lenient, draft: args.draft }),
     };
+    println!(
+        "dialect: {}; lenient: {}",
+        args.draft.map_or("from $schema (2020-12 without it)".to_string(), |d| format!("forced to {}", d.name())),
+        if args.lenient { "ON (unsupported keywords ignored: constraints may accept invalid instances)" } else { "off" }
+    );
     let ctx = Context { index, tokenizer, source, limits: Limits::default() };
     let facts = TokenizerFacts { vocab_len, eos_ids, vocab_load_ms: ms(vocab_load), index_build_ms: ms(index_build) };
 
@@ -248,6 +261,13 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         if n > 0 {
             println!("!!! {n} {what}");
         }
+    }
+    if total.with_notes > 0 {
+        println!(
+            "{} compiled schemas are under-approximated (they accept less than the schema allows; \
+             the notes are listed per schema in the JSON report)",
+            total.with_notes
+        );
     }
 
     if let Some(path) = &args.json_report {
@@ -401,7 +421,10 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResul
     };
     let start = Instant::now();
     let constraint = match compile(ctx, job, &schema_bytes) {
-        Ok(c) => c,
+        Ok((c, notes)) => {
+            r.notes = notes;
+            c
+        }
         Err(e) => {
             r.error = Some(e);
             return Some(r);
@@ -454,27 +477,32 @@ fn prepare_instance(ctx: &Context, vocab: &Vocabulary, case: &PyValue) -> Option
     Some(Instance { valid, tokens })
 }
 
-/// Compiles the job's schema text (or the GBNF) into a constraint; errors as (group, message).
-fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<Constraint, (String, String)> {
+/// Compiles the job's schema text (or the GBNF) into a constraint, with the compiler's notes
+/// on under-approximations; errors as (group, message).
+fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<(Constraint, Vec<String>), (String, String)> {
+    let mut notes = Vec::new();
     let grammar: Grammar = match &ctx.source {
         Source::Schemas(options) => {
             let value: serde_json::Value = serde_json::from_slice(schema_bytes)
                 .map_err(|e| ("invalid schema JSON".to_string(), format!("{}: {e}", job.schema.display())))?;
-            schema::compile(&value, options).map_err(|e| {
+            let (g, n) = schema::compile_with_notes(&value, options).map_err(|e| {
                 let kw = if e.keyword().is_empty() { "(no keyword)" } else { e.keyword() };
                 (format!("keyword {kw}"), e.to_string())
-            })?
+            })?;
+            notes = n.iter().map(|n| n.to_string()).collect();
+            g
         }
         Source::Gbnf(text) => crate::grammar::gbnf::parse(text)
             .map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?,
     };
-    Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {
+    let c = Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {
         let group = match &e {
             MatchError::Automaton(a) => format!("automaton: {}", variant_name(a)),
             other => format!("matcher: {}", variant_name(other)),
         };
         (group, e.to_string())
-    })
+    })?;
+    Ok((c, notes))
 }
 
 /// How replaying one instance ended.

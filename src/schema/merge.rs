@@ -141,9 +141,51 @@ pub(super) fn normalise_bounds(m: &mut Map<String, Value>) {
     }
 }
 
+/// Splits off a schema's array keywords: the prefix schemas and the schema of the rest
+/// (`None`: any). An array-form `items` (not in the canonical form) is a prefix.
+fn take_items(m: &mut Map<String, Value>) -> (Vec<Value>, Option<Value>) {
+    let mut prefix = match m.remove("prefixItems") {
+        Some(Value::Array(p)) => p,
+        _ => vec![],
+    };
+    let rest = match m.remove("items") {
+        Some(Value::Array(p)) if prefix.is_empty() => {
+            prefix = p;
+            m.remove("additionalItems")
+        }
+        other => other,
+    };
+    (prefix, rest)
+}
+
+/// Merges the array keywords of two schemas by position: element `i` of the result must
+/// satisfy each side's schema for position `i` (its prefix entry, or its rest schema).
+fn merge_items(acc: &mut Map<String, Value>, part: &mut Map<String, Value>) {
+    let has = |m: &Map<String, Value>| m.contains_key("prefixItems") || m.contains_key("items");
+    if !(has(acc) && has(part)) {
+        return;
+    }
+    let (pa, ra) = take_items(acc);
+    let (pb, rb) = take_items(part);
+    let at = |p: &[Value], r: &Option<Value>, i: usize| p.get(i).cloned().or_else(|| r.clone()).unwrap_or(Value::Bool(true));
+    let n = pa.len().max(pb.len());
+    let prefix: Vec<Value> = (0..n).map(|i| all_of(at(&pa, &ra, i), at(&pb, &rb, i))).collect();
+    let rest = match (ra, rb) {
+        (None, None) => None,
+        (a, b) => Some(all_of(a.unwrap_or(Value::Bool(true)), b.unwrap_or(Value::Bool(true)))),
+    };
+    if !prefix.is_empty() {
+        acc.insert("prefixItems".into(), Value::Array(prefix));
+    }
+    if let Some(r) = rest {
+        acc.insert("items".into(), r);
+    }
+}
+
 fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &str) -> Result<(), Error> {
     normalise_bounds(&mut part);
     normalise_bounds(acc);
+    merge_items(acc, &mut part);
     // additionalProperties interplay: names defined on one side only must satisfy the other
     // side's additionalProperties.
     let acc_props: Vec<String> = acc.get("properties").and_then(|p| p.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();

@@ -1,11 +1,13 @@
 //! Stage 1: JSON Schema → [`Grammar`].
 //!
-//! Input: a JSON Schema (draft 2020-12, and the draft-07/04 spellings: array `items` with
-//! `additionalItems`, boolean `exclusiveMinimum`, `definitions`) as a `serde_json::Value`,
-//! plus [`Options`]. Output: a [`Grammar`] whose start rule matches JSON texts (under the
+//! Input: a JSON Schema of draft-04, -06, -07, 2019-09 or 2020-12 (by `$schema`, or
+//! [`Options::draft`]) as a `serde_json::Value`, plus [`Options`]. It is first rewritten into
+//! one canonical form ([`dialect`]: every `$ref` resolved to a local pointer, each dialect's
+//! meaning made explicit), then `unevaluated*` into plain keywords ([`unevaluated`]). Output: a [`Grammar`] whose start rule matches JSON texts (under the
 //! whitespace policy) that validate against the schema — never one that does not. A keyword
 //! or combination that cannot be enforced exactly is an [`Error`] naming the keyword and its
-//! JSON pointer, unless [`Options::lenient`] is set.
+//! JSON pointer, unless [`Options::lenient`] is set. Where the grammar accepts less than the
+//! schema, [`compile_with_notes`] says so in a [`Note`].
 //!
 //! How: the schema is walked recursively; each schema becomes an [`Expr`]. Objects, arrays
 //! and constrained strings become rules of their own, interned so identical bodies are one
@@ -30,6 +32,7 @@
 //! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
 //! must be filtered by sibling keywords.
 
+pub mod dialect;
 pub mod format;
 mod json;
 
@@ -38,6 +41,7 @@ mod json;
 pub use json::python_float_repr;
 mod merge;
 pub mod number;
+mod unevaluated;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::BuildHasher;
@@ -73,6 +77,42 @@ pub struct Options {
     /// `oneOf` whose branches may overlap as `anyOf`. The grammar may then accept invalid
     /// instances.
     pub lenient: bool,
+    /// Forces a dialect; `None`: the one `$schema` names (2020-12 without it). See
+    /// [`dialect`].
+    pub draft: Option<dialect::Draft>,
+}
+
+/// Something a successful compilation wants said: where the grammar accepts *less* than the
+/// schema (an under-approximation), at the keyword's JSON pointer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pointer: String,
+    keyword: String,
+    message: String,
+}
+
+impl Note {
+    pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
+        Note { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
+    }
+    /// JSON pointer of the keyword concerned (in the schema as written).
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+    /// The keyword concerned.
+    pub fn keyword(&self) -> &str {
+        &self.keyword
+    }
+    /// What the grammar leaves out.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.pointer, self.message)
+    }
 }
 
 /// Why a schema could not be compiled: the JSON pointer of the offending keyword and why.
@@ -111,10 +151,28 @@ fn escape_pointer(seg: &str) -> String {
 /// Compiles a JSON Schema into a grammar whose start rule matches exactly the JSON texts
 /// (under `options.whitespace`) that validate against the schema.
 pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, Error> {
-    let mut c = Compiler::new(schema, options);
+    compile_with_notes(schema, options).map(|(g, _)| g)
+}
+
+/// [`compile`], also returning the [`Note`]s on where the grammar accepts less than the
+/// schema allows (e.g. host names without A-labels).
+pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar, Vec<Note>), Error> {
+    let (doc, _) = dialect::normalise(schema, options.draft)?;
+    let mut notes = Vec::new();
+    let doc = unevaluated::rewrite(&doc, &mut notes);
+    let mut c = Compiler::new(&doc, options);
     let start = c.ref_rule_for_pointer("");
-    c.drain()?;
-    c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}")))
+    let built = c.drain().and_then(|_| c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}"))));
+    notes.append(&mut c.notes);
+    let g = built.map_err(|mut e| {
+        e.pointer = dialect::original_pointer(&e.pointer);
+        e
+    })?;
+    for n in &mut notes {
+        n.pointer = dialect::original_pointer(&n.pointer);
+    }
+    notes.dedup();
+    Ok((g, notes))
 }
 
 /// Keywords that constrain instances (everything else is an annotation or unknown, and is
@@ -195,6 +253,8 @@ pub(crate) struct Compiler<'a> {
     pending: Vec<(RuleId, String)>,
     ids: HashMap<String, String>,
     depth: usize,
+    /// Under-approximations made so far.
+    notes: Vec<Note>,
 }
 
 impl<'a> Compiler<'a> {
@@ -212,6 +272,7 @@ impl<'a> Compiler<'a> {
             pending: Vec::new(),
             ids,
             depth: 0,
+            notes: Vec::new(),
         };
         c.ws = match opts.whitespace {
             // The indentation after a newline is one shared rule, so the bounded count is one
@@ -550,7 +611,7 @@ impl<'a> Compiler<'a> {
             doc.remove(FORBIDDEN);
             let has_ref = doc.contains_key("$ref") || doc.values().any(contains_ref);
             if let (Value::Object(root), true) = (self.root, has_ref) {
-                for k in ["definitions", "$defs"] {
+                for k in ["definitions", "$defs", dialect::TARGETS] {
                     if let Some(d) = root.get(k) {
                         doc.insert(k.into(), d.clone());
                     }
@@ -794,6 +855,9 @@ impl<'a> Compiler<'a> {
                 let known = format::format_expr(f);
                 if known.is_none() && format::is_checked_elsewhere(f) {
                     self.unsupported(ptr, "format", &format!("format {f:?} is not supported"))?;
+                }
+                if let (Some(_), Some(why)) = (&known, format::under_approximation(f)) {
+                    self.notes.push(Note::new(ptr, "format", why));
                 }
                 known.map(|e| (f.clone(), e))
             }

@@ -229,3 +229,101 @@ fn small_objects_accept_any_order() {
         &["{\"method\": \"m\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"method\": \"n\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"x\": 1}", "{}"],
     );
 }
+
+
+// The cases below come from JSON-Schema-Test-Suite (MIT), trimmed; each was a wrong accept.
+
+#[test]
+fn unevaluated_properties_see_only_their_own_object() {
+    // unevaluatedProperties--22: a sibling allOf part's properties are not evaluated by it.
+    check(json!({"allOf": [{"properties": {"foo": true}}, {"unevaluatedProperties": false}]}), &["{}"], &["{\"foo\": 1}"]);
+    // Properties of an in-place allOf part and of a $ref target count as evaluated.
+    check(
+        json!({"allOf": [{"properties": {"foo": {"type": "string"}}}], "unevaluatedProperties": false}),
+        &["{\"foo\": \"a\"}", "{}"],
+        &["{\"bar\": 1}", "{\"foo\": 1}"],
+    );
+    check(
+        json!({"$defs": {"a": {"properties": {"foo": true}}}, "$ref": "#/$defs/a", "properties": {"bar": true}, "unevaluatedProperties": false}),
+        &["{\"foo\": 1, \"bar\": 2}"],
+        &["{\"baz\": 1}"],
+    );
+    // ref--13: $ref beside properties, the target with unevaluatedProperties: false.
+    check(
+        json!({"$defs": {"bar": {"unevaluatedProperties": false}}, "$ref": "#/$defs/bar", "properties": {"foo": {"type": "string"}}}),
+        &["{}"],
+        &["{\"foo\": \"x\"}"],
+    );
+    // Names only anyOf may evaluate are treated as unevaluated: fewer instances, with a note.
+    let s = json!({"properties": {"a": true}, "anyOf": [{"properties": {"b": true}}], "unevaluatedProperties": false});
+    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].pointer(), "/unevaluatedProperties");
+    check(s, &["{\"a\": 1}"], &["{\"c\": 1}"]);
+}
+
+#[test]
+fn unevaluated_items_and_items_beside_prefix_items() {
+    check(json!({"prefixItems": [{"type": "string"}], "unevaluatedItems": false}), &["[\"a\"]", "[]"], &["[\"a\", 1]"]);
+    check(json!({"allOf": [{"prefixItems": [true]}], "unevaluatedItems": false}), &["[1]"], &["[1, 2]"]);
+    check(json!({"allOf": [{"prefixItems": [true]}, {"unevaluatedItems": false}]}), &["[]"], &["[1]"]);
+    // items--6: items beside an allOf holding prefixItems applies from index 0.
+    check(json!({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}}), &["[5, 5]"], &["[3, 5]", "[5, 4]"]);
+}
+
+#[test]
+fn ids_and_refs_follow_real_subschema_positions() {
+    // unknownKeyword--0: an $id inside an unknown keyword is not an identifier.
+    let s = json!({
+        "$defs": {
+            "id_in_unknown0": {"not": {"array_of_schemas": [{"$id": "https://localhost:1234/my_identifier.json", "type": "null"}]}},
+            "real_id_in_schema": {"$id": "https://localhost:1234/my_identifier.json", "type": "string"},
+        },
+        "anyOf": [{"$ref": "#/$defs/id_in_unknown0"}, {"$ref": "https://localhost:1234/my_identifier.json"}]
+    });
+    // (`not` of a schema with only an unknown keyword is `false`.)
+    check(s, &["\"a\""], &["1", "null"]);
+    let s = json!({
+        "$defs": {
+            "id_in_unknown0": {"not": {"array_of_schemas": [{"$id": "https://localhost:1234/my_identifier.json", "type": "null"}]}},
+            "real_id_in_schema": {"$id": "https://localhost:1234/my_identifier.json", "type": "string"},
+        },
+        "$ref": "https://localhost:1234/my_identifier.json"
+    });
+    check(s, &["\"a\""], &["null"]);
+    // A reference to another document is refused, never resolved to some other schema.
+    assert_eq!(error_keyword(json!({"$ref": "https://example.com/other.json"})), "$ref");
+    // Relative ids set the base of nested references.
+    let s = json!({
+        "$id": "http://example.com/root.json",
+        "properties": {"a": {"$ref": "nested/b.json"}},
+        "$defs": {"b": {"$id": "nested/b.json", "type": "integer"}, "c": {"$id": "b.json", "type": "string"}}
+    });
+    check(s, &["{\"a\": 1}"], &["{\"a\": \"x\"}"]);
+}
+
+#[test]
+fn dialects_give_their_own_meaning() {
+    let d4 = "http://json-schema.org/draft-04/schema#";
+    let d7 = "http://json-schema.org/draft-07/schema#";
+    let d19 = "https://json-schema.org/draft/2019-09/schema";
+    // draft-04: const is an unknown keyword; boolean exclusiveMinimum.
+    check(json!({"$schema": d4, "const": 1}), &["2"], &[]);
+    check(json!({"$schema": d4, "minimum": 1, "exclusiveMinimum": true}), &["2"], &["1"]);
+    // Up to draft-07 $ref overrides its siblings; from 2019-09 they apply too.
+    let refd = |d: &str| json!({"$schema": d, "definitions": {"i": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/i", "maximum": 3}}});
+    check(refd(d7), &["{\"a\": 5}"], &["{\"a\": \"x\"}"]);
+    check(refd(d19), &["{\"a\": 2}"], &["{\"a\": 5}"]);
+    // Tuple items: array-form items with additionalItems before 2020-12, and without $schema.
+    check(json!({"$schema": d19, "items": [{"type": "string"}], "additionalItems": false}), &["[\"a\"]"], &["[\"a\", 1]", "[1]"]);
+    check(json!({"items": [{"type": "string"}], "additionalItems": false}), &["[\"a\"]"], &["[\"a\", 1]"]);
+    // prefixItems is unknown in draft-07.
+    check(json!({"$schema": d7, "prefixItems": [{"type": "string"}]}), &["[1]"], &[]);
+    // dependencies: required names (array) and schemas.
+    assert_eq!(error_keyword(json!({"$schema": d7, "dependencies": {"a": ["b"]}})), "dependentRequired");
+    // --draft forces a dialect over $schema.
+    let opts = Options { draft: Some(dialect::Draft::Draft4), ..Options::default() };
+    let g = compile(&json!({"$schema": d19, "const": 1}), &opts).unwrap();
+    let p = Pda::build(&g, &Limits::default()).unwrap();
+    assert!(p.matches(b"2"));
+}

@@ -37,6 +37,9 @@ pub(crate) struct SchemaResult {
     pub memory_bytes: Option<usize>,
     /// The schema evaluation panicked (a bug); the message.
     pub panic: Option<String>,
+    /// The compiler's notes on where the constraint accepts less than the schema
+    /// (`pointer: message`).
+    pub notes: Vec<String>,
 }
 
 impl SchemaResult {
@@ -76,6 +79,9 @@ impl SchemaResult {
         if self.inconsistencies > 0 {
             o.insert("inconsistencies".into(), json!(self.inconsistencies));
         }
+        if !self.notes.is_empty() {
+            o.insert("notes".into(), json!(self.notes));
+        }
         if self.skipped_instances > 0 {
             o.insert("skipped_instances".into(), json!(self.skipped_instances));
         }
@@ -96,6 +102,8 @@ pub(crate) struct Summary {
     pub inconsistencies: usize,
     pub skipped_instances: usize,
     pub panics: usize,
+    /// Compiled schemas with notes on under-approximations.
+    pub with_notes: usize,
     /// Compile-error group → count.
     pub errors: BTreeMap<String, usize>,
     mask_ns: Vec<u32>,
@@ -118,6 +126,9 @@ impl Summary {
         self.matcher_errors += r.matcher_errors;
         self.inconsistencies += r.inconsistencies;
         self.skipped_instances += r.skipped_instances;
+        if !r.notes.is_empty() {
+            self.with_notes += 1;
+        }
         if r.panic.is_some() {
             self.panics += 1;
             *self.errors.entry("internal panic".into()).or_default() += 1;
@@ -180,6 +191,7 @@ impl Summary {
             "matcher_errors": self.matcher_errors,
             "inconsistencies": self.inconsistencies,
             "skipped_instances": self.skipped_instances,
+            "schemas_with_notes": self.with_notes,
             "memory_p50_bytes": self.memory_pct(0.50),
             "memory_max_bytes": self.memory_pct(1.0),
         })

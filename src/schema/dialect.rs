@@ -1,0 +1,776 @@
+//! Dialects: rewriting a schema of any supported draft into one canonical internal form.
+//!
+//! Input: a JSON Schema document as written (draft-04, -06, -07, 2019-09 or 2020-12, chosen
+//! by `$schema` or forced by [`Options::draft`](super::Options::draft)). Output: the same
+//! schema in the compiler's canonical form, with the dialect's meaning made explicit:
+//!
+//! - tuple `items` (an array) becomes `prefixItems`, and `additionalItems` beside it becomes
+//!   `items`; a schema-form `items` before 2020-12 applies to every element (no prefix);
+//! - up to draft-07, `$ref` overrides its siblings (they are dropped);
+//! - `dependencies` becomes `dependentRequired` (array values) and `dependentSchemas`
+//!   (schema values) — also in 2019-09 and later, where honouring the old keyword can only
+//!   reject more;
+//! - draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` become the numeric form;
+//! - keywords the dialect does not know (`const` in draft-04, `prefixItems` in draft-07,
+//!   annotations, anything unknown) are dropped, and so are identifiers;
+//! - every `$ref` is resolved here, against the base URI that `$id`s (or draft-04 `id`s) at
+//!   real subschema positions give, and rewritten to a local pointer into one table of
+//!   targets, [`TARGETS`], kept at the root; `$dynamicRef`/`$recursiveRef` become plain
+//!   references when no other dynamic anchor could take them over, and are otherwise left
+//!   in place for the compiler to refuse.
+//!
+//! A reference that cannot be resolved exactly (a remote document, a missing anchor) is an
+//! error, never a guess. Without `$schema` a schema is 2020-12, except that an array-form
+//! `items` keeps its old tuple meaning.
+//!
+//! ```
+//! use constrain::schema::dialect::{normalise, Draft};
+//! use serde_json::json;
+//! let old = json!({"$schema": "http://json-schema.org/draft-04/schema#",
+//!                  "items": [{"type": "integer"}], "additionalItems": false,
+//!                  "const": 3, "minimum": 1, "exclusiveMinimum": true});
+//! let (new, draft) = normalise(&old, None).unwrap();
+//! assert_eq!(draft, Draft::Draft4);
+//! assert_eq!(new, json!({"prefixItems": [{"type": "integer"}], "items": false, "exclusiveMinimum": 1}));
+//! ```
+//!
+//! Cost: two walks over the schema, plus one per `$ref` target.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::{Map, Value};
+
+use super::{escape_pointer, percent_decode, Error};
+
+/// A JSON Schema dialect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Draft {
+    /// draft-04 (`id`, boolean `exclusiveMinimum`, no `const`).
+    Draft4,
+    /// draft-06 (`$id`, `const`, `contains`, `propertyNames`, boolean schemas).
+    Draft6,
+    /// draft-07 (adds `if`/`then`/`else`).
+    Draft7,
+    /// 2019-09 (`$defs`, `$anchor`, `dependentRequired`, `unevaluated*`, `$recursiveRef`, and
+    /// `$ref` beside other keywords).
+    Draft201909,
+    /// 2020-12 (`prefixItems`, `$dynamicRef`); the default.
+    Draft202012,
+}
+
+impl Draft {
+    /// The dialect a `$schema` URI names, if it is one of the supported ones.
+    pub fn from_uri(uri: &str) -> Option<Draft> {
+        let u = uri.trim_end_matches('#').trim_start_matches("https://").trim_start_matches("http://");
+        let u = u.trim_end_matches('/');
+        Some(match u {
+            "json-schema.org/draft-04/schema" => Draft::Draft4,
+            "json-schema.org/draft-06/schema" => Draft::Draft6,
+            "json-schema.org/draft-07/schema" => Draft::Draft7,
+            "json-schema.org/draft/2019-09/schema" => Draft::Draft201909,
+            "json-schema.org/draft/2020-12/schema" => Draft::Draft202012,
+            _ => return None,
+        })
+    }
+
+    /// Parses the command-line spelling: `4`, `6`, `7`, `2019-09`, `2020-12` (also with a
+    /// `draft` prefix).
+    pub fn parse(s: &str) -> Option<Draft> {
+        let s = s.trim().to_ascii_lowercase();
+        let s = s.trim_start_matches("draft").trim_start_matches('-').trim_start_matches('0');
+        Some(match s {
+            "4" => Draft::Draft4,
+            "6" => Draft::Draft6,
+            "7" => Draft::Draft7,
+            "2019-09" | "201909" => Draft::Draft201909,
+            "2020-12" | "202012" => Draft::Draft202012,
+            _ => return None,
+        })
+    }
+
+    /// The command-line spelling (the inverse of [`Draft::parse`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Draft::Draft4 => "4",
+            Draft::Draft6 => "6",
+            Draft::Draft7 => "7",
+            Draft::Draft201909 => "2019-09",
+            Draft::Draft202012 => "2020-12",
+        }
+    }
+
+    /// Whether the dialect knows `keyword` as a constraint or applicator.
+    fn knows(self, keyword: &str) -> bool {
+        use Draft::*;
+        match keyword {
+            "const" | "contains" | "propertyNames" => self >= Draft6,
+            "if" | "then" | "else" => self >= Draft7,
+            "dependentRequired" | "dependentSchemas" | "minContains" | "maxContains" | "unevaluatedProperties" | "unevaluatedItems"
+            | "$defs" => self >= Draft201909,
+            "$recursiveRef" => self == Draft201909,
+            "$dynamicRef" | "prefixItems" => self == Draft202012,
+            _ => true,
+        }
+    }
+}
+
+impl std::str::FromStr for Draft {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Draft::parse(s).ok_or_else(|| format!("unknown draft {s:?} (use 4, 6, 7, 2019-09 or 2020-12)"))
+    }
+}
+
+/// The root key of the canonical form under which every `$ref` target sits, keyed by the
+/// target's JSON pointer in the original document.
+pub const TARGETS: &str = "x-constrain-targets";
+
+/// The base URI of a document without `$id` (any absolute URI works: it only anchors
+/// relative references).
+const DEFAULT_BASE: &str = "constrain:/root.json";
+
+/// Deepest nesting followed.
+const MAX_DEPTH: usize = 256;
+
+/// Keywords whose value is one subschema.
+const SINGLE: [&str; 12] = [
+    "additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
+    "items", "contentSchema",
+];
+/// Keywords whose value is an array of subschemas.
+const ARRAYS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
+/// Keywords whose value is an object of subschemas.
+const MAPS: [&str; 6] = ["properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"];
+
+/// What a schema object's position says: its base URI and dialect.
+#[derive(Clone, Debug)]
+struct Ctx {
+    base: String,
+    draft: Draft,
+}
+
+/// Rewrites `schema` into the canonical form (see the module docs). Returns it with the
+/// dialect of its root.
+pub fn normalise(schema: &Value, forced: Option<Draft>) -> Result<(Value, Draft), Error> {
+    let mut n = Normaliser { root: schema, forced, ctx: HashMap::default(), ids: HashMap::default(), dyn_anchors: Vec::new(), recursive: Vec::new() };
+    let root_ctx = n.enter(schema, &Ctx { base: DEFAULT_BASE.into(), draft: Draft::Draft202012 }, true);
+    n.scan(schema, String::new(), root_ctx.clone(), 0)?;
+    let mut targets: Map<String, Value> = Map::new();
+    let mut todo: Vec<String> = Vec::new();
+    let mut out = n.rewrite(schema, "", &root_ctx, &mut todo, 0)?;
+    while let Some(ptr) = todo.pop() {
+        if targets.contains_key(&ptr) {
+            continue;
+        }
+        let Some(t) = schema.pointer(&ptr) else {
+            return Err(Error::new(&ptr, "$ref", "reference target does not exist"));
+        };
+        let ctx = n.ctx_at(&ptr);
+        targets.insert(ptr.clone(), Value::Null);
+        let v = n.rewrite(t, &ptr, &ctx, &mut todo, 0)?;
+        targets.insert(ptr, v);
+    }
+    if !targets.is_empty() {
+        match &mut out {
+            Value::Object(m) => {
+                m.insert(TARGETS.into(), Value::Object(targets));
+            }
+            Value::Bool(b) => {
+                let mut m = Map::new();
+                if !*b {
+                    m.insert("not".into(), Value::Bool(true));
+                }
+                m.insert(TARGETS.into(), Value::Object(targets));
+                out = Value::Object(m);
+            }
+            _ => {}
+        }
+    }
+    Ok((out, root_ctx.draft))
+}
+
+/// Maps a pointer into the canonical form back to the original document's pointer (a
+/// pointer under [`TARGETS`] names its target's original pointer in its first segment).
+pub fn original_pointer(ptr: &str) -> String {
+    let prefix = format!("/{TARGETS}/");
+    let Some(rest) = ptr.strip_prefix(&prefix) else {
+        return ptr.to_string();
+    };
+    let (seg, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let orig = seg.replace("~1", "/").replace("~0", "~");
+    format!("{orig}{tail}")
+}
+
+struct Normaliser<'a> {
+    root: &'a Value,
+    forced: Option<Draft>,
+    /// Context inside each schema object at a real subschema position, by pointer.
+    ctx: HashMap<String, Ctx>,
+    /// Absolute URIs (resources and `uri#anchor`) to pointers.
+    ids: HashMap<String, String>,
+    /// `$dynamicAnchor`s: name and pointer.
+    dyn_anchors: Vec<(String, String)>,
+    /// Pointers of resources with `$recursiveAnchor: true`.
+    recursive: Vec<String>,
+}
+
+impl<'a> Normaliser<'a> {
+    /// The context inside `v`, given its parent's.
+    fn enter(&self, v: &Value, parent: &Ctx, is_root: bool) -> Ctx {
+        let Value::Object(m) = v else { return parent.clone() };
+        let mut draft = parent.draft;
+        let id_key = |d: Draft| if d == Draft::Draft4 { "id" } else { "$id" };
+        if let Some(f) = self.forced {
+            draft = f;
+        } else if let Some(Value::String(s)) = m.get("$schema") {
+            let resource = is_root || m.get(id_key(draft)).is_some_and(|v| v.is_string()) || m.get("$id").is_some_and(|v| v.is_string());
+            if resource {
+                if let Some(d) = Draft::from_uri(s) {
+                    draft = d;
+                }
+            }
+        }
+        let mut base = parent.base.clone();
+        // Up to draft-07 a `$ref`'s siblings, `$id` included, are ignored.
+        let ref_alone = draft <= Draft::Draft7 && m.contains_key("$ref");
+        if !ref_alone {
+            if let Some(Value::String(id)) = m.get(id_key(draft)) {
+                let no_frag = id.split('#').next().unwrap_or("");
+                if !no_frag.is_empty() {
+                    base = resolve_uri(&parent.base, no_frag);
+                }
+            }
+        }
+        Ctx { base, draft }
+    }
+
+    /// First walk: contexts, identifiers and anchors at real subschema positions.
+    fn scan(&mut self, v: &Value, ptr: String, ctx: Ctx, depth: usize) -> Result<(), Error> {
+        if depth > MAX_DEPTH {
+            return Err(Error::new(&ptr, "$ref", "schema nests too deeply"));
+        }
+        let Value::Object(m) = v else {
+            self.ctx.insert(ptr, ctx);
+            return Ok(());
+        };
+        let draft = ctx.draft;
+        let ref_alone = draft <= Draft::Draft7 && m.contains_key("$ref");
+        if !ref_alone {
+            let id_key = if draft == Draft::Draft4 { "id" } else { "$id" };
+            if let Some(Value::String(id)) = m.get(id_key) {
+                let no_frag = id.split('#').next().unwrap_or("");
+                if !no_frag.is_empty() {
+                    self.ids.entry(ctx.base.clone()).or_insert_with(|| ptr.clone());
+                }
+                // Before 2019-09 an `$id` of `#name` is a plain-name anchor.
+                if draft <= Draft::Draft7 {
+                    if let Some((_, frag)) = id.split_once('#') {
+                        if !frag.is_empty() {
+                            self.ids.entry(format!("{}#{frag}", ctx.base)).or_insert_with(|| ptr.clone());
+                        }
+                    }
+                }
+            }
+            if draft >= Draft::Draft201909 {
+                if let Some(Value::String(a)) = m.get("$anchor") {
+                    self.ids.entry(format!("{}#{a}", ctx.base)).or_insert_with(|| ptr.clone());
+                }
+            }
+            if draft == Draft::Draft202012 {
+                if let Some(Value::String(a)) = m.get("$dynamicAnchor") {
+                    self.ids.entry(format!("{}#{a}", ctx.base)).or_insert_with(|| ptr.clone());
+                    self.dyn_anchors.push((a.clone(), ptr.clone()));
+                }
+            }
+            if draft == Draft::Draft201909 && m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                self.recursive.push(ptr.clone());
+            }
+        }
+        if ptr.is_empty() {
+            self.ids.entry(ctx.base.clone()).or_insert_with(String::new);
+        }
+        for (k, c) in m {
+            let kp = format!("{ptr}/{}", escape_pointer(k));
+            let known = draft.knows(k) || k == "dependencies" || k == "definitions";
+            if !known {
+                continue;
+            }
+            if SINGLE.contains(&k.as_str()) && !c.is_array() {
+                let cc = self.enter(c, &ctx, false);
+                self.scan(c, kp, cc, depth + 1)?;
+            } else if ARRAYS.contains(&k.as_str()) || (k == "items" && c.is_array()) {
+                if let Value::Array(a) = c {
+                    for (i, x) in a.iter().enumerate() {
+                        let cc = self.enter(x, &ctx, false);
+                        self.scan(x, format!("{kp}/{i}"), cc, depth + 1)?;
+                    }
+                }
+            } else if MAPS.contains(&k.as_str()) {
+                if let Value::Object(o) = c {
+                    for (name, x) in o {
+                        if k == "dependencies" && x.is_array() {
+                            continue;
+                        }
+                        let cc = self.enter(x, &ctx, false);
+                        self.scan(x, format!("{kp}/{}", escape_pointer(name)), cc, depth + 1)?;
+                    }
+                }
+            }
+        }
+        self.ctx.insert(ptr, ctx);
+        Ok(())
+    }
+
+    /// The context inside the schema at `ptr` (a `$ref` target): recorded by the scan, or,
+    /// for a target at no real subschema position, its nearest recorded ancestor's.
+    fn ctx_at(&self, ptr: &str) -> Ctx {
+        if let Some(c) = self.ctx.get(ptr) {
+            return c.clone();
+        }
+        let mut p = ptr;
+        while let Some(i) = p.rfind('/') {
+            p = &p[..i];
+            if let Some(c) = self.ctx.get(p) {
+                let target = self.root.pointer(ptr).unwrap_or(&Value::Null);
+                return self.enter(target, c, false);
+            }
+        }
+        Ctx { base: DEFAULT_BASE.into(), draft: self.forced.unwrap_or(Draft::Draft202012) }
+    }
+
+    /// Resolves a reference written at `at` (inside a schema whose base is `base`) to the
+    /// target's pointer in the original document.
+    fn resolve(&self, r: &str, base: &str, at: &str, keyword: &str) -> Result<String, Error> {
+        let full = resolve_uri(base, r);
+        let (doc, frag) = match full.split_once('#') {
+            Some((d, f)) => (d.to_string(), f.to_string()),
+            None => (full.clone(), String::new()),
+        };
+        let ptr = if frag.is_empty() || frag.starts_with('/') {
+            let Some(res) = self.ids.get(&doc) else {
+                return Err(Error::new(at, keyword, format!("reference {r:?} is not to this document (remote references are not supported)")));
+            };
+            format!("{res}{}", percent_decode(&frag))
+        } else {
+            let frag = percent_decode(&frag);
+            match self.ids.get(&format!("{doc}#{frag}")) {
+                Some(p) => p.clone(),
+                None => return Err(Error::new(at, keyword, format!("anchor {r:?} not found"))),
+            }
+        };
+        if self.root.pointer(&ptr).is_none() {
+            return Err(Error::new(at, keyword, format!("reference {r:?} does not resolve")));
+        }
+        Ok(ptr)
+    }
+
+    /// The canonical `$ref` to the target at `ptr`, which is queued for rewriting.
+    fn local_ref(ptr: &str, todo: &mut Vec<String>) -> Value {
+        if ptr.is_empty() {
+            return Value::String("#".into());
+        }
+        todo.push(ptr.to_string());
+        // `%` is escaped: the compiler percent-decodes fragments.
+        Value::String(format!("#/{TARGETS}/{}", escape_pointer(ptr).replace('%', "%25")))
+    }
+
+    /// Second walk: the canonical form of the schema `v` at `ptr` (context `ctx` inside it).
+    fn rewrite(&self, v: &Value, ptr: &str, ctx: &Ctx, todo: &mut Vec<String>, depth: usize) -> Result<Value, Error> {
+        if depth > MAX_DEPTH {
+            return Err(Error::new(ptr, "$ref", "schema nests too deeply"));
+        }
+        let Value::Object(m) = v else { return Ok(v.clone()) };
+        let draft = ctx.draft;
+        let mut out = Map::new();
+        let sub = |k: &str, c: &Value, todo: &mut Vec<String>| -> Result<Value, Error> {
+            let cc = self.enter(c, ctx, false);
+            self.rewrite(c, &format!("{ptr}/{}", escape_pointer(k)), &cc, todo, depth + 1)
+        };
+        if draft <= Draft::Draft7 {
+            if let Some(r) = m.get("$ref") {
+                let Value::String(r) = r else {
+                    return Err(Error::new(ptr, "$ref", "$ref must be a string"));
+                };
+                // Siblings (and a sibling `id`) are ignored; the base is the parent's.
+                let target = self.resolve(r, &ctx.base, ptr, "$ref")?;
+                out.insert("$ref".into(), Self::local_ref(&target, todo));
+                return Ok(Value::Object(out));
+            }
+        }
+        let mut extra_all_of: Vec<Value> = Vec::new();
+        let tuple = matches!(m.get("items"), Some(Value::Array(_)));
+        for (k, c) in m {
+            let k = k.as_str();
+            if !draft.knows(k) && k != "dependencies" {
+                continue;
+            }
+            match k {
+                "$ref" => {
+                    let Value::String(r) = c else {
+                        return Err(Error::new(ptr, "$ref", "$ref must be a string"));
+                    };
+                    let target = self.resolve(r, &ctx.base, ptr, "$ref")?;
+                    out.insert("$ref".into(), Self::local_ref(&target, todo));
+                }
+                "$dynamicRef" | "$recursiveRef" => {
+                    let Value::String(r) = c else {
+                        return Err(Error::new(ptr, k, format!("{k} must be a string")));
+                    };
+                    match self.static_dynamic_ref(k, r, ctx, ptr)? {
+                        Some(target) => extra_all_of.push(serde_json::json!({ "$ref": Self::local_ref(&target, todo) })),
+                        None => {
+                            out.insert(k.into(), c.clone());
+                        }
+                    }
+                }
+                "items" if tuple => {
+                    let Value::Array(a) = c else { continue };
+                    let mut p = Vec::new();
+                    for (i, x) in a.iter().enumerate() {
+                        let cc = self.enter(x, ctx, false);
+                        p.push(self.rewrite(x, &format!("{ptr}/items/{i}"), &cc, todo, depth + 1)?);
+                    }
+                    out.insert("prefixItems".into(), Value::Array(p));
+                    if let Some(add) = m.get("additionalItems") {
+                        out.insert("items".into(), sub("additionalItems", add, todo)?);
+                    }
+                }
+                "additionalItems" | "prefixItems" if tuple => {}
+                "additionalItems" => {}
+                "dependencies" => {
+                    let Value::Object(deps) = c else {
+                        return Err(Error::new(ptr, k, "dependencies must be an object"));
+                    };
+                    for (name, d) in deps {
+                        let (key, val) = match d {
+                            Value::Array(_) => ("dependentRequired", d.clone()),
+                            _ => {
+                                let cc = self.enter(d, ctx, false);
+                                ("dependentSchemas", self.rewrite(d, &format!("{ptr}/dependencies/{}", escape_pointer(name)), &cc, todo, depth + 1)?)
+                            }
+                        };
+                        add_dependency(&mut out, key, name, val);
+                    }
+                }
+                "dependentRequired" => {
+                    if let Value::Object(deps) = c {
+                        for (name, d) in deps {
+                            add_dependency(&mut out, k, name, d.clone());
+                        }
+                    } else {
+                        out.insert(k.into(), c.clone());
+                    }
+                }
+                // draft-04's boolean form (taken with that meaning in any dialect).
+                "exclusiveMinimum" | "exclusiveMaximum" if c.is_boolean() => {
+                    let plain = if k == "exclusiveMinimum" { "minimum" } else { "maximum" };
+                    if c == &Value::Bool(true) {
+                        if let Some(b) = m.get(plain) {
+                            out.insert(k.into(), b.clone());
+                        }
+                    }
+                }
+                "minimum" | "maximum" => {
+                    let excl = if k == "minimum" { "exclusiveMinimum" } else { "exclusiveMaximum" };
+                    if m.get(excl) != Some(&Value::Bool(true)) {
+                        out.insert(k.into(), c.clone());
+                    }
+                }
+                _ if SINGLE.contains(&k) => {
+                    out.insert(k.into(), sub(k, c, todo)?);
+                }
+                _ if ARRAYS.contains(&k) => {
+                    let Value::Array(a) = c else {
+                        return Err(Error::new(ptr, k, format!("{k} must be an array")));
+                    };
+                    let mut p = Vec::new();
+                    for (i, x) in a.iter().enumerate() {
+                        let cc = self.enter(x, ctx, false);
+                        p.push(self.rewrite(x, &format!("{ptr}/{k}/{i}"), &cc, todo, depth + 1)?);
+                    }
+                    match (k, out.get_mut(k)) {
+                        ("allOf", Some(Value::Array(prev))) => prev.extend(p),
+                        _ => {
+                            out.insert(k.into(), Value::Array(p));
+                        }
+                    }
+                }
+                "definitions" | "$defs" => {}
+                "dependentSchemas" | "properties" | "patternProperties" => {
+                    let Value::Object(o) = c else {
+                        return Err(Error::new(ptr, k, format!("{k} must be an object")));
+                    };
+                    for (name, x) in o {
+                        let cc = self.enter(x, ctx, false);
+                        let v = self.rewrite(x, &format!("{ptr}/{k}/{}", escape_pointer(name)), &cc, todo, depth + 1)?;
+                        if k == "dependentSchemas" {
+                            add_dependency(&mut out, k, name, v);
+                        } else {
+                            let slot = out.entry(k.to_string()).or_insert_with(|| Value::Object(Map::new()));
+                            if let Value::Object(s) = slot {
+                                s.insert(name.clone(), v);
+                            }
+                        }
+                    }
+                }
+                _ if super::is_constraint_keyword(k) && k != super::FORBIDDEN => {
+                    out.insert(k.into(), c.clone());
+                }
+                _ => {}
+            }
+        }
+        if !extra_all_of.is_empty() {
+            match out.get_mut("allOf") {
+                Some(Value::Array(a)) => a.extend(extra_all_of),
+                _ => {
+                    out.insert("allOf".into(), Value::Array(extra_all_of));
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// The target of a `$dynamicRef`/`$recursiveRef` when it is provably the same as a plain
+    /// `$ref` (no other dynamic anchor of its name exists anywhere), else `None`.
+    fn static_dynamic_ref(&self, k: &str, r: &str, ctx: &Ctx, ptr: &str) -> Result<Option<String>, Error> {
+        let target = self.resolve(r, &ctx.base, ptr, k)?;
+        let t = self.root.pointer(&target).unwrap_or(&Value::Null);
+        if k == "$dynamicRef" {
+            let name = r.split_once('#').map(|x| x.1).unwrap_or("");
+            let anchored = !name.is_empty() && !name.starts_with('/') && t.get("$dynamicAnchor").and_then(|v| v.as_str()) == Some(name);
+            if !anchored {
+                return Ok(Some(target));
+            }
+            let others = self.dyn_anchors.iter().filter(|(n, p)| n == name && *p != target).count();
+            Ok((others == 0).then_some(target))
+        } else {
+            if t.get("$recursiveAnchor") != Some(&Value::Bool(true)) {
+                return Ok(Some(target));
+            }
+            let others = self.recursive.iter().filter(|p| **p != target).count();
+            Ok((others == 0).then_some(target))
+        }
+    }
+}
+
+/// Adds one `dependentRequired`/`dependentSchemas` entry, combining with an existing one.
+fn add_dependency(out: &mut Map<String, Value>, key: &str, name: &str, val: Value) {
+    let slot = out.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(s) = slot else { return };
+    match s.remove(name) {
+        None => {
+            s.insert(name.to_string(), val);
+        }
+        Some(old) => {
+            let merged = if key == "dependentRequired" {
+                let mut a = old.as_array().cloned().unwrap_or_default();
+                for x in val.as_array().cloned().unwrap_or_default() {
+                    if !a.contains(&x) {
+                        a.push(x);
+                    }
+                }
+                Value::Array(a)
+            } else {
+                serde_json::json!({ "allOf": [old, val] })
+            };
+            s.insert(name.to_string(), merged);
+        }
+    }
+}
+
+/// Resolves a URI reference against an absolute base (RFC 3986, section 5.2).
+pub(crate) fn resolve_uri(base: &str, r: &str) -> String {
+    fn scheme_len(s: &str) -> Option<usize> {
+        let i = s.find(':')?;
+        let sch = &s[..i];
+        let ok = !sch.is_empty() && sch.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && sch.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+        ok.then_some(i)
+    }
+    fn split_frag(s: &str) -> (&str, Option<&str>) {
+        match s.split_once('#') {
+            Some((a, b)) => (a, Some(b)),
+            None => (s, None),
+        }
+    }
+    fn split_query(s: &str) -> (&str, Option<&str>) {
+        match s.split_once('?') {
+            Some((a, b)) => (a, Some(b)),
+            None => (s, None),
+        }
+    }
+    /// (authority, path) of a hierarchical part.
+    fn split_auth(s: &str) -> (Option<&str>, &str) {
+        if let Some(rest) = s.strip_prefix("//") {
+            let end = rest.find('/').unwrap_or(rest.len());
+            (Some(&rest[..end]), &rest[end..])
+        } else {
+            (None, s)
+        }
+    }
+    fn remove_dots(path: &str) -> String {
+        let mut out: Vec<&str> = Vec::new();
+        let segs: Vec<&str> = path.split('/').collect();
+        let n = segs.len();
+        for (i, seg) in segs.iter().enumerate() {
+            match *seg {
+                "." => {
+                    if i == n - 1 {
+                        out.push("");
+                    }
+                }
+                ".." => {
+                    if out.len() > 1 {
+                        out.pop();
+                    }
+                    if i == n - 1 {
+                        out.push("");
+                    }
+                }
+                s => out.push(s),
+            }
+        }
+        out.join("/")
+    }
+    let fmt = |scheme: &str, auth: Option<&str>, path: &str, query: Option<&str>, frag: Option<&str>| {
+        let mut s = format!("{scheme}:");
+        if let Some(a) = auth {
+            s.push_str("//");
+            s.push_str(a);
+        }
+        s.push_str(path);
+        if let Some(q) = query {
+            s.push('?');
+            s.push_str(q);
+        }
+        if let Some(f) = frag {
+            s.push('#');
+            s.push_str(f);
+        }
+        s
+    };
+    if let Some(i) = scheme_len(r) {
+        let (rest, frag) = split_frag(&r[i + 1..]);
+        let (rest, query) = split_query(rest);
+        let (auth, path) = split_auth(rest);
+        let path = if path.starts_with('/') { remove_dots(path) } else { path.to_string() };
+        return fmt(&r[..i], auth, &path, query, frag);
+    }
+    let Some(bi) = scheme_len(base) else { return r.to_string() };
+    let scheme = &base[..bi];
+    let (brest, _) = split_frag(&base[bi + 1..]);
+    let (brest, bquery) = split_query(brest);
+    let (bauth, bpath) = split_auth(brest);
+    let (rrest, rfrag) = split_frag(r);
+    let (rrest, rquery) = split_query(rrest);
+    if rrest.starts_with("//") {
+        let (a, p) = split_auth(rrest);
+        return fmt(scheme, a, &remove_dots(p), rquery, rfrag);
+    }
+    if rrest.is_empty() {
+        return fmt(scheme, bauth, bpath, rquery.or(bquery), rfrag);
+    }
+    let path = if rrest.starts_with('/') {
+        remove_dots(rrest)
+    } else {
+        let merged = if bauth.is_some() && bpath.is_empty() {
+            format!("/{rrest}")
+        } else {
+            match bpath.rfind('/') {
+                Some(i) => format!("{}{rrest}", &bpath[..=i]),
+                None => rrest.to_string(),
+            }
+        };
+        remove_dots(&merged)
+    };
+    fmt(scheme, bauth, &path, rquery, rfrag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn uri_resolution_follows_rfc3986() {
+        let b = "http://a/b/c/d;p?q";
+        for (r, want) in [
+            ("g", "http://a/b/c/g"),
+            ("./g", "http://a/b/c/g"),
+            ("g/", "http://a/b/c/g/"),
+            ("/g", "http://a/g"),
+            ("//g", "http://g"),
+            ("?y", "http://a/b/c/d;p?y"),
+            ("#s", "http://a/b/c/d;p?q#s"),
+            ("../g", "http://a/b/g"),
+            ("../..", "http://a/"),
+            ("", "http://a/b/c/d;p?q"),
+            ("urn:x:y", "urn:x:y"),
+        ] {
+            assert_eq!(resolve_uri(b, r), want, "{r}");
+        }
+    }
+
+    #[test]
+    fn drafts_parse_and_come_from_schema_uris() {
+        assert_eq!(Draft::parse("2019-09"), Some(Draft::Draft201909));
+        assert_eq!(Draft::parse("draft7"), Some(Draft::Draft7));
+        assert_eq!(Draft::parse("04"), Some(Draft::Draft4));
+        assert_eq!(Draft::parse("5"), None);
+        assert_eq!(Draft::from_uri("http://json-schema.org/draft-06/schema#"), Some(Draft::Draft6));
+        assert_eq!(Draft::from_uri("https://json-schema.org/draft/2020-12/schema"), Some(Draft::Draft202012));
+    }
+
+    #[test]
+    fn ref_siblings_are_dropped_up_to_draft7_only() {
+        let s = json!({"definitions": {"a": {"type": "integer"}}, "properties": {"x": {"$ref": "#/definitions/a", "maximum": 3}}});
+        let (d7, _) = normalise(&s, Some(Draft::Draft7)).unwrap();
+        assert_eq!(d7["properties"]["x"], json!({"$ref": "#/x-constrain-targets/~1definitions~1a"}));
+        let (d20, _) = normalise(&s, None).unwrap();
+        assert_eq!(d20["properties"]["x"]["maximum"], json!(3));
+        assert_eq!(d20[TARGETS]["/definitions/a"], json!({"type": "integer"}));
+    }
+
+    #[test]
+    fn ids_inside_unknown_keywords_are_not_identifiers() {
+        let s = json!({"$defs": {"x": {"unknown": {"$id": "http://e.com/a.json", "type": "null"}},
+                                 "y": {"$id": "http://e.com/a.json", "type": "string"}},
+                       "$ref": "http://e.com/a.json"});
+        let (n, _) = normalise(&s, None).unwrap();
+        assert_eq!(n[TARGETS]["/$defs/y"], json!({"type": "string"}));
+        // Remote references are refused, not guessed.
+        let e = normalise(&json!({"$ref": "http://other.com/x.json"}), None).unwrap_err();
+        assert_eq!(e.keyword(), "$ref");
+    }
+
+    #[test]
+    fn relative_ids_change_the_base() {
+        let s = json!({"$id": "http://e.com/root.json",
+                       "$defs": {"a": {"$id": "sub/a.json", "$defs": {"b": {"$id": "b.json", "type": "null"}}, "$ref": "b.json"}}});
+        assert!(normalise(&s, None).is_ok());
+        let s2 = json!({"$id": "http://e.com/root.json", "$ref": "sub/b.json",
+                        "$defs": {"a": {"$id": "sub/a.json", "$defs": {"b": {"$id": "b.json", "type": "null"}}}}});
+        let (n2, _) = normalise(&s2, None).unwrap();
+        assert_eq!(n2[TARGETS]["/$defs/a/$defs/b"], json!({"type": "null"}));
+    }
+
+    #[test]
+    fn dialect_keywords() {
+        // draft-04: const is unknown; dependencies split.
+        let s = json!({"$schema": "http://json-schema.org/draft-04/schema#", "const": 1,
+                       "dependencies": {"a": ["b"], "c": {"required": ["d"]}}});
+        let (n, _) = normalise(&s, None).unwrap();
+        assert_eq!(n, json!({"dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["d"]}}}));
+        // draft-07: prefixItems is unknown, schema items apply to all.
+        let s = json!({"$schema": "http://json-schema.org/draft-07/schema#", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}});
+        assert_eq!(normalise(&s, None).unwrap().0, json!({"items": {"type": "integer"}}));
+        // Without $schema array items keep the tuple meaning.
+        let s = json!({"items": [true], "additionalItems": false});
+        assert_eq!(normalise(&s, None).unwrap().0, json!({"prefixItems": [true], "items": false}));
+        // 2019-09: $recursiveRef with a single recursive anchor is a plain reference.
+        let s = json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": true,
+                       "properties": {"a": {"$recursiveRef": "#"}}});
+        assert_eq!(normalise(&s, None).unwrap().0["properties"]["a"], json!({"allOf": [{"$ref": "#"}]}));
+    }
+}
