@@ -822,6 +822,11 @@ impl<'a> Compiler<'a> {
                 } else {
                     tail = Expr::seq([sep.clone(), here]);
                 }
+                // Each item nests the rest two levels deeper: a rule every few items keeps
+                // long prefixItems lists (100k entries) from nesting without bound.
+                if j % 64 == 0 && j > 0 {
+                    tail = self.rule("prefix_items", tail);
+                }
             }
             if max == Some(0) {
                 None
@@ -980,15 +985,30 @@ impl<'a> Compiler<'a> {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
+                    if let Some(long) = chars.iter().find(|k| k.len() > MAX_EXCLUDED_KEY_CHARS) {
+                        return Err(Error::new(
+                            ptr,
+                            "additionalProperties",
+                            format!(
+                                "a property name of {} characters is longer than the {MAX_EXCLUDED_KEY_CHARS} \
+                                 that other property names can be told apart from; forbid other properties \
+                                 (additionalProperties: false) or shorten the name",
+                                long.len()
+                            ),
+                        ));
+                    }
                     let tails = RestRules {
                         rest: self.shared_rule("string_rest"),
                         escape: self.shared_rule("escape_rest"),
                         nonascii: self.shared_rule("nonascii_rest"),
                     };
-                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails);
+                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails, &mut self.b, 0);
                     let e = Expr::seq([Expr::lit("\""), content]);
                     let key = self.rule("other_key", e);
-                    if let (Expr::Ref(rule), Expr::Ref(rest)) = (&key, &tails.rest) {
+                    // Keys split over several rules (see `not_in_set`) are not recorded: the
+                    // mask stage's shortcut follows one rule's automaton only.
+                    let short = chars.iter().all(|k| k.len() < KEY_CHUNK);
+                    if let (Expr::Ref(rule), Expr::Ref(rest), true) = (&key, &tails.rest, short) {
                         let words: Vec<&str> = excluded.iter().map(String::as_str).collect();
                         self.b.note_exclusion(*rule, *rest, &words);
                     }
@@ -1050,16 +1070,20 @@ impl<'a> Compiler<'a> {
                 // of `required`, then the others in schema order), which is how many documents
                 // are written. Each order is exact on its own, so their union is too.
                 let mut named_part = self.named_sequence(&named);
+                // Hash lookups: linear in the number of properties (100k of them are hostile
+                // input, not a quadratic hang).
                 let mut req_first: Vec<(String, Expr, bool)> = Vec::new();
+                let mut taken: rustc_hash::FxHashSet<&str> = Default::default();
+                let by_name: HashMap<&str, &(String, Expr, bool)> = named.iter().map(|m| (m.0.as_str(), m)).collect();
                 for r in &required {
-                    if let Some(m) = named.iter().find(|m| &m.0 == r) {
-                        if !req_first.iter().any(|x| x.0 == m.0) {
-                            req_first.push(m.clone());
+                    if let Some(m) = by_name.get(r.as_str()) {
+                        if taken.insert(m.0.as_str()) {
+                            req_first.push((*m).clone());
                         }
                     }
                 }
                 for m in &named {
-                    if !req_first.iter().any(|x| x.0 == m.0) {
+                    if taken.insert(m.0.as_str()) {
                         req_first.push(m.clone());
                     }
                 }
@@ -1489,7 +1513,11 @@ struct RestRules {
 /// closing quote where no key ends, or a character no key continues with followed by the
 /// rest of the string (see [`RestRules`]). Only canonical spellings of the keys' own
 /// characters are followed down the trie; other characters go to `rest`.
-fn not_in_set(keys: &[&[char]], rules: &RestRules) -> Expr {
+///
+/// The expression nests two levels per character; every [`KEY_CHUNK`] characters the rest is
+/// made a rule of its own, so a long key (30k characters) neither nests deeper than the
+/// automaton accepts nor recurses deeper than that here.
+fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
     let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
     if keys.is_empty() {
         return rest.clone();
@@ -1552,10 +1580,26 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules) -> Expr {
     }
     for c in firsts {
         let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        alts.push(Expr::seq([json::str_units(&c.to_string()), not_in_set(&tails, rules)]));
+        let tail = if depth + 1 >= KEY_CHUNK {
+            let e = not_in_set(&tails, rules, b, 0);
+            match e {
+                Expr::Ref(_) | Expr::Literal(_) | Expr::Empty | Expr::Nothing => e,
+                e => Expr::Ref(b.add("other_key_rest", e)),
+            }
+        } else {
+            not_in_set(&tails, rules, b, depth + 1)
+        };
+        alts.push(Expr::seq([json::str_units(&c.to_string()), tail]));
     }
     Expr::alt(alts)
 }
+
+/// Characters of an excluded key followed before [`not_in_set`] continues in a new rule.
+const KEY_CHUNK: usize = 64;
+
+/// Longest property name [`not_in_set`] excludes from other keys (its recursion follows the
+/// name's characters); a longer declared name with additional properties allowed is an error.
+const MAX_EXCLUDED_KEY_CHARS: usize = 1024;
 
 /// The range `a..=b` without the characters in `holes`.
 fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {
