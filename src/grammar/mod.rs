@@ -239,6 +239,8 @@ pub(crate) struct RuleStats {
     pub max_count: u32,
     /// How deeply its expression nests (0 for a leaf), which recursive passes must bound.
     pub depth: u32,
+    /// The most branches of any one alternation in it.
+    pub max_alts: u32,
 }
 
 impl Grammar {
@@ -262,7 +264,7 @@ impl Grammar {
         self.rules.iter().position(|r| r.name == name).map(|i| RuleId(i as u32))
     }
 
-    /// Total expression size over all rules.
+    /// Total expression size over all rules: nodes plus literal bytes beyond the first.
     pub fn size(&self) -> usize {
         self.size
     }
@@ -274,7 +276,7 @@ impl Grammar {
 
     /// Size facts about one rule's expression.
     pub(crate) fn stats(&self, id: RuleId) -> RuleStats {
-        self.stats.get(id.index()).copied().unwrap_or(RuleStats { max_count: u32::MAX, depth: u32::MAX })
+        self.stats.get(id.index()).copied().unwrap_or(RuleStats { max_count: u32::MAX, depth: u32::MAX, max_alts: u32::MAX })
     }
 
     /// Checks that every reference names an existing rule and every range is well formed.
@@ -296,6 +298,9 @@ impl Grammar {
                 size += 1;
                 st.depth = st.depth.max(depth);
                 match e {
+                    // A literal costs its bytes (each becomes an automaton state), so a 2 MB
+                    // string is measured as large as it is.
+                    Expr::Literal(b) => size += b.len().saturating_sub(1),
                     Expr::Ref(id) if id.index() >= rules.len() => {
                         return Err(Error::new(
                             ErrorKind::UnknownRule(format!("#{}", id.0)),
@@ -308,7 +313,11 @@ impl Grammar {
                     Expr::Chars(r) if r.iter().any(|&(a, b)| a > b) => {
                         return Err(Error::new(ErrorKind::BadRange, &rule.name))
                     }
-                    Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter().map(|x| (x, depth + 1))),
+                    Expr::Alt(v) => {
+                        st.max_alts = st.max_alts.max(u32::try_from(v.len()).unwrap_or(u32::MAX));
+                        todo.extend(v.iter().map(|x| (x, depth + 1)))
+                    }
+                    Expr::Seq(v) => todo.extend(v.iter().map(|x| (x, depth + 1))),
                     Expr::Repeat { expr, min, max } => {
                         if max.is_some_and(|m| m < *min) {
                             return Err(Error::new(ErrorKind::BadRange, &rule.name));

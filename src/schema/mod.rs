@@ -140,6 +140,11 @@ const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "numbe
 /// Deepest schema nesting the compiler follows.
 const MAX_DEPTH: usize = 128;
 
+/// Most subschemas one schema may expand to (each `$ref` target or merged schema compiled
+/// counts once per use): the schema-expansion fuel, which bounds merges that inline their
+/// targets. JSONSchemaBench's largest schemas stay far below it.
+const MAX_EXPANSION: usize = 500_000;
+
 /// Objects with at most this many named properties accept them in any order (one rule per
 /// subset of properties written so far); larger ones accept schema order or required-first
 /// order.
@@ -162,6 +167,10 @@ pub(crate) struct Compiler<'a> {
     pending: Vec<(RuleId, String)>,
     ids: HashMap<String, String>,
     depth: usize,
+    /// What [`Compiler::compile_merged`] made of each merged schema (by its JSON text).
+    merged: HashMap<String, Expr>,
+    /// Subschemas compiled so far (see [`MAX_EXPANSION`]).
+    expanded: usize,
 }
 
 impl<'a> Compiler<'a> {
@@ -179,6 +188,8 @@ impl<'a> Compiler<'a> {
             pending: Vec::new(),
             ids,
             depth: 0,
+            merged: HashMap::default(),
+            expanded: 0,
         };
         c.ws = match opts.whitespace {
             // The indentation after a newline is one shared rule, so the bounded count is one
@@ -359,10 +370,32 @@ impl<'a> Compiler<'a> {
         if self.depth > MAX_DEPTH {
             return Err(Error::new(ptr, "$ref", "schema nests too deeply"));
         }
+        self.expanded += 1;
+        if self.expanded > MAX_EXPANSION {
+            return Err(Error::new(
+                ptr,
+                "$ref",
+                format!("schema expansion budget exceeded: more than {MAX_EXPANSION} subschemas compiled (references and merges expand them)"),
+            ));
+        }
         self.depth += 1;
         let r = self.compile_value_inner(schema, ptr);
         self.depth -= 1;
         r
+    }
+
+    /// Compiles a schema made by [`Compiler::merge_all`], once per distinct merged schema.
+    /// Merging inlines a `$ref`'s target, so without the memo a chain of definitions whose
+    /// branches each merge the next one (`a_i = anyOf[$ref a_i+1, {$ref a_i+1, minLength}]`)
+    /// compiled 2^N schemas; the branches merge to equal schemas, so N with it.
+    fn compile_merged(&mut self, merged: Value, ptr: &str) -> Result<Expr, Error> {
+        let key = merged.to_string();
+        if let Some(e) = self.merged.get(&key) {
+            return Ok(e.clone());
+        }
+        let e = self.compile_value(&merged, ptr)?;
+        self.merged.insert(key, e.clone());
+        Ok(e)
     }
 
     fn compile_value_inner(&mut self, schema: &Value, ptr: &str) -> Result<Expr, Error> {
@@ -384,11 +417,11 @@ impl<'a> Compiler<'a> {
                 return Ok(Expr::Ref(self.ref_rule_for_pointer(&target)));
             }
             let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
-            return self.compile_value(&merged, ptr);
+            return self.compile_merged(merged, ptr);
         }
         if map.contains_key("allOf") {
             let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
-            return self.compile_value(&merged, ptr);
+            return self.compile_merged(merged, ptr);
         }
         for key in ["anyOf", "oneOf"] {
             let Some(branches) = map.get(key) else { continue };
@@ -413,7 +446,7 @@ impl<'a> Compiler<'a> {
                         list.push(serde_json::json!({ FORBIDDEN: forbid }));
                     }
                     let merged = self.merge_all(&list, &bptr)?;
-                    self.compile_value(&merged, &bptr)?
+                    self.compile_merged(merged, &bptr)?
                 } else {
                     self.compile_value(b, &bptr)?
                 };
