@@ -9,8 +9,13 @@ use std::borrow::Cow;
 use std::hash::Hash;
 use std::rc::Rc;
 
-/// Deepest expression nesting accepted (guards the recursive construction).
+/// Deepest expression nesting accepted (guards the recursive construction), whatever
+/// [`Limits::max_nesting_depth`] says.
 const MAX_EXPR_DEPTH: usize = 500;
+
+/// Most NFA states a small counted repetition may unroll to (its body's unrolled size times
+/// its count); past it the repetition keeps a run-time counter, as large counts do.
+const UNROLL_COST: u64 = 4096;
 
 /// A rule after lifting: either a regular body (borrowed from the grammar when nothing in it
 /// was lifted, which is almost always) or a counted loop over another rule.
@@ -26,16 +31,26 @@ struct Lifter<'g, 'l> {
 
 impl Lifter<'_, '_> {
     /// Replaces counted repetitions too large to unroll by references to new loop rules;
-    /// `None` when `e` holds none (the caller keeps borrowing it).
-    fn lift(&mut self, e: &Expr, owner: &str, depth: usize) -> Result<Option<Expr>, Error> {
+    /// `None` when `e` holds none (the caller keeps borrowing it). Also returns an estimate
+    /// of the NFA states the result unrolls to.
+    ///
+    /// A repetition is too large to unroll when its count is above
+    /// [`Limits::unroll_limit`], or when its body, already unrolled, times its count would
+    /// exceed [`UNROLL_COST`]: nested small counts (`((a|b){1,6}){1,6}…`, `a{2}{2}{2}…`)
+    /// multiply, and past that point each level keeps a run-time counter instead.
+    fn lift(&mut self, e: &Expr, owner: &str, depth: usize) -> Result<(Option<Expr>, u64), Error> {
         if depth > MAX_EXPR_DEPTH {
-            return Err(Error::TooLarge(owner.to_string()));
+            return Err(Error::Budget { limit: crate::limits::LimitExceeded::NestingDepth, rule: owner.to_string() });
         }
         Ok(match e {
+            Expr::Literal(b) => (None, b.len() as u64 + 1),
+            Expr::Chars(r) => (None, 4 * r.len() as u64 + 1),
             Expr::Seq(v) | Expr::Alt(v) => {
                 let mut changed: Option<Vec<Expr>> = None;
+                let mut cost = 1u64;
                 for (i, x) in v.iter().enumerate() {
-                    let lifted = self.lift(x, owner, depth + 1)?;
+                    let (lifted, c) = self.lift(x, owner, depth + 1)?;
+                    cost = cost.saturating_add(c);
                     match (lifted, &mut changed) {
                         (Some(new), Some(out)) => out.push(new),
                         (Some(new), None) => {
@@ -48,14 +63,16 @@ impl Lifter<'_, '_> {
                         (None, None) => {}
                     }
                 }
-                changed.map(|v| if matches!(e, Expr::Seq(_)) { Expr::Seq(v) } else { Expr::Alt(v) })
+                (changed.map(|v| if matches!(e, Expr::Seq(_)) { Expr::Seq(v) } else { Expr::Alt(v) }), cost)
             }
             Expr::Repeat { expr, min, max } => {
-                let inner = self.lift(expr, owner, depth + 1)?;
+                let (inner, inner_cost) = self.lift(expr, owner, depth + 1)?;
                 let lim = self.limits.unroll_limit;
-                let small = *min <= lim && max.is_none_or(|m| m <= lim);
+                let copies = u64::from(max.unwrap_or(min.saturating_add(1)).max(1));
+                let cost = inner_cost.saturating_mul(copies).saturating_add(1);
+                let small = *min <= lim && max.is_none_or(|m| m <= lim) && cost <= UNROLL_COST;
                 if small {
-                    inner.map(|inner| Expr::Repeat { expr: Box::new(inner), min: *min, max: *max })
+                    (inner.map(|inner| Expr::Repeat { expr: Box::new(inner), min: *min, max: *max }), cost)
                 } else {
                     let body = match inner.as_ref().unwrap_or(expr) {
                         Expr::Ref(r) => r.0,
@@ -69,10 +86,10 @@ impl Lifter<'_, '_> {
                     let id = self.rules.len() as u32;
                     let max = max.unwrap_or(UNBOUNDED);
                     self.rules.push((format!("{owner}_rep"), Lifted::Loop { body, min: *min, max }));
-                    Some(Expr::Ref(crate::grammar::RuleId(id)))
+                    (Some(Expr::Ref(crate::grammar::RuleId(id))), 1)
                 }
             }
-            _ => None,
+            _ => (None, 1),
         })
     }
 }
@@ -231,7 +248,18 @@ struct Dfa {
     nodes: Vec<(bool, Vec<ByteEdge>, Vec<CallEdge>)>,
 }
 
-fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa, ()> {
+/// Which budget a determinisation ran out of.
+#[derive(Clone, Copy, Debug)]
+enum Exceeded {
+    /// [`Limits::max_automaton_states`].
+    States,
+    /// [`Limits::compile_fuel`].
+    Fuel,
+}
+
+/// Subset construction. Spends fuel for every NFA state and edge of every subset visited,
+/// so the work is bounded even where the number of subsets is not the problem.
+fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64) -> Result<Dfa, Exceeded> {
     // Each set is stored once, shared by the index and the map.
     let mut ids: HashMap<Rc<[u32]>, u32> = HashMap::default();
     let mut sets: Vec<Rc<[u32]>> = Vec::new();
@@ -251,9 +279,14 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize) -> Result<Dfa,
     let mut i = 0;
     while i < sets.len() {
         if sets.len() > budget {
-            return Err(());
+            return Err(Exceeded::States);
         }
         let set = sets[i].clone();
+        let work = set.len() as u64 + 1;
+        if *fuel < work {
+            return Err(Exceeded::Fuel);
+        }
+        *fuel -= work;
         let is_final = set.binary_search(&accept).is_ok();
         // Byte edges: sweep over the boundaries of this set's edges.
         edges.clear();
@@ -392,7 +425,7 @@ fn cache_rule(key: &[u8], rule: std::sync::Arc<CachedRule>, bytes: usize) {
 impl CanonicalRule {
     /// The automaton of `expr` with local callees (see [`CanonicalRule::refs`]), from the
     /// cache or determinised now; `Err` if it needs more than `budget` states.
-    fn determinised(&mut self, expr: &Expr, budget: usize) -> Result<std::sync::Arc<CachedRule>, ()> {
+    fn determinised(&mut self, expr: &Expr, budget: usize, fuel: &mut u64) -> Result<std::sync::Arc<CachedRule>, Exceeded> {
         self.key.clear();
         self.refs.clear();
         self.local.clear();
@@ -402,7 +435,7 @@ impl CanonicalRule {
             // is checked while the NFA grows, so when this NFA came near it, build afresh:
             // either way the outcome is the one a fresh build gives.
             if rule.dfa.nodes.len() > budget {
-                return Err(());
+                return Err(Exceeded::States);
             }
             if rule.nfa_states <= budget.saturating_mul(4) / 2 {
                 return Ok(rule);
@@ -411,8 +444,16 @@ impl CanonicalRule {
         let mut nfa = Nfa::default();
         let s = nfa.state();
         let a = nfa.state();
-        nfa.add(expr, s, a, 0, budget.saturating_mul(4))?;
-        let mut dfa = determinise(&nfa, s, a, budget)?;
+        let nfa_budget = budget.saturating_mul(4).min(usize::try_from(*fuel).unwrap_or(usize::MAX));
+        nfa.add(expr, s, a, 0, nfa_budget).map_err(|()| {
+            if nfa.len() > budget.saturating_mul(4) {
+                Exceeded::States
+            } else {
+                Exceeded::Fuel
+            }
+        })?;
+        *fuel = fuel.saturating_sub(nfa.len() as u64);
+        let mut dfa = determinise(&nfa, s, a, budget, fuel)?;
         let mut bytes = self.key.len() + std::mem::size_of::<CachedRule>();
         for (_, edges, calls) in dfa.nodes.iter_mut() {
             for c in calls.iter_mut() {
@@ -485,7 +526,7 @@ impl CanonicalRule {
 pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
     let start_name = grammar.rule(grammar.start()).name.clone();
     if grammar.size() > limits.max_grammar_size {
-        return Err(Error::TooLarge(start_name));
+        return Err(Error::Budget { limit: crate::limits::LimitExceeded::GrammarSize, rule: start_name });
     }
     // 1. Lift large counted repetitions into loop rules.
     let mut lifter = Lifter { rules: Vec::new(), limits };
@@ -494,13 +535,16 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
     }
     for (i, r) in grammar.rules().iter().enumerate() {
         let stats = grammar.stats(crate::grammar::RuleId(i as u32));
-        if stats.depth > MAX_EXPR_DEPTH as u32 {
-            return Err(Error::TooLarge(r.name.clone()));
+        if stats.depth as usize > MAX_EXPR_DEPTH.min(limits.max_nesting_depth) {
+            return Err(Error::Budget { limit: crate::limits::LimitExceeded::NestingDepth, rule: r.name.clone() });
         }
-        if stats.max_count <= limits.unroll_limit {
+        if stats.max_alts as usize > limits.max_alternatives {
+            return Err(Error::Budget { limit: crate::limits::LimitExceeded::Alternatives, rule: r.name.clone() });
+        }
+        if stats.max_count < 2 {
             continue;
         }
-        if let Some(e) = lifter.lift(&r.expr, &r.name, 0)? {
+        if let (Some(e), _) = lifter.lift(&r.expr, &r.name, 0)? {
             lifter.rules[i].1 = Lifted::Body(Cow::Owned(e));
         }
     }
@@ -509,6 +553,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
 
     // 2. Determinise each rule (or reuse an equal rule's automaton).
     let mut canonical = CanonicalRule::default();
+    let mut fuel = limits.compile_fuel;
     let mut nodes: Vec<Node> = Vec::new();
     let mut rules: Vec<RuleInfo> = Vec::new();
     for (ri, (name, lifted)) in lifter.rules.iter().enumerate() {
@@ -522,8 +567,10 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
                 ..Node::default()
             }),
             Lifted::Body(expr) => {
-                let too_big = || Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states };
-                let dfa = canonical.determinised(expr, budget).map_err(|_| too_big())?;
+                let dfa = canonical.determinised(expr, budget, &mut fuel).map_err(|e| match e {
+                    Exceeded::States => Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states },
+                    Exceeded::Fuel => Error::Budget { limit: crate::limits::LimitExceeded::CompileFuel, rule: name.clone() },
+                })?;
                 for (is_final, bytes, calls) in dfa.dfa.nodes.iter() {
                     let bytes = bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }).collect();
                     let calls = calls
@@ -838,18 +885,27 @@ impl Pda {
                 v
             })
             .collect();
+        // Callees before callers (Kahn's order over the call graph): linear, where repeated
+        // sweeps until nothing changes were quadratic on a chain of 100k rules.
         let mut done: Vec<Option<u128>> = vec![None; n];
-        loop {
-            let mut progress = false;
-            for r in 0..n {
-                if done[r].is_some() || !callees[r].iter().all(|&c| done[c as usize].is_some()) {
-                    continue;
+        let mut pending: Vec<usize> = callees.iter().map(Vec::len).collect();
+        let mut callers: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (r, cs) in callees.iter().enumerate() {
+            for &c in cs {
+                if let Some(v) = callers.get_mut(c as usize) {
+                    v.push(r as u32);
                 }
-                done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0));
-                progress = true;
             }
-            if !progress {
-                break;
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&r| pending[r] == 0).collect();
+        while let Some(r) = ready.pop() {
+            done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0));
+            for &caller in &callers[r] {
+                let p = &mut pending[caller as usize];
+                *p -= 1;
+                if *p == 0 {
+                    ready.push(caller as usize);
+                }
             }
         }
         // Rules in or above cycles: salted, computed in two passes so callers still see a

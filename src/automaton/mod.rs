@@ -333,11 +333,14 @@ pub enum Error {
     #[error("left recursion: rule `{0}` can call itself without consuming any byte; rewrite it right-recursively (e.g. `list ::= item (\",\" item)*`)")]
     LeftRecursion(String),
     /// The automaton would exceed [`Limits::max_automaton_states`].
-    #[error("automaton too large: more than {limit} states (rule `{rule}`)")]
+    #[error("automaton too large: more than {limit} states (rule `{rule}`; raise Limits::max_automaton_states, flag --max-states)")]
     TooManyStates { rule: String, limit: usize },
     /// The grammar exceeds [`Limits::max_grammar_size`] or nests too deeply.
     #[error("grammar too large or too deeply nested (rule `{0}`)")]
     TooLarge(String),
+    /// A budget of [`Limits`] ran out while compiling `rule`.
+    #[error("{limit}, compiling rule `{rule}`")]
+    Budget { limit: crate::limits::LimitExceeded, rule: String },
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! Each configuration runs `--runs` times after one warm-up run (which also fills the mask
 //! cache) and the fastest run is reported; llama.cpp's speed varies by a few percent between
 //! runs on a busy machine.
+use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::generate::ModelArgs;
 use super::{Failure, EXIT_USAGE};
@@ -109,7 +110,7 @@ fn bench_model(
         } else {
             0.0
         };
-        println!(
+        outln!(
             "{name:<28} {:>7} {:>7} {:>8.1}% {:>9.1} {:>7.3}x {:>9.1} {:>10.1}",
             o.generated_tokens,
             o.forced_tokens,
@@ -120,21 +121,21 @@ fn bench_model(
             mask_us,
         );
     };
-    println!(
+    outln!(
         "model: {}  prompt tokens: {}  greedy, max {} tokens, best of {} runs",
         args.model.model.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "default".into()),
         free.prompt_tokens,
         args.max_tokens,
         args.runs
     );
-    println!(
+    outln!(
         "{:<28} {:>7} {:>7} {:>9} {:>9} {:>8} {:>9} {:>10}",
         "configuration", "tokens", "forced", "forced%", "tok/s", "vs free", "steps/s", "mask µs/t"
     );
     row("unconstrained", &free);
     row("constrained", &masked);
     row("constrained + jump-forward", &jumped);
-    println!(
+    outln!(
         "(the unconstrained run is capped at the constrained output's {} tokens)\nfirst constrained run (cold mask cache): {cold_mask_ms:.1} ms in masks",
         masked.generated_tokens
     );

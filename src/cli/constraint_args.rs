@@ -36,13 +36,53 @@ pub struct ConstraintArgs {
     /// JSON Schema dialect (4, 6, 7, 2019-09, 2020-12), instead of the schema's `$schema`.
     #[arg(long)]
     pub draft: Option<crate::schema::dialect::Draft>,
+    /// Budgets for compiling and matching (see [`crate::Limits`]).
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Command-line overrides of [`crate::Limits`]; each flag left out keeps the default.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LimitArgs {
+    /// Largest schema, grammar, prompt or instance file read, in bytes [default: 16 MiB].
+    #[arg(long = "max-input-bytes", value_name = "BYTES")]
+    pub max_input_bytes: Option<usize>,
+    /// Work allowed to compile one constraint (expansion and determinisation steps)
+    /// [default: 50 million].
+    #[arg(long = "max-fuel", value_name = "STEPS")]
+    pub max_fuel: Option<u64>,
+    /// Most automaton states one constraint may compile to [default: 1 million].
+    #[arg(long = "max-states", value_name = "N")]
+    pub max_states: Option<usize>,
+}
+
+impl LimitArgs {
+    /// The default limits with these flags applied.
+    pub fn limits(&self) -> crate::Limits {
+        let mut l = crate::Limits::default();
+        if let Some(n) = self.max_input_bytes {
+            l = l.with_max_input_bytes(n);
+        }
+        if let Some(n) = self.max_fuel {
+            l = l.with_compile_fuel(n);
+        }
+        if let Some(n) = self.max_states {
+            l = l.with_max_automaton_states(n);
+        }
+        l
+    }
 }
 
 impl ConstraintArgs {
+    /// The budgets these flags select.
+    pub fn limits(&self) -> crate::Limits {
+        self.limits.limits()
+    }
+
     /// The JSON Schema given by `--schema` or `--json-schema`, if any.
     pub fn schema_value(&self) -> anyhow::Result<Option<serde_json::Value>> {
         if let Some(path) = &self.schema {
-            let text = std::fs::read_to_string(path)
+            let text = crate::limits::read_capped(path, self.limits().max_input_bytes)
                 .with_context(|| format!("cannot read schema file {}", path.display()))?;
             let value = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid JSON", path.display()))?;
@@ -67,6 +107,12 @@ impl ConstraintArgs {
         if given.iter().filter(|g| **g).count() > 1 {
             anyhow::bail!("give at most one of --schema, --json-schema, --grammar-file, --grammar, --regex");
         }
+        let max = self.limits().max_input_bytes;
+        for text in [&self.json_schema, &self.grammar, &self.regex].into_iter().flatten() {
+            if text.len() > max {
+                anyhow::bail!("the constraint is {} bytes, over the {max}-byte {}", text.len(), crate::limits::LimitExceeded::InputBytes);
+            }
+        }
         if let Some(schema) = self.schema_value()? {
             let options = crate::schema::Options { whitespace: self.whitespace, strict: self.strict, lenient: false, draft: self.draft };
             let (grammar, notes) = crate::schema::compile_with_notes(&schema, &options).map_err(|e| {
@@ -79,7 +125,7 @@ impl ConstraintArgs {
             return Ok(Some(grammar));
         }
         if let Some(path) = &self.grammar_file {
-            let text = std::fs::read_to_string(path)
+            let text = crate::limits::read_capped(path, self.limits().max_input_bytes)
                 .with_context(|| format!("cannot read grammar file {}", path.display()))?;
             return parse_gbnf(&text).with_context(|| format!("in grammar file {}", path.display())).map(Some);
         }

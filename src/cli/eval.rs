@@ -34,6 +34,7 @@
 mod python_json;
 mod stats;
 
+use super::out::outln;
 use crate::grammar::Grammar;
 use crate::mask::{is_allowed, TokenIndex};
 use crate::matcher::{Constraint, Error as MatchError};
@@ -226,13 +227,13 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let (sets, total) = aggregate(&results);
 
-    println!("{}", Summary::table_header());
+    outln!("{}", Summary::table_header());
     for (name, s) in &sets {
-        println!("{}", s.table_row(name));
+        outln!("{}", s.table_row(name));
     }
-    println!("{}", total.table_row("TOTAL"));
+    outln!("{}", total.table_row("TOTAL"));
     let (cache_entries, cache_bytes) = ctx.index.cache_stats();
-    println!(
+    outln!(
         "(mask times in µs per token: fill_mask + check + accept_token; ttfm = compile + first mask, µs; \
          mem = compiled constraint)\ntoken index (once per tokenizer): built in {:.1} ms, {:.1} MB; \
          shared mask cache at the end: {cache_entries} entries, {:.1} MB",
@@ -241,11 +242,11 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         cache_bytes as f64 / 1e6,
     );
     if !total.errors.is_empty() {
-        println!("\ncompile errors by keyword / kind:");
+        outln!("\ncompile errors by keyword / kind:");
         let mut errs: Vec<(&String, &usize)> = total.errors.iter().collect();
         errs.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (group, n) in errs {
-            println!("  {n:>6}  {group}");
+            outln!("  {n:>6}  {group}");
         }
     }
     let alarms = [
@@ -259,7 +260,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     ];
     for (n, what) in alarms {
         if n > 0 {
-            println!("!!! {n} {what}");
+            outln!("!!! {n} {what}");
         }
     }
     if total.with_notes > 0 {

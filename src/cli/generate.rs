@@ -2,6 +2,7 @@
 //!
 //! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
 //! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
+use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
 use crate::engine::GeneratorSettings;
@@ -193,8 +194,9 @@ fn run_model(
     let mut stdout = std::io::stdout().lock();
     let mut on_text = |piece: &str| {
         if args.stream {
-            let _ = stdout.write_all(piece.as_bytes());
-            let _ = stdout.flush();
+            if let Err(e) = stdout.write_all(piece.as_bytes()).and_then(|()| stdout.flush()) {
+                super::out::end(&e);
+            }
         }
     };
     let out = match &grammar {
@@ -208,15 +210,15 @@ fn run_model(
         Ok(out) => out,
         Err(e) => {
             if args.stream {
-                println!();
+                outln!();
             }
             return Err(e.into());
         }
     };
     if args.stream {
-        println!();
+        outln!();
     } else {
-        println!("{}", out.text);
+        outln!("{}", out.text);
     }
     if grammar.is_none() && out.stop == crate::engine::StopReason::MaxTokens {
         eprintln!("constrain: stopped at --max-tokens {}", args.max_tokens);

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod constraint_args;
 pub mod eval;
 pub mod generate;
+pub mod out;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -170,7 +171,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
             match grammar {
                 Some(g) => {
-                    print!("{g}");
+                    // Build the automaton first: a grammar that matches nothing, or that is
+                    // left-recursive or over a limit, is an error here, not a printed grammar.
+                    let limits = args.constraint.limits();
+                    crate::automaton::Pda::build(&g, &limits).map_err(Failure::constraint)?;
+                    out::out!("{g}");
                     Ok(ExitCode::SUCCESS)
                 }
                 None => Err(Failure::new(

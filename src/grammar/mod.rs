@@ -82,15 +82,18 @@ impl Expr {
         }
     }
 
-    /// An alternation, flattening nested alternations and dropping `Nothing` branches.
+    /// An alternation, flattening nested alternations and dropping `Nothing` branches and
+    /// repeated branches. Repeats are found through structural hashes, so building an
+    /// alternation of n branches is linear in their total size (100k branches: milliseconds).
     pub fn alt(parts: impl IntoIterator<Item = Expr>) -> Expr {
         let mut out = Vec::new();
+        let mut seen = BranchSet::default();
         for p in parts {
             match p {
                 Expr::Nothing => {}
                 Expr::Alt(inner) => out.extend(inner),
                 p => {
-                    if !out.contains(&p) {
+                    if !seen.contains(&p, &out) {
                         out.push(p)
                     }
                 }
@@ -136,6 +139,54 @@ impl Expr {
             }
         }
         n
+    }
+}
+
+/// `parts` without repeats, first occurrences kept in order; linear in their total size
+/// (structural hashing, see [`BranchSet`]).
+pub(crate) fn distinct(parts: Vec<Expr>) -> Vec<Expr> {
+    let mut out: Vec<Expr> = Vec::with_capacity(parts.len());
+    let mut seen = BranchSet::default();
+    for e in parts {
+        if !seen.contains(&e, &out) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The branches of an alternation being built, by structural hash: index lists per hash, so
+/// a membership test compares only branches with an equal hash. Small alternations (the
+/// common case) are scanned instead, without hashing; branches are hashed lazily, when the
+/// first test past that size needs them.
+#[derive(Default)]
+struct BranchSet {
+    by_hash: rustc_hash::FxHashMap<u64, Vec<u32>>,
+    /// How many of the branches (a prefix) are in `by_hash`.
+    indexed: usize,
+}
+
+/// Alternations up to this many branches are scanned; larger ones are hashed.
+const SCAN_BRANCHES: usize = 16;
+
+impl BranchSet {
+    fn hash(e: &Expr) -> u64 {
+        use std::hash::BuildHasher;
+        rustc_hash::FxBuildHasher.hash_one(e)
+    }
+
+    /// Whether `out` already holds `e`.
+    fn contains(&mut self, e: &Expr, out: &[Expr]) -> bool {
+        if out.len() <= SCAN_BRANCHES {
+            return out.contains(e);
+        }
+        for (i, x) in out.iter().enumerate().skip(self.indexed) {
+            self.by_hash.entry(Self::hash(x)).or_default().push(i as u32);
+        }
+        self.indexed = out.len();
+        self.by_hash
+            .get(&Self::hash(e))
+            .is_some_and(|ids| ids.iter().any(|&i| out.get(i as usize) == Some(e)))
     }
 }
 
@@ -188,6 +239,8 @@ pub(crate) struct RuleStats {
     pub max_count: u32,
     /// How deeply its expression nests (0 for a leaf), which recursive passes must bound.
     pub depth: u32,
+    /// The most branches of any one alternation in it.
+    pub max_alts: u32,
 }
 
 impl Grammar {
@@ -211,7 +264,7 @@ impl Grammar {
         self.rules.iter().position(|r| r.name == name).map(|i| RuleId(i as u32))
     }
 
-    /// Total expression size over all rules.
+    /// Total expression size over all rules: nodes plus literal bytes beyond the first.
     pub fn size(&self) -> usize {
         self.size
     }
@@ -223,7 +276,7 @@ impl Grammar {
 
     /// Size facts about one rule's expression.
     pub(crate) fn stats(&self, id: RuleId) -> RuleStats {
-        self.stats.get(id.index()).copied().unwrap_or(RuleStats { max_count: u32::MAX, depth: u32::MAX })
+        self.stats.get(id.index()).copied().unwrap_or(RuleStats { max_count: u32::MAX, depth: u32::MAX, max_alts: u32::MAX })
     }
 
     /// Checks that every reference names an existing rule and every range is well formed.
@@ -245,6 +298,9 @@ impl Grammar {
                 size += 1;
                 st.depth = st.depth.max(depth);
                 match e {
+                    // A literal costs its bytes (each becomes an automaton state), so a 2 MB
+                    // string is measured as large as it is.
+                    Expr::Literal(b) => size += b.len().saturating_sub(1),
                     Expr::Ref(id) if id.index() >= rules.len() => {
                         return Err(Error::new(
                             ErrorKind::UnknownRule(format!("#{}", id.0)),
@@ -257,7 +313,11 @@ impl Grammar {
                     Expr::Chars(r) if r.iter().any(|&(a, b)| a > b) => {
                         return Err(Error::new(ErrorKind::BadRange, &rule.name))
                     }
-                    Expr::Seq(v) | Expr::Alt(v) => todo.extend(v.iter().map(|x| (x, depth + 1))),
+                    Expr::Alt(v) => {
+                        st.max_alts = st.max_alts.max(u32::try_from(v.len()).unwrap_or(u32::MAX));
+                        todo.extend(v.iter().map(|x| (x, depth + 1)))
+                    }
+                    Expr::Seq(v) => todo.extend(v.iter().map(|x| (x, depth + 1))),
                     Expr::Repeat { expr, min, max } => {
                         if max.is_some_and(|m| m < *min) {
                             return Err(Error::new(ErrorKind::BadRange, &rule.name));

@@ -198,6 +198,11 @@ const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "numbe
 /// Deepest schema nesting the compiler follows.
 const MAX_DEPTH: usize = 128;
 
+/// Most subschemas one schema may expand to (each `$ref` target or merged schema compiled
+/// counts once per use): the schema-expansion fuel, which bounds merges that inline their
+/// targets. JSONSchemaBench's largest schemas stay far below it.
+const MAX_EXPANSION: usize = 500_000;
+
 /// Objects with at most this many named properties accept them in any order (one rule per
 /// subset of properties written so far); larger ones accept schema order or required-first
 /// order.
@@ -255,6 +260,10 @@ pub(crate) struct Compiler<'a> {
     depth: usize,
     /// Under-approximations made so far.
     notes: Vec<Note>,
+    /// What [`Compiler::compile_merged`] made of each merged schema (by its JSON text).
+    merged: HashMap<String, Expr>,
+    /// Subschemas compiled so far (see [`MAX_EXPANSION`]).
+    expanded: usize,
 }
 
 impl<'a> Compiler<'a> {
@@ -273,6 +282,8 @@ impl<'a> Compiler<'a> {
             ids,
             depth: 0,
             notes: Vec::new(),
+            merged: HashMap::default(),
+            expanded: 0,
         };
         c.ws = match opts.whitespace {
             // The indentation after a newline is one shared rule, so the bounded count is one
@@ -453,10 +464,32 @@ impl<'a> Compiler<'a> {
         if self.depth > MAX_DEPTH {
             return Err(Error::new(ptr, "$ref", "schema nests too deeply"));
         }
+        self.expanded += 1;
+        if self.expanded > MAX_EXPANSION {
+            return Err(Error::new(
+                ptr,
+                "$ref",
+                format!("schema expansion budget exceeded: more than {MAX_EXPANSION} subschemas compiled (references and merges expand them)"),
+            ));
+        }
         self.depth += 1;
         let r = self.compile_value_inner(schema, ptr);
         self.depth -= 1;
         r
+    }
+
+    /// Compiles a schema made by [`Compiler::merge_all`], once per distinct merged schema.
+    /// Merging inlines a `$ref`'s target, so without the memo a chain of definitions whose
+    /// branches each merge the next one (`a_i = anyOf[$ref a_i+1, {$ref a_i+1, minLength}]`)
+    /// compiled 2^N schemas; the branches merge to equal schemas, so N with it.
+    fn compile_merged(&mut self, merged: Value, ptr: &str) -> Result<Expr, Error> {
+        let key = merged.to_string();
+        if let Some(e) = self.merged.get(&key) {
+            return Ok(e.clone());
+        }
+        let e = self.compile_value(&merged, ptr)?;
+        self.merged.insert(key, e.clone());
+        Ok(e)
     }
 
     fn compile_value_inner(&mut self, schema: &Value, ptr: &str) -> Result<Expr, Error> {
@@ -478,11 +511,11 @@ impl<'a> Compiler<'a> {
                 return Ok(Expr::Ref(self.ref_rule_for_pointer(&target)));
             }
             let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
-            return self.compile_value(&merged, ptr);
+            return self.compile_merged(merged, ptr);
         }
         if map.contains_key("allOf") {
             let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
-            return self.compile_value(&merged, ptr);
+            return self.compile_merged(merged, ptr);
         }
         for key in ["anyOf", "oneOf"] {
             let Some(branches) = map.get(key) else { continue };
@@ -507,7 +540,7 @@ impl<'a> Compiler<'a> {
                         list.push(serde_json::json!({ FORBIDDEN: forbid }));
                     }
                     let merged = self.merge_all(&list, &bptr)?;
-                    self.compile_value(&merged, &bptr)?
+                    self.compile_merged(merged, &bptr)?
                 } else {
                     self.compile_value(b, &bptr)?
                 };
@@ -963,6 +996,11 @@ impl<'a> Compiler<'a> {
                 } else {
                     tail = Expr::seq([sep.clone(), here]);
                 }
+                // Each item nests the rest two levels deeper: a rule every few items keeps
+                // long prefixItems lists (100k entries) from nesting without bound.
+                if j % 64 == 0 && j > 0 {
+                    tail = self.rule("prefix_items", tail);
+                }
             }
             if max == Some(0) {
                 None
@@ -1121,15 +1159,30 @@ impl<'a> Compiler<'a> {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
+                    if let Some(long) = chars.iter().find(|k| k.len() > MAX_EXCLUDED_KEY_CHARS) {
+                        return Err(Error::new(
+                            ptr,
+                            "additionalProperties",
+                            format!(
+                                "a property name of {} characters is longer than the {MAX_EXCLUDED_KEY_CHARS} \
+                                 that other property names can be told apart from; forbid other properties \
+                                 (additionalProperties: false) or shorten the name",
+                                long.len()
+                            ),
+                        ));
+                    }
                     let tails = RestRules {
                         rest: self.shared_rule("string_rest"),
                         escape: self.shared_rule("escape_rest"),
                         nonascii: self.shared_rule("nonascii_rest"),
                     };
-                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails);
+                    let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails, &mut self.b, 0);
                     let e = Expr::seq([Expr::lit("\""), content]);
                     let key = self.rule("other_key", e);
-                    if let (Expr::Ref(rule), Expr::Ref(rest)) = (&key, &tails.rest) {
+                    // Keys split over several rules (see `not_in_set`) are not recorded: the
+                    // mask stage's shortcut follows one rule's automaton only.
+                    let short = chars.iter().all(|k| k.len() < KEY_CHUNK);
+                    if let (Expr::Ref(rule), Expr::Ref(rest), true) = (&key, &tails.rest, short) {
                         let words: Vec<&str> = excluded.iter().map(String::as_str).collect();
                         self.b.note_exclusion(*rule, *rest, &words);
                     }
@@ -1191,16 +1244,20 @@ impl<'a> Compiler<'a> {
                 // of `required`, then the others in schema order), which is how many documents
                 // are written. Each order is exact on its own, so their union is too.
                 let mut named_part = self.named_sequence(&named);
+                // Hash lookups: linear in the number of properties (100k of them are hostile
+                // input, not a quadratic hang).
                 let mut req_first: Vec<(String, Expr, bool)> = Vec::new();
+                let mut taken: rustc_hash::FxHashSet<&str> = Default::default();
+                let by_name: HashMap<&str, &(String, Expr, bool)> = named.iter().map(|m| (m.0.as_str(), m)).collect();
                 for r in &required {
-                    if let Some(m) = named.iter().find(|m| &m.0 == r) {
-                        if !req_first.iter().any(|x| x.0 == m.0) {
-                            req_first.push(m.clone());
+                    if let Some(m) = by_name.get(r.as_str()) {
+                        if taken.insert(m.0.as_str()) {
+                            req_first.push((*m).clone());
                         }
                     }
                 }
                 for m in &named {
-                    if !req_first.iter().any(|x| x.0 == m.0) {
+                    if taken.insert(m.0.as_str()) {
                         req_first.push(m.clone());
                     }
                 }
@@ -1618,7 +1675,11 @@ struct RestRules {
 /// closing quote where no key ends, or a character no key continues with followed by the
 /// rest of the string (see [`RestRules`]). Only canonical spellings of the keys' own
 /// characters are followed down the trie; other characters go to `rest`.
-fn not_in_set(keys: &[&[char]], rules: &RestRules) -> Expr {
+///
+/// The expression nests two levels per character; every [`KEY_CHUNK`] characters the rest is
+/// made a rule of its own, so a long key (30k characters) neither nests deeper than the
+/// automaton accepts nor recurses deeper than that here.
+fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
     let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
     if keys.is_empty() {
         return rest.clone();
@@ -1681,10 +1742,26 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules) -> Expr {
     }
     for c in firsts {
         let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        alts.push(Expr::seq([json::str_units(&c.to_string()), not_in_set(&tails, rules)]));
+        let tail = if depth + 1 >= KEY_CHUNK {
+            let e = not_in_set(&tails, rules, b, 0);
+            match e {
+                Expr::Ref(_) | Expr::Literal(_) | Expr::Empty | Expr::Nothing => e,
+                e => Expr::Ref(b.add("other_key_rest", e)),
+            }
+        } else {
+            not_in_set(&tails, rules, b, depth + 1)
+        };
+        alts.push(Expr::seq([json::str_units(&c.to_string()), tail]));
     }
     Expr::alt(alts)
 }
+
+/// Characters of an excluded key followed before [`not_in_set`] continues in a new rule.
+const KEY_CHUNK: usize = 64;
+
+/// Longest property name [`not_in_set`] excludes from other keys (its recursion follows the
+/// name's characters); a longer declared name with additional properties allowed is an error.
+const MAX_EXCLUDED_KEY_CHARS: usize = 1024;
 
 /// The range `a..=b` without the characters in `holes`.
 fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {

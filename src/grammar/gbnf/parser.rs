@@ -223,15 +223,7 @@ impl Parser<'_> {
         // `Expr::alt` flattens nested groups without removing the duplicates that brings;
         // remove them so that printing and re-reading a grammar is stable.
         Ok(match Expr::alt(alts) {
-            Expr::Alt(flat) => {
-                let mut unique: Vec<Expr> = Vec::with_capacity(flat.len());
-                for e in flat {
-                    if !unique.contains(&e) {
-                        unique.push(e);
-                    }
-                }
-                Expr::alt(unique)
-            }
+            Expr::Alt(flat) => Expr::alt(crate::grammar::distinct(flat)),
             other => other,
         })
     }
