@@ -45,6 +45,7 @@
 pub mod automaton;
 pub mod cli;
 pub mod engine;
+pub mod explain;
 pub mod grammar;
 pub mod limits;
 pub mod mask;
