@@ -33,6 +33,8 @@ pub(crate) struct SchemaResult {
     /// Instances whose token bytes did not spell the serialised text (vocabulary bug), or that
     /// could not be serialised / tokenized; they are skipped.
     pub skipped_instances: usize,
+    /// Valid instances refused after a parse limit cut a path (also in `wrong_rejects`).
+    pub limit_hits: usize,
     /// Compiled automaton size in bytes.
     pub memory_bytes: Option<usize>,
     /// The schema evaluation panicked (a bug); the message.
@@ -76,6 +78,9 @@ impl SchemaResult {
         if self.inconsistencies > 0 {
             o.insert("inconsistencies".into(), json!(self.inconsistencies));
         }
+        if self.limit_hits > 0 {
+            o.insert("limit_hits".into(), json!(self.limit_hits));
+        }
         if self.skipped_instances > 0 {
             o.insert("skipped_instances".into(), json!(self.skipped_instances));
         }
@@ -95,6 +100,8 @@ pub(crate) struct Summary {
     pub matcher_errors: usize,
     pub inconsistencies: usize,
     pub skipped_instances: usize,
+    /// Valid instances refused after a parse limit cut a path (also in `wrong_rejects`).
+    pub limit_hits: usize,
     pub panics: usize,
     /// Compile-error group → count.
     pub errors: BTreeMap<String, usize>,
@@ -118,6 +125,7 @@ impl Summary {
         self.matcher_errors += r.matcher_errors;
         self.inconsistencies += r.inconsistencies;
         self.skipped_instances += r.skipped_instances;
+        self.limit_hits += r.limit_hits;
         if r.panic.is_some() {
             self.panics += 1;
             *self.errors.entry("internal panic".into()).or_default() += 1;
@@ -180,6 +188,7 @@ impl Summary {
             "matcher_errors": self.matcher_errors,
             "inconsistencies": self.inconsistencies,
             "skipped_instances": self.skipped_instances,
+            "limit_hits": self.limit_hits,
             "memory_p50_bytes": self.memory_pct(0.50),
             "memory_max_bytes": self.memory_pct(1.0),
         })
