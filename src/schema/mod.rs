@@ -781,6 +781,11 @@ impl<'a> Compiler<'a> {
         };
         let min = count("minItems")?.unwrap_or(0);
         let max = count("maxItems")?;
+        if max.is_some_and(|m| m < min) {
+            // No array has between min and max items (the `max == Some(0)` shortcut below
+            // would otherwise accept `[]`).
+            return Ok(Expr::Nothing);
+        }
         if map.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
             self.unsupported(ptr, "uniqueItems", "uniqueItems cannot be enforced by a grammar")?;
         }
