@@ -1222,7 +1222,7 @@ impl<'a> Compiler<'a> {
                 let t: Vec<String> = type_list(src.get("type")).into_iter().map(String::from).collect();
                 types = Some(match types {
                     None => t,
-                    Some(old) => old.into_iter().filter(|x| t.contains(x) || (x == "integer" && t.iter().any(|y| y == "number"))).collect(),
+                    Some(old) => intersect_types(old, &t),
                 });
             }
         }
@@ -1234,7 +1234,7 @@ impl<'a> Compiler<'a> {
                     if let Some(t) = pi.types {
                         types = Some(match types {
                             None => t,
-                            Some(old) => old.into_iter().filter(|x| t.contains(x)).collect(),
+                            Some(old) => intersect_types(old, &t),
                         });
                     }
                     info.consts.extend(pi.consts);
@@ -1359,6 +1359,29 @@ impl BranchInfo {
         }
         false
     }
+}
+
+/// The JSON types in both lists; `integer` is in `number`, so `number` and `integer` meet in
+/// `integer` (dropping it would make a `oneOf` branch look empty, hence disjoint).
+fn intersect_types(old: Vec<String>, new: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for x in &old {
+        for y in new {
+            let meet = if x == y {
+                Some(x.as_str())
+            } else if (x == "integer" && y == "number") || (x == "number" && y == "integer") {
+                Some("integer")
+            } else {
+                None
+            };
+            if let Some(m) = meet {
+                if !out.iter().any(|o| o == m) {
+                    out.push(m.to_string());
+                }
+            }
+        }
+    }
+    out
 }
 
 fn json_type(v: &Value) -> &'static str {
