@@ -182,7 +182,7 @@ pub fn byte_classes(allowed: &[bool]) -> Vec<String> {
             0x80..=0xBF => 0xBF,
             _ => 0xFF,
         };
-        while b + 1 <= group_end && allowed.get(b + 1).copied().unwrap_or(false) {
+        while b < group_end && allowed.get(b + 1).copied().unwrap_or(false) {
             b += 1;
         }
         let hi = b;
