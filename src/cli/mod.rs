@@ -21,6 +21,7 @@ pub mod bench;
 pub mod check;
 pub mod constraint_args;
 pub mod eval;
+pub mod fuzz;
 pub mod generate;
 
 use clap::{Parser, Subcommand};
@@ -75,6 +76,8 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Check a document against a constraint; explain where and why it is refused.
     Check(check::CheckArgs),
+    /// Differential fuzzing of the schema compiler against the `jsonschema` crate.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 /// Arguments of `constrain grammar`.
@@ -189,6 +192,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Eval(args)) => eval::run(&args).map_err(Failure::from),
         Some(Command::Check(args)) => check::run(&args),
+        Some(Command::Fuzz(args)) => fuzz::run(&args).map_err(Failure::from),
     }
 }
 
