@@ -45,6 +45,8 @@
 pub mod automaton;
 pub mod cli;
 pub mod engine;
+pub mod explain;
+pub mod fuzz;
 pub mod grammar;
 pub mod limits;
 pub mod mask;

@@ -12,6 +12,13 @@
 use super::Pda;
 use crate::Limits;
 
+/// [`Stacks::overflow_what`]: `Limits::max_stack_depth` cut a path.
+pub(crate) const CUT_DEPTH: u8 = 1;
+/// [`Stacks::overflow_what`]: `Limits::max_parse_stacks` cut a path.
+pub(crate) const CUT_STACKS: u8 = 2;
+/// [`Stacks::overflow_what`]: the fixed closure budget cut a path.
+pub(crate) const CUT_CLOSURE: u8 = 4;
+
 /// "No parent": the frame is the bottom of its stack.
 pub(crate) const BOTTOM: u32 = u32::MAX;
 
@@ -50,6 +57,9 @@ pub(crate) struct Stacks {
     max_tops: usize,
     /// Set when a limit (stack depth, number of stacks) cut a path off.
     pub overflow: bool,
+    /// Which limits cut a path off since `overflow` was last cleared: bits
+    /// [`CUT_DEPTH`], [`CUT_STACKS`], [`CUT_CLOSURE`].
+    pub overflow_what: u8,
     /// The `count` of every frame that completed the bottom rule in the last step (how a
     /// relaxed loop's iteration count is reported to the mask precomputation).
     pub reached_counts: Vec<u32>,
@@ -96,6 +106,7 @@ impl Stacks {
             max_depth: limits.max_stack_depth.min(u32::MAX as usize) as u32,
             max_tops: limits.max_parse_stacks.max(1),
             overflow: false,
+            overflow_what: 0,
             reached_counts: Vec::new(),
         }
     }
@@ -198,6 +209,7 @@ impl Stacks {
             budget -= 1;
             if budget == 0 {
                 self.overflow = true;
+                self.overflow_what |= CUT_CLOSURE;
                 break;
             }
             match item {
@@ -221,6 +233,7 @@ impl Stacks {
                         if relaxed || fr.count < l.max {
                             if fr.depth >= self.max_depth {
                                 self.overflow = true;
+                                self.overflow_what |= CUT_DEPTH;
                             } else {
                                 let ret = self.alloc(boundary, Frame { count: fr.count + 1, ..fr });
                                 self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
@@ -253,6 +266,7 @@ impl Stacks {
                         if !dup {
                             if n_out >= self.max_tops {
                                 self.overflow = true;
+                                self.overflow_what |= CUT_STACKS;
                             } else {
                                 out.push(f);
                                 if n_out == ALLOC_SCAN {
@@ -270,6 +284,7 @@ impl Stacks {
                         let c = pda.nodes[fr.node as usize].calls[ci];
                         if fr.depth >= self.max_depth {
                             self.overflow = true;
+                            self.overflow_what |= CUT_DEPTH;
                             break;
                         }
                         let ret = self.alloc(boundary, Frame { node: c.ret, ..fr });

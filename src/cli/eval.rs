@@ -84,6 +84,13 @@ pub struct EvalArgs {
     /// accept invalid instances (wrong accepts are then expected).
     #[arg(long)]
     pub lenient: bool,
+    /// For every wrong verdict, print to stderr where the constraint refused the instance
+    /// (offset, line:column, JSON pointer, allowed bytes), or that it accepted it whole.
+    #[arg(long)]
+    pub explain: bool,
+    /// Parse limits (a valid instance refused because a limit cut its path is a "limit hit").
+    #[command(flatten)]
+    pub limits: super::check::LimitArgs,
 }
 
 /// A schema whose whole evaluation takes this long is reported on stderr.
@@ -103,6 +110,8 @@ struct Context {
     tokenizer: tokenizers::Tokenizer,
     source: Source,
     limits: Limits,
+    /// `--explain`: collect an explanation of every wrong verdict.
+    explain: bool,
 }
 
 /// Facts about the tokenizer, measured once, for the report.
@@ -163,7 +172,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         args.draft.map_or("from $schema (2020-12 without it)".to_string(), |d| format!("forced to {}", d.name())),
         if args.lenient { "ON (unsupported keywords ignored: constraints may accept invalid instances)" } else { "off" }
     );
-    let ctx = Context { index, tokenizer, source, limits: Limits::default() };
+    let ctx = Context { index, tokenizer, source, limits: args.limits.limits(), explain: args.explain };
     let facts = TokenizerFacts { vocab_len, eos_ids, vocab_load_ms: ms(vocab_load), index_build_ms: ms(index_build) };
 
     let mut jobs = discover(&args.dir)?;
@@ -189,7 +198,13 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             bar.suspend(|| eprintln!("{} ...", job.id));
         }
         let started = Instant::now();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| eval_schema(&ctx, job, &mut mask)));
+        let mut explained: Vec<String> = Vec::new();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            eval_schema(&ctx, job, &mut mask, &mut explained)
+        }));
+        if !explained.is_empty() {
+            bar.suspend(|| explained.iter().for_each(|line| eprintln!("{line}")));
+        }
         let took = started.elapsed();
         if args.verbose || took.as_secs() >= SLOW_SCHEMA_SECS {
             bar.suspend(|| {
@@ -256,6 +271,11 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             "matcher inconsistencies (mask allowed a token accept_token refused, or EOS bit ≠ is_accepting)",
         ),
         (total.matcher_errors, "matcher errors (limits or internal)"),
+        (
+            total.limit_hits,
+            "limit hits: valid instances refused after a parse limit cut a path (counted as wrong rejects too; \
+             raise --max-parse-stacks / --max-stack-depth)",
+        ),
         (total.skipped_instances, "instances skipped (not serialisable, not tokenizable, or token bytes ≠ text)"),
     ];
     for (n, what) in alarms {
@@ -277,7 +297,13 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
 
     let bad = total.wrong_accepts > 0 || total.panics > 0 || total.inconsistencies > 0;
-    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if bad {
+        ExitCode::FAILURE
+    } else if total.limit_hits > 0 {
+        ExitCode::from(super::check::EXIT_LIMIT)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Per-set and total summaries of `results`, sorted for percentiles.
@@ -373,12 +399,14 @@ fn discover(dir: &Path) -> anyhow::Result<Vec<Job>> {
 
 /// One test instance ready to replay.
 struct Instance {
+    /// Position in the test file's `tests` list.
+    n: usize,
     valid: bool,
     tokens: Vec<TokenId>,
 }
 
 /// Evaluates one schema; `None` when it has no tests.
-fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResult> {
+fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<String>) -> Option<SchemaResult> {
     let mut r = SchemaResult { id: job.id.clone(), set: job.set.clone(), ..Default::default() };
     let tests = match std::fs::read(&job.tests)
         .map_err(|e| e.to_string())
@@ -402,8 +430,8 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResul
     // Serialise and tokenize every instance first (not timed).
     let vocab = ctx.index.vocab();
     let mut instances = Vec::with_capacity(cases.len());
-    for case in cases {
-        match prepare_instance(ctx, vocab, case) {
+    for (n, case) in cases.iter().enumerate() {
+        match prepare_instance(ctx, vocab, n, case) {
             Some(i) => instances.push(i),
             None => r.skipped_instances += 1,
         }
@@ -442,19 +470,37 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResul
 
     for inst in &instances {
         let outcome = replay(&constraint, &inst.tokens, mask, &mut r.mask_ns);
-        match outcome {
+        let wrong = match outcome {
             Replay::Accepted => {
                 if !inst.valid {
                     r.wrong_accepts += 1;
                 }
+                !inst.valid
             }
             Replay::Rejected => {
                 if inst.valid {
                     r.wrong_rejects += 1;
                 }
+                inst.valid
             }
-            Replay::Inconsistent => r.inconsistencies += 1,
-            Replay::Error => r.matcher_errors += 1,
+            Replay::Limit => {
+                if inst.valid {
+                    r.wrong_rejects += 1;
+                    r.limit_hits += 1;
+                }
+                inst.valid
+            }
+            Replay::Inconsistent => {
+                r.inconsistencies += 1;
+                false
+            }
+            Replay::Error => {
+                r.matcher_errors += 1;
+                false
+            }
+        };
+        if wrong && ctx.explain {
+            explained.push(explain_verdict(&constraint, &ctx.source, job, inst));
         }
     }
     Some(r)
@@ -463,7 +509,7 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32]) -> Option<SchemaResul
 /// Serialises a test case like Python and tokenizes it; `None` (instance skipped) when it cannot
 /// be serialised or tokenized, or when its tokens' bytes do not spell the text (which would be
 /// a vocabulary bug).
-fn prepare_instance(ctx: &Context, vocab: &Vocabulary, case: &PyValue) -> Option<Instance> {
+fn prepare_instance(ctx: &Context, vocab: &Vocabulary, n: usize, case: &PyValue) -> Option<Instance> {
     let valid = match case.get("valid") {
         Some(PyValue::Bool(b)) => *b,
         _ => return None,
@@ -475,7 +521,7 @@ fn prepare_instance(ctx: &Context, vocab: &Vocabulary, case: &PyValue) -> Option
     if spelled != text.as_bytes() {
         return None;
     }
-    Some(Instance { valid, tokens })
+    Some(Instance { n, valid, tokens })
 }
 
 /// Compiles the job's schema text (or the GBNF) into a constraint, with the compiler's notes
@@ -516,6 +562,25 @@ enum Replay {
     Inconsistent,
     /// The matcher failed (limit or internal error).
     Error,
+    /// Refused after a parse limit cut a path ([`crate::Matcher::hit_limit`]): no verdict.
+    Limit,
+}
+
+/// `--explain`: one wrong verdict, located (see [`crate::explain`]).
+fn explain_verdict(constraint: &Constraint, source: &Source, job: &Job, inst: &Instance) -> String {
+    let vocab = constraint.index().vocab();
+    let bytes: Vec<u8> = inst.tokens.iter().flat_map(|&t| vocab.token_bytes(t).iter().copied()).collect();
+    let e = crate::explain::explain(constraint, &bytes, matches!(source, Source::Schemas(_)));
+    let what = if inst.valid { "wrong reject" } else { "wrong accept" };
+    let detail = if e.accepted() {
+        let text = String::from_utf8_lossy(&bytes);
+        let shown: String = text.chars().take(200).collect();
+        let more = if shown.len() < text.len() { "…" } else { "" };
+        format!("the constraint accepts the whole instance, which the schema rejects: {shown}{more}")
+    } else {
+        e.render()
+    };
+    format!("explain: {} instance {} ({what}): {detail}", job.id, inst.n)
 }
 
 /// Feeds `tokens` to a fresh matcher, timing each mask step into `times` (nanoseconds).
@@ -532,7 +597,9 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
             return Replay::Error;
         }
         match accepted {
+            None if m.hit_limit() => return Replay::Limit,
             None => return Replay::Rejected,
+            Some(Err(MatchError::Limit(_))) => return Replay::Limit,
             Some(Ok(())) => {}
             Some(Err(MatchError::Rejected(_))) => return Replay::Inconsistent,
             Some(Err(_)) => return Replay::Error,
@@ -551,6 +618,8 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
     }
     if eos_allowed {
         Replay::Accepted
+    } else if m.hit_limit() {
+        Replay::Limit
     } else {
         Replay::Rejected
     }

@@ -12,12 +12,16 @@
 //! | 3 | bad schema, grammar or regex |
 //! | 4 | bad or missing model |
 //! | 5 | incomplete output (max tokens or context reached first) |
+//! | 6 | `check`: the document is refused or incomplete |
+//! | 7 | `check`: a parse limit cut a path (no verdict); `eval`: limit hits occurred |
 //!
 //! Commands: generation (the default), `grammar` (print the GBNF a constraint compiles to),
 //! `bench` (constrained vs unconstrained speed) and `eval` (JSONSchemaBench-style report).
 pub mod bench;
+pub mod check;
 pub mod constraint_args;
 pub mod eval;
+pub mod fuzz;
 pub mod generate;
 pub mod out;
 
@@ -42,9 +46,11 @@ Examples:
   constrain --regex '[0-9]{3}-[0-9]{4}' -p 'A phone number:' --temp 0
   constrain --grammar-file grammars/list.gbnf -p 'Three fruits' --stream
   constrain grammar --schema examples/person.json      # print the GBNF
+  constrain check --schema examples/person.json doc.json   # accepted? if not, where and why
   constrain bench --schema examples/person.json -p 'Invent a person.' -n 128
 
-Exit codes: 0 ok, 2 usage, 3 bad schema/grammar, 4 bad model, 5 incomplete output, 1 other.
+Exit codes: 0 ok, 2 usage, 3 bad schema/grammar, 4 bad model, 5 incomplete output,
+6 check: rejected, 7 parse limit hit, 1 other.
 With no --model, $CONSTRAIN_MODEL or the cached SmolLM2-135M-Instruct is used (downloaded once).";
 
 /// Constrained generation with llama.cpp: every token keeps the output valid against a JSON
@@ -69,6 +75,10 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Evaluate against a JSONSchemaBench-style directory.
     Eval(eval::EvalArgs),
+    /// Check a document against a constraint; explain where and why it is refused.
+    Check(check::CheckArgs),
+    /// Differential fuzzing of the schema compiler against the `jsonschema` crate.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 /// Arguments of `constrain grammar`.
@@ -186,6 +196,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Eval(args)) => eval::run(&args).map_err(Failure::from),
+        Some(Command::Check(args)) => check::run(&args),
+        Some(Command::Fuzz(args)) => fuzz::run(&args).map_err(Failure::from),
     }
 }
 

@@ -297,7 +297,13 @@ impl Generator {
             }
             let token = match sampler.sample(&mut logits) {
                 Ok(t) => t,
-                Err(crate::sampling::Error::NoCandidates) => return Err(Error::DeadEnd { step: generated }),
+                Err(crate::sampling::Error::NoCandidates) => {
+                    // A dead end that a parse limit caused names the limit, not the grammar.
+                    if let Some(e) = matcher.as_ref().and_then(|m| m.limit_error()) {
+                        return Err(Error::Matcher(e));
+                    }
+                    return Err(Error::DeadEnd { step: generated });
+                }
                 Err(e) => return Err(Error::Settings(e)),
             };
             let is_eog = match &matcher {

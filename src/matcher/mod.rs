@@ -179,6 +179,9 @@ struct Level {
     accepting: bool,
     /// EOS was accepted.
     finished: bool,
+    /// The parse limits that cut a path off at or before this level (bits of
+    /// `exec::CUT_*`); a refusal after such a cut may be the limit's doing.
+    cut: u8,
 }
 
 /// Per-sequence matching state: what may come next, given the tokens accepted so far.
@@ -192,6 +195,8 @@ pub struct Matcher {
     chain: Vec<u32>,
     context: Vec<Frame>,
     scratch: SuffixScratch,
+    /// Limits that cut a token's run-time check in the last [`Matcher::fill_mask`].
+    mask_cut: u8,
 }
 
 impl Matcher {
@@ -207,6 +212,7 @@ impl Matcher {
             chain: Vec::new(),
             context: Vec::new(),
             scratch: SuffixScratch::default(),
+            mask_cut: 0,
         };
         m.reset();
         m
@@ -217,13 +223,16 @@ impl Matcher {
         self.stacks.arena.clear();
         self.tops.clear();
         self.levels.clear();
+        self.clear_cut();
+        self.mask_cut = 0;
         let accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
-        self.levels.push(Level { tops_start: 0, arena_len: 0, accepting, finished: false });
+        let cut = self.stacks.overflow_what;
+        self.levels.push(Level { tops_start: 0, arena_len: 0, accepting, finished: false, cut });
     }
 
     fn level(&self) -> Level {
         // `levels` is never empty: `reset` pushes the first level and rollback keeps it.
-        self.levels.last().copied().unwrap_or(Level { tops_start: 0, arena_len: 0, accepting: false, finished: true })
+        self.levels.last().copied().unwrap_or(Level { tops_start: 0, arena_len: 0, accepting: false, finished: true, cut: 0 })
     }
 
     fn current_tops(&self) -> &[u32] {
@@ -246,9 +255,11 @@ impl Matcher {
         }
         mask.fill(0);
         let level = self.level();
+        self.mask_cut = 0;
         if level.finished {
             return Ok(());
         }
+        self.clear_cut();
         for k in level.tops_start..self.tops.len() {
             let top = self.tops[k];
             let (key, base_key, relaxed) = self.context_of(&inner, top);
@@ -267,6 +278,7 @@ impl Matcher {
                 set_bit(mask, eos.0);
             }
         }
+        self.mask_cut = self.stacks.overflow_what;
         Ok(())
     }
 
@@ -356,6 +368,7 @@ impl Matcher {
                 arena_len: self.stacks.arena.len(),
                 accepting: true,
                 finished: true,
+                cut: level.cut,
             });
             return Ok(());
         }
@@ -364,7 +377,10 @@ impl Matcher {
         }
         let inner = Arc::clone(&self.constraint.inner);
         let bytes = inner.index.vocab().token_bytes(token);
-        self.advance(bytes).map_err(|_| Error::Rejected(token.0))
+        self.advance(bytes).map_err(|e| match e {
+            Error::Limit(m) => Error::Limit(m),
+            _ => Error::Rejected(token.0),
+        })
     }
 
     /// Advances by raw bytes, all or nothing; counts as one token for [`Matcher::rollback`].
@@ -382,12 +398,19 @@ impl Matcher {
         self.cur.clear();
         self.cur.extend_from_slice(&self.tops[level.tops_start..]);
         let mut accepting = level.accepting;
+        self.mask_cut = 0;
+        self.stacks.overflow = false;
+        self.stacks.overflow_what = 0;
         for (i, &b) in bytes.iter().enumerate() {
             self.next.clear();
             let reached = self.stacks.step(pda, &self.cur, b, &mut self.next);
             let last = i + 1 == bytes.len();
             if self.next.is_empty() && !(reached && last) {
                 self.stacks.arena.truncate(arena_len);
+                let cut = level.cut | self.stacks.overflow_what;
+                if cut != 0 {
+                    return Err(Error::Limit(limit_message(cut, &self.constraint.inner.limits)));
+                }
                 return Err(Error::RejectedBytes);
             }
             accepting = reached;
@@ -395,7 +418,8 @@ impl Matcher {
         }
         let tops_start = self.tops.len();
         self.tops.extend_from_slice(&self.cur);
-        self.levels.push(Level { tops_start, arena_len, accepting, finished: false });
+        let cut = level.cut | self.stacks.overflow_what;
+        self.levels.push(Level { tops_start, arena_len, accepting, finished: false, cut });
         Ok(())
     }
 
@@ -469,11 +493,48 @@ impl Matcher {
         out
     }
 
-    /// Whether a parse limit (stack depth, number of parallel stacks) cut a path off; the
-    /// matcher then errs on the side of rejecting.
+    /// Whether a parse limit (stack depth, number of parallel stacks) cut a path off in the
+    /// bytes accepted so far or in the last mask's run-time checks; the matcher then errs on
+    /// the side of rejecting. Callers that see a refusal (a masked-out token, no EOS where
+    /// the document should end) must check this before calling the refusal a verdict.
     pub fn hit_limit(&self) -> bool {
-        self.stacks.overflow
+        (self.level().cut | self.mask_cut) != 0
     }
+
+    /// The limit error describing [`Matcher::hit_limit`] (which limit, and the [`Limits`]
+    /// field that raises it); `None` when no limit was hit.
+    pub fn limit_error(&self) -> Option<Error> {
+        let cut = self.level().cut | self.mask_cut;
+        (cut != 0).then(|| Error::Limit(limit_message(cut, &self.constraint.inner.limits)))
+    }
+
+    /// Forgets the limits hit by earlier stack operations (each level keeps its own).
+    fn clear_cut(&mut self) {
+        self.stacks.overflow = false;
+        self.stacks.overflow_what = 0;
+    }
+}
+
+/// Names the limits in `cut` (bits of `exec::CUT_*`) and how to raise each.
+fn limit_message(cut: u8, limits: &Limits) -> String {
+    use crate::automaton::exec::{CUT_CLOSURE, CUT_DEPTH, CUT_STACKS};
+    let mut parts = Vec::new();
+    if cut & CUT_STACKS != 0 {
+        parts.push(format!(
+            "more than {} parallel parse stacks (raise Limits::max_parse_stacks; `--max-parse-stacks` in check and eval)",
+            limits.max_parse_stacks
+        ));
+    }
+    if cut & CUT_DEPTH != 0 {
+        parts.push(format!(
+            "stack deeper than {} (raise Limits::max_stack_depth; `--max-stack-depth` in check and eval)",
+            limits.max_stack_depth
+        ));
+    }
+    if cut & CUT_CLOSURE != 0 {
+        parts.push("the closure work budget of 2^20 items (fixed; simplify the grammar)".to_string());
+    }
+    format!("a parse limit cut a possibly valid path: {}", parts.join("; "))
 }
 
 /// Why a constraint could not be built or a matcher step failed.

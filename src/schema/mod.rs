@@ -955,6 +955,11 @@ impl<'a> Compiler<'a> {
         };
         let min = count("minItems")?.unwrap_or(0);
         let max = count("maxItems")?;
+        if max.is_some_and(|m| m < min) {
+            // No array has between min and max items (the `max == Some(0)` shortcut below
+            // would otherwise accept `[]`).
+            return Ok(Expr::Nothing);
+        }
         if map.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
             self.unsupported(ptr, "uniqueItems", "uniqueItems cannot be enforced by a grammar")?;
         }
@@ -1415,7 +1420,7 @@ impl<'a> Compiler<'a> {
                 let t: Vec<String> = type_list(src.get("type")).into_iter().map(String::from).collect();
                 types = Some(match types {
                     None => t,
-                    Some(old) => old.into_iter().filter(|x| t.contains(x) || (x == "integer" && t.iter().any(|y| y == "number"))).collect(),
+                    Some(old) => intersect_types(old, &t),
                 });
             }
         }
@@ -1427,7 +1432,7 @@ impl<'a> Compiler<'a> {
                     if let Some(t) = pi.types {
                         types = Some(match types {
                             None => t,
-                            Some(old) => old.into_iter().filter(|x| t.contains(x)).collect(),
+                            Some(old) => intersect_types(old, &t),
                         });
                     }
                     info.consts.extend(pi.consts);
@@ -1552,6 +1557,29 @@ impl BranchInfo {
         }
         false
     }
+}
+
+/// The JSON types in both lists; `integer` is in `number`, so `number` and `integer` meet in
+/// `integer` (dropping it would make a `oneOf` branch look empty, hence disjoint).
+fn intersect_types(old: Vec<String>, new: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for x in &old {
+        for y in new {
+            let meet = if x == y {
+                Some(x.as_str())
+            } else if (x == "integer" && y == "number") || (x == "number" && y == "integer") {
+                Some("integer")
+            } else {
+                None
+            };
+            if let Some(m) = meet {
+                if !out.iter().any(|o| o == m) {
+                    out.push(m.to_string());
+                }
+            }
+        }
+    }
+    out
 }
 
 fn json_type(v: &Value) -> &'static str {

@@ -33,6 +33,8 @@ pub(crate) struct SchemaResult {
     /// Instances whose token bytes did not spell the serialised text (vocabulary bug), or that
     /// could not be serialised / tokenized; they are skipped.
     pub skipped_instances: usize,
+    /// Valid instances refused after a parse limit cut a path (also in `wrong_rejects`).
+    pub limit_hits: usize,
     /// Compiled automaton size in bytes.
     pub memory_bytes: Option<usize>,
     /// The schema evaluation panicked (a bug); the message.
@@ -82,6 +84,9 @@ impl SchemaResult {
         if !self.notes.is_empty() {
             o.insert("notes".into(), json!(self.notes));
         }
+        if self.limit_hits > 0 {
+            o.insert("limit_hits".into(), json!(self.limit_hits));
+        }
         if self.skipped_instances > 0 {
             o.insert("skipped_instances".into(), json!(self.skipped_instances));
         }
@@ -101,6 +106,8 @@ pub(crate) struct Summary {
     pub matcher_errors: usize,
     pub inconsistencies: usize,
     pub skipped_instances: usize,
+    /// Valid instances refused after a parse limit cut a path (also in `wrong_rejects`).
+    pub limit_hits: usize,
     pub panics: usize,
     /// Compiled schemas with notes on under-approximations.
     pub with_notes: usize,
@@ -129,6 +136,7 @@ impl Summary {
         if !r.notes.is_empty() {
             self.with_notes += 1;
         }
+        self.limit_hits += r.limit_hits;
         if r.panic.is_some() {
             self.panics += 1;
             *self.errors.entry("internal panic".into()).or_default() += 1;
@@ -192,6 +200,7 @@ impl Summary {
             "inconsistencies": self.inconsistencies,
             "skipped_instances": self.skipped_instances,
             "schemas_with_notes": self.with_notes,
+            "limit_hits": self.limit_hits,
             "memory_p50_bytes": self.memory_pct(0.50),
             "memory_max_bytes": self.memory_pct(1.0),
         })
