@@ -236,10 +236,12 @@ impl Generator {
 
         // Closing mode (see `closing`): a budget below the start's distance is refused
         // before anything is generated.
+        let c = Instant::now();
         let mut closer = match constraint {
             Some(c) => Closer::new(c, self.settings.close, self.settings.max_tokens, n_ctx - prompt_tokens.len())?,
             None => Closer::disabled(),
         };
+        timings.closing += c.elapsed();
 
         let vocab = self.index.vocab();
         let mut matcher: Option<Matcher> = constraint.map(|c| c.matcher());
@@ -307,6 +309,7 @@ impl Generator {
             if let Some(m) = matcher.as_mut() {
                 let t = Instant::now();
                 m.fill_mask(&mut mask).map_err(Error::Matcher)?;
+                let c = Instant::now();
                 closer.narrow(m, &mut mask, remaining).map_err(Error::Matcher)?;
                 if let Some(bonus) = closer
                     .soft(m, &mask, &mut soft, remaining, self.settings.close_margin)
@@ -314,6 +317,7 @@ impl Generator {
                 {
                     add_bonus(&mut logits, &soft, bonus);
                 }
+                timings.closing += c.elapsed();
                 apply_mask(&mut logits, &mask);
                 timings.mask += t.elapsed();
             }
@@ -323,6 +327,7 @@ impl Generator {
                 let t = Instant::now();
                 let verdict = closer.check(m, token, &mut mask, remaining).map_err(Error::Matcher)?;
                 timings.mask += t.elapsed();
+                timings.closing += t.elapsed();
                 if verdict == Verdict::Resample {
                     logits.clear();
                     logits.extend_from_slice(ctx.get_logits_ith(logits_at));

@@ -166,8 +166,11 @@ pub struct Timings {
     pub prompt: Duration,
     /// Producing the output (model steps, masks, sampling), excluding the prompt.
     pub generation: Duration,
-    /// Of `generation`, the time spent filling grammar masks.
+    /// Of `generation`, the time spent filling grammar masks (closing's narrowing included).
     pub mask: Duration,
+    /// Of `generation`, the time closing mode took: the distance checks on every step, and
+    /// once closing, the narrowed masks. What closing costs when it never triggers.
+    pub closing: Duration,
 }
 
 /// The result of a generation.
