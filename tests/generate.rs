@@ -143,10 +143,51 @@ fn same_seed_same_output_and_greedy_is_stable() {
 #[test]
 fn running_out_of_tokens_is_an_error_not_output() {
     let mut g = generator();
+    // Below the shortest document: refused before generating, with the minimum.
     match run(&mut g, "person", "Invent a person.", SamplerSettings::greedy(), 5) {
-        Err(Error::Incomplete { tokens, .. }) => assert!(tokens <= 5),
+        Err(Error::BudgetTooSmall { needed, available: 5, .. }) => assert!(needed > 5, "{needed}"),
+        other => panic!("expected BudgetTooSmall, got {other:?}"),
+    }
+    // With closing off, running out is an error carrying the partial text.
+    let no_close = GeneratorSettings { close: false, ..settings(SamplerSettings::greedy(), 5) };
+    g.set_settings(no_close).unwrap();
+    let schema = schema("person");
+    let constraint = g.schema_constraint(&schema).expect("schema");
+    match g.generate(Prompt::user("Invent a person.").with_schema(&schema), &constraint) {
+        Err(Error::Incomplete { tokens, partial, .. }) => assert!(tokens <= 5 && partial.starts_with('{'), "{partial}"),
         other => panic!("expected Incomplete, got {other:?}"),
     }
+}
+
+/// Closing mode end to end: `-n 40` on a large schema (the model would write hundreds of
+/// tokens) gives a shorter document that validates, ends with `Closed`, and streams a prefix
+/// of itself; `generate_json` returns closed documents too.
+#[test]
+fn a_small_budget_closes_a_large_schema_into_a_valid_document() {
+    let mut g = generator();
+    let sampler = SamplerSettings { temperature: 1.0, seed: Some(1), ..SamplerSettings::default() };
+    g.set_settings(settings(sampler, 40)).unwrap();
+    let schema = schema("catalog");
+    let constraint = g.schema_constraint(&schema).expect("schema");
+    let mut streamed = String::new();
+    let out = g
+        .generate_with(Prompt::user("List the products of a small bike shop.").with_schema(&schema), &constraint, |t| streamed.push_str(t))
+        .expect("closed, not incomplete");
+    assert_valid("catalog", &schema, &out.text);
+    assert!(out.generated_tokens <= 40, "{}", out.generated_tokens);
+    assert_eq!(out.stop, StopReason::Closed, "{}", out.text);
+    assert_eq!(out.stop.finish_reason(), "closed");
+    assert_eq!(streamed, out.text, "what was streamed is the document");
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Shop {
+        name: String,
+        products: Vec<String>,
+    }
+    g.set_settings(settings(SamplerSettings::greedy(), 30)).unwrap();
+    let shop: Shop = g.generate_json("A shop with twenty products and long names.").expect("a closed document deserializes");
+    assert!(shop.products.len() < 30);
 }
 
 #[test]

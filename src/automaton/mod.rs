@@ -27,6 +27,7 @@
 //! case, which [`Limits::max_automaton_states`] turns into an error.
 
 pub(crate) mod build;
+pub mod distance;
 pub(crate) mod exec;
 
 use crate::grammar::Grammar;

@@ -78,8 +78,8 @@ fn bench_model(
     }
 
     // Best (fastest) of `runs` after a warm-up.
-    let mut measure = |jump_forward: bool, constrained: bool, max_tokens: usize| -> Result<(Output, f64), Failure> {
-        generator.set_settings(GeneratorSettings { jump_forward, max_tokens, ..settings.clone() })?;
+    let mut measure = |jump_forward: bool, constrained: bool, max_tokens: usize, close: bool| -> Result<(Output, f64), Failure> {
+        generator.set_settings(GeneratorSettings { jump_forward, max_tokens, close, ..settings.clone() })?;
         let c = constrained.then_some(&constraint);
         let cold = generator.generate_truncated(prompt.clone(), c)?;
         let cold_mask_ms = cold.timings.mask.as_secs_f64() * 1e3;
@@ -92,11 +92,13 @@ fn bench_model(
         }
         Ok((best.unwrap_or(cold), cold_mask_ms))
     };
-    let (masked, cold_mask_ms) = measure(false, true, args.max_tokens)?;
+    let (masked, cold_mask_ms) = measure(false, true, args.max_tokens, true)?;
+    // Closing mode's cost when it does not trigger: the same run with closing off.
+    let (unclosed, _) = measure(false, true, args.max_tokens, false)?;
     // The unconstrained run decodes as many tokens as the constrained one, so both are timed
     // over the same number of steps at the same context lengths.
-    let (free, _) = measure(false, false, masked.generated_tokens.max(1))?;
-    let (jumped, _) = measure(true, true, args.max_tokens)?;
+    let (free, _) = measure(false, false, masked.generated_tokens.max(1), true)?;
+    let (jumped, _) = measure(true, true, args.max_tokens, true)?;
 
     let base = free.tokens_per_second();
     let row = |name: &str, o: &Output| {
@@ -133,13 +135,26 @@ fn bench_model(
         "configuration", "tokens", "forced", "forced%", "tok/s", "vs free", "steps/s", "mask µs/t"
     );
     row("unconstrained", &free);
+    row("constrained, closing off", &unclosed);
     row("constrained", &masked);
     row("constrained + jump-forward", &jumped);
     outln!(
         "(the unconstrained run is capped at the constrained output's {} tokens)\nfirst constrained run (cold mask cache): {cold_mask_ms:.1} ms in masks",
         masked.generated_tokens
     );
-    if !matches!(masked.stop, crate::engine::StopReason::MaxTokens) && masked.value.is_none() && schema.is_some() {
+    let per_token = |o: &Output| o.timings.generation.as_secs_f64() / o.generated_tokens.max(1) as f64;
+    println!(
+        "closing mode: {:.3}% of generation time in its checks ({:.2} ms), {:+.2}% time per token vs closing off (finish_reason {}){}",
+        100.0 * masked.timings.closing.as_secs_f64() / masked.timings.generation.as_secs_f64().max(f64::MIN_POSITIVE),
+        masked.timings.closing.as_secs_f64() * 1e3,
+        100.0 * (per_token(&masked) / per_token(&unclosed).max(f64::MIN_POSITIVE) - 1.0),
+        masked.stop.finish_reason(),
+        if masked.stop == crate::engine::StopReason::Closed { "; it triggered: raise -n to measure the idle cost" } else { "" },
+    );
+    if !matches!(masked.stop, crate::engine::StopReason::MaxTokens | crate::engine::StopReason::Closed)
+        && masked.value.is_none()
+        && schema.is_some()
+    {
         eprintln!("constrain: warning: the constrained output is not JSON: {}", masked.text);
     }
     Ok(ExitCode::SUCCESS)

@@ -94,9 +94,19 @@ pub struct GenerateArgs {
     /// System turn [default: one telling the model the JSON Schema, if any].
     #[arg(long)]
     pub system: Option<String>,
-    /// Maximum tokens to generate; running out is an error (exit code 5).
+    /// Maximum tokens to generate. A constrained output is closed (steered to its nearest
+    /// valid end) when the budget runs low; a budget below the shortest valid output is
+    /// refused up front.
     #[arg(short = 'n', long = "max-tokens", default_value_t = 512)]
     pub max_tokens: usize,
+    /// Do not close the output when the budget runs low: running out is an error (exit
+    /// code 5) and no document is printed.
+    #[arg(long = "no-close")]
+    pub no_close: bool,
+    /// Start winding the output down this many tokens before the hard limit (a logit bonus
+    /// for tokens that bring it closer to a valid end); 0 = off.
+    #[arg(long = "close-margin", default_value_t = 0, value_name = "N")]
+    pub close_margin: usize,
     /// Print the text as it is generated.
     #[arg(long)]
     pub stream: bool,
@@ -131,6 +141,8 @@ impl GenerateArgs {
             chat_template: !self.raw,
             jump_forward: !self.no_jump_forward,
             verbose: self.model.verbose,
+            close: !self.no_close,
+            close_margin: self.close_margin,
         }
     }
 }
@@ -192,7 +204,10 @@ fn run_model(
         prompt = prompt.with_schema(schema);
     }
     let mut stdout = std::io::stdout().lock();
+    // Everything produced so far, so that a failed generation's text is not lost.
+    let mut produced = String::new();
     let mut on_text = |piece: &str| {
+        produced.push_str(piece);
         if args.stream {
             if let Err(e) = stdout.write_all(piece.as_bytes()).and_then(|()| stdout.flush()) {
                 super::out::end(&e);
@@ -212,6 +227,13 @@ fn run_model(
             if args.stream {
                 outln!();
             }
+            let partial = match &e {
+                crate::engine::Error::Incomplete { partial, .. } => partial.as_str(),
+                _ => produced.as_str(),
+            };
+            if !partial.is_empty() {
+                eprintln!("constrain: the partial output (not valid) was:\n{partial}");
+            }
             return Err(e.into());
         }
     };
@@ -223,9 +245,16 @@ fn run_model(
     if grammar.is_none() && out.stop == crate::engine::StopReason::MaxTokens {
         eprintln!("constrain: stopped at --max-tokens {}", args.max_tokens);
     }
+    if out.stop == crate::engine::StopReason::Closed {
+        eprintln!(
+            "constrain: warning: finish_reason closed: the token budget ({} tokens, or the context) ran low, so the output was closed early at its nearest valid end; raise --max-tokens for a fuller answer",
+            args.max_tokens
+        );
+    }
     if args.model.verbose {
         eprintln!(
-            "constrain: {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
+            "constrain: finish_reason {}; {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
+            out.stop.finish_reason(),
             out.prompt_tokens,
             out.timings.prompt.as_secs_f64(),
             out.generated_tokens,

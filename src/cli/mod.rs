@@ -127,7 +127,7 @@ impl From<crate::engine::Error> for Failure {
             E::Model { .. } | E::Fetch(_) => EXIT_BAD_MODEL,
             E::Schema(_) | E::Constraint(_) => EXIT_BAD_CONSTRAINT,
             E::Incomplete { .. } => EXIT_INCOMPLETE,
-            E::Settings(_) => EXIT_USAGE,
+            E::Settings(_) | E::BudgetTooSmall { .. } => EXIT_USAGE,
             _ => EXIT_OTHER,
         };
         Failure::new(code, e)

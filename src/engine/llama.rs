@@ -1,4 +1,5 @@
 //! The llama.cpp side of the engine: model loading, vocabulary extraction, the decode loop.
+use super::closing::{Closer, Verdict};
 use super::{Error, GeneratorSettings, Output, Prompt, StopReason, Timings};
 use crate::mask::TokenIndex;
 use crate::matcher::{Constraint, Matcher};
@@ -233,9 +234,19 @@ impl Generator {
         let mut timings = Timings { prompt: started.elapsed(), ..Timings::default() };
         let generation_start = Instant::now();
 
+        // Closing mode (see `closing`): a budget below the start's distance is refused
+        // before anything is generated.
+        let c = Instant::now();
+        let mut closer = match constraint {
+            Some(c) => Closer::new(c, self.settings.close, self.settings.max_tokens, n_ctx - prompt_tokens.len())?,
+            None => Closer::disabled(),
+        };
+        timings.closing += c.elapsed();
+
         let vocab = self.index.vocab();
         let mut matcher: Option<Matcher> = constraint.map(|c| c.matcher());
         let mut mask = vec![0u32; vocab.mask_words()];
+        let mut soft: Vec<u32> = Vec::new();
         let mut logits: Vec<f32> = Vec::with_capacity(vocab.mask_len());
         let mut text = TextSink::default();
         let mut n_past = prompt_tokens.len();
@@ -245,10 +256,16 @@ impl Generator {
 
         loop {
             if matcher.as_ref().is_some_and(|m| m.is_finished()) {
-                stop = StopReason::Finished;
+                stop = if closer.is_closing() { StopReason::Closed } else { StopReason::Finished };
                 break;
             }
-            if generated >= self.settings.max_tokens || n_past >= n_ctx {
+            let remaining = (self.settings.max_tokens.saturating_sub(generated)).min(n_ctx.saturating_sub(n_past));
+            if matcher.as_ref().is_some_and(|m| closer.should_stop(m, remaining)) {
+                // The budget shaped the end: stop at the first complete output.
+                stop = StopReason::Closed;
+                break;
+            }
+            if remaining == 0 {
                 if truncate_ok {
                     stop = StopReason::MaxTokens;
                     break;
@@ -292,36 +309,47 @@ impl Generator {
             if let Some(m) = matcher.as_mut() {
                 let t = Instant::now();
                 m.fill_mask(&mut mask).map_err(Error::Matcher)?;
+                let c = Instant::now();
+                closer.narrow(m, &mut mask, remaining).map_err(Error::Matcher)?;
+                if let Some(bonus) = closer
+                    .soft(m, &mask, &mut soft, remaining, self.settings.close_margin)
+                    .map_err(Error::Matcher)?
+                {
+                    add_bonus(&mut logits, &soft, bonus);
+                }
+                timings.closing += c.elapsed();
                 apply_mask(&mut logits, &mask);
                 timings.mask += t.elapsed();
             }
-            let token = match sampler.sample(&mut logits) {
-                Ok(t) => t,
-                Err(crate::sampling::Error::NoCandidates) => {
-                    // A dead end that a parse limit caused names the limit, not the grammar.
-                    if let Some(e) = matcher.as_ref().and_then(|m| m.limit_error()) {
-                        return Err(Error::Matcher(e));
-                    }
-                    return Err(Error::DeadEnd { step: generated });
+            let mut token = sample(&mut sampler, &mut logits, generated, matcher.as_ref())?;
+            if let Some(m) = matcher.as_mut() {
+                m.accept_token(token).map_err(Error::Matcher)?;
+                let t = Instant::now();
+                let verdict = closer.check(m, token, &mut mask, remaining).map_err(Error::Matcher)?;
+                timings.mask += t.elapsed();
+                timings.closing += t.elapsed();
+                if verdict == Verdict::Resample {
+                    logits.clear();
+                    logits.extend_from_slice(ctx.get_logits_ith(logits_at));
+                    logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
+                    apply_mask(&mut logits, &mask);
+                    token = sample(&mut sampler, &mut logits, generated, Some(&*m))?;
+                    m.accept_token(token).map_err(Error::Matcher)?;
                 }
-                Err(e) => return Err(Error::Settings(e)),
-            };
+            }
             let is_eog = match &matcher {
                 Some(_) => vocab.is_eos(token),
                 None => self.model.vocab().is_eog(LlamaToken(token.0 as i32)),
             };
-            if let Some(m) = matcher.as_mut() {
-                m.accept_token(token).map_err(Error::Matcher)?;
-            }
             if is_eog {
-                stop = StopReason::Eos;
+                stop = if closer.is_closing() { StopReason::Closed } else { StopReason::Eos };
                 break;
             }
             sampler.accept(token);
             text.push(vocab.token_bytes(token), &mut on_text);
             generated += 1;
             if matcher.as_ref().is_some_and(|m| m.is_finished()) {
-                stop = StopReason::Finished;
+                stop = if closer.is_closing() { StopReason::Closed } else { StopReason::Finished };
                 break;
             }
             batch.clear();
@@ -407,6 +435,33 @@ fn model_vocabulary(model: &LlamaModel) -> Result<Vocabulary, crate::vocab::Erro
         tokens.push(vocab.token_to_piece(t, true, None));
     }
     Vocabulary::new(tokens, &special, &eos)?.with_mask_len(n)
+}
+
+/// Samples one token; an empty candidate set is a dead end at step `step`.
+fn sample(sampler: &mut Sampler, logits: &mut [f32], step: usize, matcher: Option<&Matcher>) -> Result<TokenId, Error> {
+    match sampler.sample(logits) {
+        Ok(t) => Ok(t),
+        // A dead end that a parse limit caused names the limit, not the grammar.
+        Err(crate::sampling::Error::NoCandidates) => match matcher.and_then(|m| m.limit_error()) {
+            Some(e) => Err(Error::Matcher(e)),
+            None => Err(Error::DeadEnd { step }),
+        },
+        Err(e) => Err(Error::Settings(e)),
+    }
+}
+
+/// Adds `bonus` to every logit whose bit is set in `mask`.
+fn add_bonus(logits: &mut [f32], mask: &[u32], bonus: f32) {
+    for (chunk, &word) in logits.chunks_mut(32).zip(mask.iter()) {
+        if word == 0 {
+            continue;
+        }
+        for (bit, l) in chunk.iter_mut().enumerate() {
+            if word >> bit & 1 == 1 {
+                *l += bonus;
+            }
+        }
+    }
 }
 
 /// Sets every logit whose mask bit is clear to `-inf`.

@@ -3,7 +3,11 @@
 //! Input: a prompt, a [`Constraint`] compiled against the model's own vocabulary
 //! ([`Generator::constraint`]), and [`GeneratorSettings`].
 //! Output: an [`Output`] with the text, the parsed JSON value, token counts and timings — or
-//! a typed [`Error`]; running out of tokens is [`Error::Incomplete`], never a partial success.
+//! a typed [`Error`]. A constrained output never ends cut: when the token budget runs low,
+//! *closing mode* narrows the mask to tokens that bring the output closer to a complete
+//! string (see [`crate::automaton::distance`]), and the output ends with
+//! [`StopReason::Closed`]; a budget below the shortest complete output is refused up front
+//! ([`Error::BudgetTooSmall`]). With closing off, running out is [`Error::Incomplete`].
 //!
 //! How (feature `llama`): the prompt (wrapped in the model's chat template unless `raw`) is
 //! evaluated in one batch; then each step reads the last position's logits, sets every token
@@ -20,6 +24,7 @@
 //! [`Matcher`]: crate::matcher::Matcher
 //! [`Constraint`]: crate::matcher::Constraint
 
+pub mod closing;
 mod model_path;
 #[cfg(feature = "llama")]
 mod llama;
@@ -54,6 +59,15 @@ pub struct GeneratorSettings {
     pub jump_forward: bool,
     /// Let llama.cpp print its logs to stderr (decided when the first model loads).
     pub verbose: bool,
+    /// Closing mode: when the token budget (`max_tokens`, or the context left) comes down
+    /// to the output's distance to the end, only tokens that shorten that distance are
+    /// allowed, so a constrained output always ends complete ([`StopReason::Closed`]) instead
+    /// of failing with [`Error::Incomplete`]. Default true; `false` is the old behaviour.
+    pub close: bool,
+    /// Soft closing: this many tokens before the hard limit, tokens that shorten the
+    /// distance to the end get a logit bonus, so the document winds down instead of being
+    /// cut. Default 0 (off). Costs one trial step per allowed token while it applies.
+    pub close_margin: usize,
 }
 
 impl Default for GeneratorSettings {
@@ -67,6 +81,8 @@ impl Default for GeneratorSettings {
             chat_template: true,
             jump_forward: true,
             verbose: false,
+            close: true,
+            close_margin: 0,
         }
     }
 }
@@ -126,6 +142,21 @@ pub enum StopReason {
     Eos,
     /// The token budget ran out (only returned as success for unconstrained generation).
     MaxTokens,
+    /// Closing mode ended the output: the budget ran low, so the output was steered to the
+    /// nearest complete string of the grammar (valid, but shorter than the model wanted).
+    Closed,
+}
+
+impl StopReason {
+    /// The OpenAI-style finish reason: `stop` when the grammar or the model ended the
+    /// output, `closed` when the token budget did, `length` for a cut unconstrained output.
+    pub fn finish_reason(self) -> &'static str {
+        match self {
+            StopReason::Finished | StopReason::Eos => "stop",
+            StopReason::Closed => "closed",
+            StopReason::MaxTokens => "length",
+        }
+    }
 }
 
 /// Where the time of one generation went.
@@ -135,8 +166,11 @@ pub struct Timings {
     pub prompt: Duration,
     /// Producing the output (model steps, masks, sampling), excluding the prompt.
     pub generation: Duration,
-    /// Of `generation`, the time spent filling grammar masks.
+    /// Of `generation`, the time spent filling grammar masks (closing's narrowing included).
     pub mask: Duration,
+    /// Of `generation`, the time closing mode took: the distance checks on every step, and
+    /// once closing, the narrowed masks. What closing costs when it never triggers.
+    pub closing: Duration,
 }
 
 /// The result of a generation.
@@ -214,6 +248,18 @@ pub enum Error {
         tokens: usize,
         /// The partial text, for diagnostics only.
         partial: String,
+    },
+    /// The token budget cannot hold the shortest complete output: refused before generating.
+    #[error("the token budget is too small: the shortest valid output needs up to {needed} tokens (one byte per token at worst) but only {available} are available (--max-tokens {max_tokens}, {context_left} tokens left in the context after the prompt); raise --max-tokens (and --ctx-size) to at least {needed}")]
+    BudgetTooSmall {
+        /// Bytes of the shortest complete output (tokens at worst).
+        needed: u64,
+        /// The smaller of the two below.
+        available: usize,
+        /// The `max_tokens` setting.
+        max_tokens: usize,
+        /// Context tokens left after the prompt.
+        context_left: usize,
     },
     /// No token was allowed (the grammar reached a dead end for this vocabulary).
     #[error("no allowed token at step {step}: the grammar cannot be continued with this model's vocabulary")]

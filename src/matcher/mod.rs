@@ -20,6 +20,7 @@
 //! the point where the context's bottom completes. EOS ids are allowed exactly where the
 //! grammar accepts.
 use crate::automaton::exec::{Frame, Stacks, BOTTOM};
+use crate::automaton::distance::{Distances, UNREACHABLE};
 use crate::automaton::{Pda, UNBOUNDED};
 use crate::grammar::Grammar;
 use crate::mask::{set_bit, RelaxedLoop, SuffixScratch, TokenIndex};
@@ -46,6 +47,9 @@ struct Inner {
     loop_shape: Vec<u128>,
     /// Loop distances are capped here: the longest token length + 1.
     class_cap: u32,
+    /// Distances to the end (see [`crate::automaton::distance`]), over the bytes the
+    /// vocabulary has single-byte tokens for; computed on first use (closing mode).
+    distances: OnceLock<Distances>,
 }
 
 impl Constraint {
@@ -69,7 +73,15 @@ impl Constraint {
             .collect();
         let class_cap = index.max_token_len().saturating_add(1);
         Constraint {
-            inner: Arc::new(Inner { pda, index, limits: limits.clone(), node_key, loop_shape, class_cap }),
+            inner: Arc::new(Inner {
+                pda,
+                index,
+                limits: limits.clone(),
+                node_key,
+                loop_shape,
+                class_cap,
+                distances: OnceLock::new(),
+            }),
         }
     }
 
@@ -88,10 +100,39 @@ impl Constraint {
         &self.inner.pda
     }
 
+    /// The distances to the end of every automaton state (computed on first call, then
+    /// cached with the constraint). Paths use only bytes for which the vocabulary has a
+    /// single-byte token, so `d` bytes are also at most `d` tokens.
+    pub fn distances(&self) -> &Distances {
+        let inner = &self.inner;
+        inner.distances.get_or_init(|| Distances::compute(&inner.pda, &single_byte_tokens(inner.index.vocab())))
+    }
+
+    /// The fewest bytes (and so tokens, see [`Constraint::distances`]) of any complete
+    /// output: what a token budget must allow at least. `None` if no output can be spelled
+    /// with this vocabulary's single-byte tokens.
+    pub fn min_bytes_from_start(&self) -> Option<u64> {
+        Some(self.distances().start(&self.inner.pda)).filter(|&d| d != UNREACHABLE)
+    }
+
     /// Approximate heap bytes of this constraint (the shared mask cache excluded).
     pub fn memory_usage(&self) -> usize {
         self.inner.pda.memory_usage() + self.inner.node_key.memory_usage() + self.inner.loop_shape.len() * 16
     }
+}
+
+/// The bytes `b` for which the vocabulary has an ordinary token spelling exactly `b`: the
+/// steps a closing path may take one token at a time.
+fn single_byte_tokens(vocab: &crate::Vocabulary) -> [bool; 256] {
+    let mut out = [false; 256];
+    for (id, bytes) in vocab.grammar_tokens() {
+        if let [b] = bytes {
+            if !vocab.is_special(id) && !vocab.is_eos(id) {
+                out[*b as usize] = true;
+            }
+        }
+    }
+    out
 }
 
 /// Identifies what each node can do, for the mask cache: the canonical shape of the part of
@@ -491,6 +532,69 @@ impl Matcher {
         }
         self.stacks.arena.truncate(arena_len);
         out
+    }
+
+    /// The fewest bytes that bring the output so far to a complete string of the grammar:
+    /// 0 when it is complete, else the minimum over the parse stacks of the sum over each
+    /// stack's frames of what completes that frame's rule. Paths use only bytes the
+    /// vocabulary has single-byte tokens for, so this also bounds the tokens needed. `None`
+    /// when no completion exists with those tokens.
+    pub fn min_bytes_to_finish(&self) -> Option<u64> {
+        let level = self.level();
+        if level.finished || level.accepting {
+            return Some(0);
+        }
+        let inner = &self.constraint.inner;
+        let dist = self.constraint.distances();
+        let mut best = UNREACHABLE;
+        for &top in self.current_tops() {
+            let mut sum = 0u64;
+            let mut f = top;
+            while f != BOTTOM && sum < best {
+                let Some(frame) = self.stacks.arena.get(f as usize) else { break };
+                sum = sum.saturating_add(dist.of_frame(&inner.pda, frame));
+                f = frame.parent;
+            }
+            best = best.min(sum);
+        }
+        Some(best).filter(|&d| d != UNREACHABLE)
+    }
+
+    /// Closing mode: clears from `mask` (a mask [`Matcher::fill_mask`] wrote) every token
+    /// after which [`Matcher::min_bytes_to_finish`] is not below `below`; EOS stays only
+    /// where the output is complete. Tries each allowed token (accept, measure, roll back),
+    /// so it costs one token step per allowed token: call it only when closing. Returns the
+    /// number of tokens left.
+    pub fn retain_shortening(&mut self, mask: &mut [u32], below: u64) -> Result<usize, Error> {
+        let accepting = self.level().accepting;
+        let mut left = 0;
+        for w in 0..mask.len() {
+            let mut word = mask[w];
+            while word != 0 {
+                let bit = word.trailing_zeros();
+                word &= word - 1;
+                let token = TokenId((w as u32) * 32 + bit);
+                let keep = if self.constraint.inner.index.vocab().is_eos(token) {
+                    accepting
+                } else {
+                    match self.accept_token(token) {
+                        Ok(()) => {
+                            let d = self.min_bytes_to_finish().unwrap_or(UNREACHABLE);
+                            self.rollback(1)?;
+                            d < below
+                        }
+                        Err(Error::Rejected(_)) => false,
+                        Err(e) => return Err(e),
+                    }
+                };
+                if keep {
+                    left += 1;
+                } else {
+                    mask[w] &= !(1 << bit);
+                }
+            }
+        }
+        Ok(left)
     }
 
     /// Whether a parse limit (stack depth, number of parallel stacks) cut a path off in the
