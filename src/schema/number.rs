@@ -9,6 +9,12 @@
 //! fraction bound is a lexicographic bound on the fraction digits (trailing zeros do not
 //! matter). Bounded numbers are written without an exponent (a documented subset: `1e2` is
 //! not generated or accepted where a bound applies); unbounded numbers are full JSON numbers.
+//!
+//! `multipleOf` is exact too: a step `q · 10^t` ([`Step`]) is a grid of trailing zeros or
+//! fraction digits when `q = 1` ([`scaled_int_range`], [`number_grid`], any bounds), a last
+//! digit test for `q` in 2 and 5, and otherwise a remainder automaton over the digits
+//! ([`remainder_multiples`], no bound but 0) or a list of the multiples (small ranges, in the
+//! compiler). Multiples are written without an exponent.
 
 use crate::grammar::{Expr, GrammarBuilder, RuleId};
 
@@ -728,10 +734,11 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
     // Zero (with its fractions when s > 0), or a leading non-zero digit.
     let zero = Expr::seq([Expr::lit("0"), Expr::alt([Expr::Empty, frac_start(0)])]);
     let lead = Expr::alt((1..=9u8).filter_map(|d| int_rules.get(next(0, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))));
-    let magnitude = Expr::alt([zero.clone(), lead]);
+    let magnitude = Expr::alt([zero, lead]);
     Some(match signs {
         Signs::NonNegative => magnitude,
-        Signs::NonPositive => Expr::alt([zero, Expr::seq([Expr::lit("-"), magnitude])]),
+        // Zero alone: `zero` also spells the positive `0.25`.
+        Signs::NonPositive => Expr::alt([Expr::lit("0"), Expr::seq([Expr::lit("-"), magnitude])]),
         Signs::All => Expr::seq([Expr::opt(Expr::lit("-")), magnitude]),
     })
 }
@@ -975,6 +982,8 @@ mod tests {
         check_exact(r#"{"type": "integer", "multipleOf": 300}"#, None, None, Some("300"), true, &["900", "-1200", "1000"]);
         check_exact(r#"{"type": "number", "multipleOf": 1.5}"#, None, None, Some("1.5"), false, &["4.5", "35", "-7.5", "1.05"]);
         check_exact(r#"{"type": "number", "multipleOf": 0.25, "minimum": 0}"#, Some(("0", false)), None, Some("0.25"), false, &["12.75", "0.125", "-0.25"]);
+        // Found by the property test: `0.25` is not at most 0.
+        check_exact(r#"{"type": "number", "maximum": 0, "multipleOf": 0.25}"#, None, Some(("0", false)), Some("0.25"), false, &["0.25", "-0.25", "-12.75"]);
         check_exact(r#"{"type": "number", "multipleOf": 0.07}"#, None, None, Some("0.07"), false, &["0.21", "1.4", "-0.7", "0.2"]);
         check_exact(r#"{"type": "integer", "multipleOf": 0.0123}"#, None, None, Some("0.0123"), true, &["123", "-246", "1230"]);
     }
@@ -992,6 +1001,53 @@ mod tests {
         ] {
             let e = compile(s).err().unwrap_or_else(|| panic!("{s} compiled"));
             assert_eq!(e.keyword(), "multipleOf", "{s}: {e}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, ..Default::default() })]
+        /// Random bounds, types and steps compiled from schema text: whatever compiles accepts
+        /// no candidate outside the exact set and every canonical candidate inside it.
+        #[test]
+        fn random_number_schemas_are_exact(
+            lo in proptest::option::of(("-?(0|[1-9][0-9]{0,21})(\\.[0-9]{1,3})?", proptest::bool::ANY)),
+            hi in proptest::option::of(("-?(0|[1-9][0-9]{0,21})(\\.[0-9]{1,3})?", proptest::bool::ANY)),
+            integer in proptest::bool::ANY,
+            m in proptest::option::of(proptest::sample::select(vec!["0.01", "0.5", "1.5", "7", "0.25", "1e20", "3", "0.0001", "12", "0.07"])),
+            picked in proptest::collection::vec("-?(0|[1-9][0-9]{0,21})(\\.[0-9]{1,4})?", 40),
+        ) {
+            let mut schema = format!(r#"{{"type": "{}""#, if integer { "integer" } else { "number" });
+            if let Some((l, strict)) = &lo {
+                schema += &format!(r#", "{}": {l}"#, if *strict { "exclusiveMinimum" } else { "minimum" });
+            }
+            if let Some((h, strict)) = &hi {
+                schema += &format!(r#", "{}": {h}"#, if *strict { "exclusiveMaximum" } else { "maximum" });
+            }
+            if let Some(m) = m {
+                schema += &format!(r#", "multipleOf": {m}"#);
+            }
+            schema += "}";
+            let value: serde_json::Value = serde_json::from_str(&schema).unwrap();
+            if let Ok(g) = crate::schema::compile(&value, &crate::schema::Options::default()) {
+                // An empty set does not build (`Empty`): then every candidate must be outside.
+                let p = Pda::build(&g, &Limits::default()).ok();
+                let lo_b = lo.as_ref().map(|(l, s)| (l.as_str(), *s));
+                let hi_b = hi.as_ref().map(|(h, s)| (h.as_str(), *s));
+                let mut around: Vec<&str> = picked.iter().map(|x| x.as_str()).collect();
+                around.extend(lo_b.map(|l| l.0));
+                around.extend(hi_b.map(|h| h.0));
+                for c in candidates(&around).into_iter().chain(picked.iter().cloned()) {
+                    let Some(v) = Dec::parse(&c) else { continue };
+                    let valid_json = serde_json::from_str::<serde_json::Value>(&c).is_ok_and(|v| v.is_number());
+                    let m_exact = m.map(|m| dec(m).to_text());
+                    let inside = valid_json && oracle(&c, lo_b, hi_b, m_exact.as_deref(), integer);
+                    let got = p.as_ref().is_some_and(|p| p.matches(c.as_bytes()));
+                    proptest::prop_assert!(!got || inside, "{} accepts {}, outside the set", schema, c);
+                    if inside && v.to_text() == c {
+                        proptest::prop_assert!(got, "{} rejects canonical {}", schema, c);
+                    }
+                }
+            }
         }
     }
 }
