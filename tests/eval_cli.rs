@@ -96,6 +96,8 @@ fn args(dir: PathBuf, root: &Path) -> EvalArgs {
         filter: None,
         whitespace: Default::default(),
         verbose: false,
+        draft: None,
+        lenient: false,
     }
 }
 
