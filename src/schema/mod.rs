@@ -923,7 +923,23 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
-        for k in ["dependentSchemas", "dependencies", "propertyNames"] {
+        // propertyNames: compiled as the key grammar of the free members, for objects that
+        // name no property (a named one would have to be checked against it, and kept out of
+        // the free keys).
+        let key_schema: Option<&Value> = match map.get("propertyNames") {
+            None | Some(Value::Bool(true)) => None,
+            Some(v) if v.as_object().is_some_and(|m| !m.keys().any(|k| is_constraint_keyword(k))) => None,
+            Some(v) => Some(v),
+        };
+        if key_schema.is_some() {
+            let names_any = ["properties", "patternProperties", "required", "dependentRequired", FORBIDDEN]
+                .iter()
+                .any(|k| map.get(*k).is_some_and(|v| v.as_object().is_none_or(|o| !o.is_empty()) && v.as_array().is_none_or(|a| !a.is_empty())));
+            if names_any {
+                self.unsupported(ptr, "propertyNames", "propertyNames is compiled only for objects that name no property")?;
+            }
+        }
+        for k in ["dependentSchemas", "dependencies"] {
             if let Some(v) = map.get(k) {
                 let trivial = v.as_object().is_some_and(|m| m.is_empty()) || v == &Value::Bool(true);
                 if !trivial {
@@ -1070,7 +1086,10 @@ impl<'a> Compiler<'a> {
             if value != Expr::Nothing {
                 let mut excluded: Vec<String> = names.clone();
                 excluded.extend(forbidden.iter().cloned());
-                let key = if excluded.is_empty() {
+                let key = if let (Some(ks), true) = (key_schema, excluded.is_empty()) {
+                    let ks = self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
+                    self.compile_value(&ks, &format!("{ptr}/propertyNames"))?
+                } else if excluded.is_empty() {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
@@ -1088,7 +1107,9 @@ impl<'a> Compiler<'a> {
                     }
                     key
                 };
-                free.push(Expr::seq([key, self.colon(), value]));
+                if key != Expr::Nothing {
+                    free.push(Expr::seq([key, self.colon(), value]));
+                }
             }
         }
         let free = Expr::alt(free);

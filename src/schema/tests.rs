@@ -339,3 +339,12 @@ fn dependent_required_for_small_objects() {
     let big = json!({"properties": {"a": true, "b": true, "c": true, "d": true, "e": true}, "dependentRequired": {"a": ["b"]}});
     assert_eq!(error_keyword(big), "dependentRequired");
 }
+
+#[test]
+fn property_names_for_objects_without_named_properties() {
+    check(json!({"propertyNames": {"maxLength": 3}}), &["{}", "{\"abc\": 1}", "[]"], &["{\"abcd\": 1}"]);
+    check(json!({"propertyNames": {"pattern": "^a+$"}}), &["{\"aa\": 1}"], &["{\"ab\": 1}"]);
+    check(json!({"propertyNames": false}), &["{}", "1"], &["{\"a\": 1}"]);
+    check(json!({"propertyNames": {"enum": ["foo", "bar"]}}), &["{\"foo\": 1}"], &["{\"baz\": 1}"]);
+    assert_eq!(error_keyword(json!({"properties": {"a": true}, "propertyNames": {"maxLength": 3}})), "propertyNames");
+}
