@@ -98,6 +98,8 @@ fn args(dir: PathBuf, root: &Path) -> EvalArgs {
         verbose: false,
         explain: false,
         limits: Default::default(),
+        draft: None,
+        lenient: false,
     }
 }
 

@@ -289,7 +289,7 @@ impl<'a> Normaliser<'a> {
             }
         }
         if ptr.is_empty() {
-            self.ids.entry(ctx.base.clone()).or_insert_with(String::new);
+            self.ids.entry(ctx.base.clone()).or_default();
         }
         for (k, c) in m {
             let kp = format!("{ptr}/{}", escape_pointer(k));

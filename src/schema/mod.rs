@@ -1026,7 +1026,40 @@ impl<'a> Compiler<'a> {
     }
 
     fn compile_object(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
-        for k in ["dependentRequired", "dependentSchemas", "dependencies", "propertyNames"] {
+        // dependentRequired: (name, names it needs), compiled exactly by the any-order
+        // members below (so only for a few named properties).
+        let mut dependent: Vec<(String, Vec<String>)> = Vec::new();
+        if let Some(v) = map.get("dependentRequired") {
+            let Value::Object(d) = v else {
+                return Err(Error::new(ptr, "dependentRequired", "dependentRequired must be an object"));
+            };
+            for (name, needs) in d {
+                let Value::Array(needs) = needs else {
+                    return Err(Error::new(ptr, "dependentRequired", "dependentRequired values must be arrays of names"));
+                };
+                let needs: Vec<String> = needs.iter().filter_map(|x| x.as_str().map(String::from)).filter(|x| x != name).collect();
+                if !needs.is_empty() {
+                    dependent.push((name.clone(), needs));
+                }
+            }
+        }
+        // propertyNames: compiled as the key grammar of the free members, for objects that
+        // name no property (a named one would have to be checked against it, and kept out of
+        // the free keys).
+        let key_schema: Option<&Value> = match map.get("propertyNames") {
+            None | Some(Value::Bool(true)) => None,
+            Some(v) if v.as_object().is_some_and(|m| !m.keys().any(|k| is_constraint_keyword(k))) => None,
+            Some(v) => Some(v),
+        };
+        if key_schema.is_some() {
+            let names_any = ["properties", "patternProperties", "required", "dependentRequired", FORBIDDEN]
+                .iter()
+                .any(|k| map.get(*k).is_some_and(|v| v.as_object().is_none_or(|o| !o.is_empty()) && v.as_array().is_none_or(|a| !a.is_empty())));
+            if names_any {
+                self.unsupported(ptr, "propertyNames", "propertyNames is compiled only for objects that name no property")?;
+            }
+        }
+        for k in ["dependentSchemas", "dependencies"] {
             if let Some(v) = map.get(k) {
                 let trivial = v.as_object().is_some_and(|m| m.is_empty()) || v == &Value::Bool(true);
                 if !trivial {
@@ -1090,6 +1123,19 @@ impl<'a> Compiler<'a> {
             if !names.contains(r) {
                 names.push(r.clone());
             }
+        }
+        for (a, needs) in &dependent {
+            for n in std::iter::once(a).chain(needs) {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+                if !matching(n)?.is_empty() {
+                    self.unsupported(ptr, "dependentRequired", &format!("property {n:?} of dependentRequired matches a patternProperties pattern"))?;
+                }
+            }
+        }
+        if !dependent.is_empty() && names.len() > ANY_ORDER_MAX {
+            self.unsupported(ptr, "dependentRequired", &format!("dependentRequired is compiled only for objects of at most {ANY_ORDER_MAX} named properties"))?;
         }
         for name in &names {
             let is_req = required.contains(name);
@@ -1160,7 +1206,10 @@ impl<'a> Compiler<'a> {
             if value != Expr::Nothing {
                 let mut excluded: Vec<String> = names.clone();
                 excluded.extend(forbidden.iter().cloned());
-                let key = if excluded.is_empty() {
+                let key = if let (Some(ks), true) = (key_schema, excluded.is_empty()) {
+                    let ks = self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
+                    self.compile_value(&ks, &format!("{ptr}/propertyNames"))?
+                } else if excluded.is_empty() {
                     self.shared_rule("string")
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
@@ -1193,7 +1242,9 @@ impl<'a> Compiler<'a> {
                     }
                     key
                 };
-                free.push(Expr::seq([key, self.colon(), value]));
+                if key != Expr::Nothing {
+                    free.push(Expr::seq([key, self.colon(), value]));
+                }
             }
         }
         let free = Expr::alt(free);
@@ -1243,7 +1294,18 @@ impl<'a> Compiler<'a> {
             let first_required = named.iter().any(|m| m.2);
             may_be_empty = !first_required;
             if named.len() <= ANY_ORDER_MAX {
-                body = Some(self.any_order(&named, &free, &free_tail));
+                // Per dependentRequired entry: the member's bit and the bits it needs (a needed
+                // name that can never be present makes the member impossible).
+                let bit = |n: &str| named.iter().position(|m| m.0 == n).map(|i| 1usize << i);
+                let deps: Vec<(usize, usize)> = dependent
+                    .iter()
+                    .filter_map(|(a, needs)| {
+                        let a = bit(a)?;
+                        let need = needs.iter().map(|n| bit(n).unwrap_or(a)).fold(0, |x, y| x | y);
+                        Some((a, need | if needs.iter().any(|n| bit(n).is_none()) { usize::MAX } else { 0 }))
+                    })
+                    .collect();
+                body = Some(self.any_order(&named, &deps, &free, &free_tail));
             } else {
                 // Schema order, and also "required first" order (required names in the order
                 // of `required`, then the others in schema order), which is how many documents
@@ -1294,10 +1356,12 @@ impl<'a> Compiler<'a> {
 
     /// Named members in any order, each at most once, the required ones present, then the
     /// free members: one rule per set of members already written (so only for a few members).
-    /// Non-empty; the caller makes it optional when nothing is required.
-    fn any_order(&mut self, named: &[(String, Expr, bool)], free: &Expr, free_tail: &Expr) -> Expr {
+    /// `deps`: (member bit, bits it needs) — the set may end only where each present member
+    /// has what it needs. Non-empty; the caller makes it optional when nothing is required.
+    fn any_order(&mut self, named: &[(String, Expr, bool)], deps: &[(usize, usize)], free: &Expr, free_tail: &Expr) -> Expr {
         let n = named.len();
         let required: usize = named.iter().enumerate().filter(|(_, m)| m.2).map(|(i, _)| 1 << i).sum();
+        let may_end = |mask: usize| mask & required == required && deps.iter().all(|&(a, need)| mask & a == 0 || mask & need == need);
         let full = (1usize << n) - 1;
         let sep = self.sep();
         let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
@@ -1308,7 +1372,7 @@ impl<'a> Compiler<'a> {
                     alts.push(Expr::seq([sep.clone(), m.1.clone(), after[mask | (1 << k)].clone()]));
                 }
             }
-            if mask & required == required {
+            if may_end(mask) {
                 alts.push(free_tail.clone());
             }
             after[mask] = self.rule("members", Expr::alt(alts));

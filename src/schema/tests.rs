@@ -163,7 +163,7 @@ fn refs_and_recursion() {
 fn not_and_unsupported_keywords() {
     check(json!({"not": {"type": "string"}}), &["1", "null"], &["\"a\""]);
     assert_eq!(error_keyword(json!({"if": {"type": "string"}, "then": {"minLength": 1}})), "if");
-    assert_eq!(error_keyword(json!({"type": "object", "dependentRequired": {"a": ["b"]}})), "dependentRequired");
+    assert_eq!(error_keyword(json!({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}})), "dependentSchemas");
     // Vendor keywords and annotations are ignored.
     check(json!({"type": "integer", "x-foo": 1, "title": "t", "description": "d", "examples": [1]}), &["1"], &["\"1\""]);
 }
@@ -320,10 +320,33 @@ fn dialects_give_their_own_meaning() {
     // prefixItems is unknown in draft-07.
     check(json!({"$schema": d7, "prefixItems": [{"type": "string"}]}), &["[1]"], &[]);
     // dependencies: required names (array) and schemas.
-    assert_eq!(error_keyword(json!({"$schema": d7, "dependencies": {"a": ["b"]}})), "dependentRequired");
+    check(json!({"$schema": d7, "dependencies": {"a": ["b"]}}), &["{\"a\": 1, \"b\": 2}"], &["{\"a\": 1}"]);
+    assert_eq!(error_keyword(json!({"$schema": d7, "dependencies": {"a": {"minProperties": 3}}})), "dependentSchemas");
     // --draft forces a dialect over $schema.
     let opts = Options { draft: Some(dialect::Draft::Draft4), ..Options::default() };
     let g = compile(&json!({"$schema": d19, "const": 1}), &opts).unwrap();
     let p = Pda::build(&g, &Limits::default()).unwrap();
     assert!(p.matches(b"2"));
+}
+
+#[test]
+fn dependent_required_for_small_objects() {
+    let s = json!({"dependentRequired": {"bar": ["foo"]}});
+    check(s, &["{}", "{\"foo\": 1}", "{\"foo\": 1, \"bar\": 2}", "{\"bar\": 2, \"foo\": 1}", "{\"x\": 1}"], &["{\"bar\": 2}", "{\"bar\": 2, \"x\": 1}"]);
+    let d4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"type": "integer"}}, "dependencies": {"a": ["b", "c"]}});
+    check(d4, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"b\": 1}"], &["{\"a\": 1, \"b\": 2}"]);
+    // A needed name that can never be present makes its dependant impossible.
+    check(json!({"properties": {"b": false}, "dependentRequired": {"a": ["b"]}}), &["{}"], &["{\"a\": 1}", "{\"a\": 1, \"b\": 1}"]);
+    // Too many named properties to track: refused, not ignored.
+    let big = json!({"properties": {"a": true, "b": true, "c": true, "d": true, "e": true}, "dependentRequired": {"a": ["b"]}});
+    assert_eq!(error_keyword(big), "dependentRequired");
+}
+
+#[test]
+fn property_names_for_objects_without_named_properties() {
+    check(json!({"propertyNames": {"maxLength": 3}}), &["{}", "{\"abc\": 1}", "[]"], &["{\"abcd\": 1}"]);
+    check(json!({"propertyNames": {"pattern": "^a+$"}}), &["{\"aa\": 1}"], &["{\"ab\": 1}"]);
+    check(json!({"propertyNames": false}), &["{}", "1"], &["{\"a\": 1}"]);
+    check(json!({"propertyNames": {"enum": ["foo", "bar"]}}), &["{\"foo\": 1}"], &["{\"baz\": 1}"]);
+    assert_eq!(error_keyword(json!({"properties": {"a": true}, "propertyNames": {"maxLength": 3}})), "propertyNames");
 }

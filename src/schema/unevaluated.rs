@@ -33,11 +33,14 @@ struct Evaluated {
     all_items: bool,
 }
 
+/// One rewrite: the object's pointer, the keyword, and the part to add without `U` (`None`:
+/// drop the keyword, which constrains nothing there).
+type Edit = (String, &'static str, Option<Map<String, Value>>);
+
 /// Rewrites every `unevaluated*` keyword of the canonical document `doc` (see the module
 /// docs), recording under-approximations in `notes`.
 pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
-    // (pointer, keyword, the part to add without `U`, or `None`: drop the keyword).
-    let mut edits: Vec<(String, &'static str, Option<Map<String, Value>>)> = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
     let mut todo: Vec<(&Value, String)> = vec![(doc, String::new())];
     while let Some((v, ptr)) = todo.pop() {
         let Value::Object(m) = v else { continue };

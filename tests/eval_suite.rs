@@ -1,0 +1,94 @@
+//! `constrain eval` on a small copy of JSON-Schema-Test-Suite groups (tests/fixtures/
+//! suite-subset, see its README): the groups that were wrong accepts, and a few per draft
+//! whose meaning depends on the dialect. Every folder must give 0 wrong accepts.
+
+use constrain::cli::eval::{run, EvalArgs};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// GPT-2's byte → unicode table: printable Latin-1 bytes stand for themselves, the other 68
+/// bytes map in order to U+0100, U+0101, …
+fn byte_char(b: u8) -> char {
+    let itself = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+    if itself(b) {
+        return char::from(b);
+    }
+    let shifted = (0..b).filter(|&x| !itself(x)).count() as u32;
+    char::from_u32(0x100 + shifted).unwrap()
+}
+
+/// A byte-level BPE tokenizer: the 256 bytes (ids 0..256), a few merges (`{"`, `":`, `Ġ"`,
+/// `ab`), and `<|endoftext|>` (special, id 260).
+fn tokenizer_json() -> String {
+    let mut vocab = serde_json::Map::new();
+    for b in 0..=255u8 {
+        vocab.insert(byte_char(b).to_string(), json!(b as u32));
+    }
+    let merges = [("{", "\""), ("\"", ":"), ("Ġ", "\""), ("a", "b")];
+    for (i, (l, r)) in merges.iter().enumerate() {
+        vocab.insert(format!("{l}{r}"), json!(256 + i as u32));
+    }
+    let merges: Vec<Value> = merges.iter().map(|(l, r)| json!([l, r])).collect();
+    json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [{"id": 260, "content": "<|endoftext|>", "single_word": false, "lstrip": false,
+                          "rstrip": false, "normalized": false, "special": true}],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+        "post_processor": null,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+                  "vocab": vocab, "merges": merges}
+    })
+    .to_string()
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite-subset")
+}
+
+fn eval(set: &str, tag: &str) -> Value {
+    let dir = std::env::temp_dir().join(format!("constrain-suite-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tokenizer.json"), tokenizer_json()).unwrap();
+    let args = EvalArgs {
+        dir: fixtures().join(set),
+        tokenizer: dir.join("tokenizer.json"),
+        json_report: Some(dir.join("report.json")),
+        grammar_file: None,
+        limit: None,
+        filter: None,
+        whitespace: Default::default(),
+        verbose: false,
+        draft: None,
+        lenient: false,
+    };
+    let code = run(&args).unwrap();
+    let r: Value = serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, std::process::ExitCode::SUCCESS, "{set}: {r:#}");
+    r
+}
+
+fn wrong_accepts(r: &Value) -> Vec<String> {
+    r["schemas"].as_array().unwrap().iter().filter(|s| s["wrong_accepts"] != 0).map(|s| s["id"].to_string()).collect()
+}
+
+#[test]
+fn former_wrong_accepts_are_gone_in_every_draft() {
+    for (set, min_passing) in [("d2020", 10), ("d6", 5), ("d4", 5)] {
+        let r = eval(set, set);
+        assert_eq!(wrong_accepts(&r), Vec::<String>::new(), "{set}");
+        assert_eq!(r["totals"]["wrong_accepts"], 0, "{set}");
+        assert!(r["totals"]["passing"].as_u64().unwrap() >= min_passing, "{set}: {:#}", r["totals"]);
+    }
+}
+
+#[test]
+fn hostname_under_approximation_is_reported() {
+    let r = eval("d2020", "notes");
+    let host = r["schemas"].as_array().unwrap().iter().find(|s| s["id"].as_str().unwrap().contains("hostname")).unwrap();
+    assert!(host["notes"][0].as_str().unwrap().contains("A-labels"), "{host}");
+    assert!(r["details"]["totals"]["schemas_with_notes"].as_u64().unwrap() >= 1);
+}
