@@ -1013,6 +1013,10 @@ impl<'a> Compiler<'a> {
         };
         let min_props = count("minProperties")?.unwrap_or(0);
         let max_props = count("maxProperties")?;
+        if max_props.is_some_and(|m| m < min_props) {
+            // No object has between min and max properties.
+            return Ok(Expr::Nothing);
+        }
         let n_required = named.iter().filter(|m| m.2).count() as u32;
         let n_named = named.len() as u32;
         let sep = self.sep();
