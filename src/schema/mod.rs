@@ -1258,7 +1258,7 @@ impl<'a> Compiler<'a> {
                 if let Some(u) = union {
                     types = Some(match types {
                         None => u,
-                        Some(old) => old.into_iter().filter(|x| u.contains(x) || (x == "number" && u.iter().any(|y| y == "integer"))).collect(),
+                        Some(old) => intersect_types(old, &u),
                     });
                 }
             }
