@@ -236,3 +236,28 @@ fn grammar_file_replaces_the_schemas() {
     assert_eq!(r["details"]["totals"]["compile_errors"]["gbnf: Syntax"], 2, "{r:#}");
     std::fs::remove_dir_all(&root).ok();
 }
+
+#[test]
+fn limit_hits_are_counted_and_fail_the_run() {
+    // anyOf of 300 objects: 300 parse stacks after `{`, over the default 256; the first
+    // alternatives' stacks are cut.
+    let root = temp_dir("limits");
+    let set = root.join("SetL");
+    let alts: Vec<Value> =
+        (0..300).map(|i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]})).collect();
+    write(&set.join("any.json"), &json!({ "anyOf": alts }).to_string());
+    write(&set.join("tests/any.json"), &tests_file(&[(true, json!({"k5": 5})), (true, json!({"k299": 299})), (false, json!({"k5": 6}))]));
+    write(&root.join("tokenizer.json"), &tokenizer_json());
+    let mut a = args(set.clone(), &root);
+    a.explain = true;
+    let code = run(&a).unwrap();
+    assert_eq!(format!("{code:?}"), format!("{:?}", std::process::ExitCode::from(constrain::cli::check::EXIT_LIMIT)));
+    let r = report(&root);
+    assert_eq!(r["details"]["totals"]["limit_hits"], 1);
+    assert_eq!(r["totals"]["wrong_rejects"], 1);
+    assert_eq!(r["totals"]["wrong_accepts"], 0);
+    // Raised, the limit cuts nothing and the schema passes.
+    a.limits.max_parse_stacks = Some(1000);
+    assert_eq!(format!("{:?}", run(&a).unwrap()), format!("{:?}", std::process::ExitCode::SUCCESS));
+    assert_eq!(report(&root)["totals"]["passing"], 1);
+}

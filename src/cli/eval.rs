@@ -28,8 +28,10 @@
 //!
 //! The tokenizer-wide [`TokenIndex`] is built once and its build time reported separately.
 //! Each schema runs under `catch_unwind`: a panic is a bug, counted as an "internal panic"
-//! compile failure and printed loudly. The exit code is failure when any wrong accept, panic
-//! or matcher inconsistency occurred.
+//! compile failure and printed loudly. The exit code is failure (1) when any wrong accept, panic
+//! or matcher inconsistency occurred, else 7 when a parse limit cut the path of a valid
+//! instance (a *limit hit*, also counted as a wrong reject; `--max-parse-stacks` and
+//! `--max-stack-depth` raise the limits). `--explain` prints where each wrong verdict happened.
 
 mod python_json;
 mod stats;

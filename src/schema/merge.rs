@@ -193,7 +193,12 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
     let has_pattern = acc.contains_key("patternProperties") || part.contains_key("patternProperties");
     let acc_addl = acc.get("additionalProperties").cloned();
     let part_addl = part.get("additionalProperties").cloned();
-    if has_pattern && (acc_addl.is_some() || part_addl.is_some()) && !(acc_props.is_empty() && part_props.is_empty()) {
+    // A name matched by one side's patternProperties must still satisfy the other side's
+    // additionalProperties, which one merged map cannot say.
+    let trivial = |v: &Option<Value>| v.as_ref().is_none_or(|v| v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty()));
+    let cross = (acc.contains_key("patternProperties") && !trivial(&part_addl))
+        || (part.contains_key("patternProperties") && !trivial(&acc_addl));
+    if cross || (has_pattern && (acc_addl.is_some() || part_addl.is_some()) && !(acc_props.is_empty() && part_props.is_empty())) {
         return Err(Error::new(ptr, "allOf", "cannot merge patternProperties with additionalProperties across allOf parts"));
     }
     if let Some(a) = &acc_addl {

@@ -1258,6 +1258,10 @@ impl<'a> Compiler<'a> {
         };
         let min_props = count("minProperties")?.unwrap_or(0);
         let max_props = count("maxProperties")?;
+        if max_props.is_some_and(|m| m < min_props) {
+            // No object has between min and max properties.
+            return Ok(Expr::Nothing);
+        }
         let n_required = named.iter().filter(|m| m.2).count() as u32;
         let n_named = named.len() as u32;
         let sep = self.sep();
@@ -1516,7 +1520,7 @@ impl<'a> Compiler<'a> {
                 if let Some(u) = union {
                     types = Some(match types {
                         None => u,
-                        Some(old) => old.into_iter().filter(|x| u.contains(x) || (x == "number" && u.iter().any(|y| y == "integer"))).collect(),
+                        Some(old) => intersect_types(old, &u),
                     });
                 }
             }
