@@ -91,7 +91,7 @@ fn random_expr(rng: &mut StdRng, rules: &[RuleId], depth: u32) -> Expr {
             _ => Expr::Bytes(vec![(b'0', b'9')]),
         };
     }
-    let mut sub = |rng: &mut StdRng| random_expr(rng, rules, depth - 1);
+    let sub = |rng: &mut StdRng| random_expr(rng, rules, depth - 1);
     match rng.random_range(0..6) {
         0 => Expr::seq((0..rng.random_range(1..4)).map(|_| sub(rng)).collect::<Vec<_>>()),
         1 => Expr::alt((0..rng.random_range(1..4)).map(|_| sub(rng)).collect::<Vec<_>>()),

@@ -144,9 +144,10 @@ fn bench_model(
     );
     let per_token = |o: &Output| o.timings.generation.as_secs_f64() / o.generated_tokens.max(1) as f64;
     println!(
-        "closing mode: {:.3}% of generation time in its checks ({:.2} ms), {:+.2}% time per token vs closing off (finish_reason {}){}",
+        "closing mode: {:.4}% of generation time in its checks ({:.2} ms, {:.1} µs per token), {:+.2}% time per token vs closing off (finish_reason {}){}",
         100.0 * masked.timings.closing.as_secs_f64() / masked.timings.generation.as_secs_f64().max(f64::MIN_POSITIVE),
         masked.timings.closing.as_secs_f64() * 1e3,
+        masked.timings.closing.as_secs_f64() * 1e6 / masked.generated_tokens.max(1) as f64,
         100.0 * (per_token(&masked) / per_token(&unclosed).max(f64::MIN_POSITIVE) - 1.0),
         masked.stop.finish_reason(),
         if masked.stop == crate::engine::StopReason::Closed { "; it triggered: raise -n to measure the idle cost" } else { "" },

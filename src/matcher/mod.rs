@@ -568,8 +568,8 @@ impl Matcher {
     pub fn retain_shortening(&mut self, mask: &mut [u32], below: u64) -> Result<usize, Error> {
         let accepting = self.level().accepting;
         let mut left = 0;
-        for w in 0..mask.len() {
-            let mut word = mask[w];
+        for (w, slot) in mask.iter_mut().enumerate() {
+            let mut word = *slot;
             while word != 0 {
                 let bit = word.trailing_zeros();
                 word &= word - 1;
@@ -590,7 +590,7 @@ impl Matcher {
                 if keep {
                     left += 1;
                 } else {
-                    mask[w] &= !(1 << bit);
+                    *slot &= !(1 << bit);
                 }
             }
         }
