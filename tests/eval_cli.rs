@@ -96,6 +96,7 @@ fn args(dir: PathBuf, root: &Path) -> EvalArgs {
         filter: None,
         whitespace: Default::default(),
         verbose: false,
+        limits: Default::default(),
     }
 }
 
