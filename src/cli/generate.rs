@@ -2,6 +2,7 @@
 //!
 //! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
 //! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
+#[cfg(feature = "llama")]
 use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
