@@ -8,7 +8,7 @@
 //! | budget | default | bounds |
 //! |---|---|---|
 //! | [`Limits::max_input_bytes`] | 16 MiB | schema, grammar, prompt and instance text read by the CLI |
-//! | [`Limits::max_grammar_size`] | 2 M | expression nodes plus literal bytes over all rules |
+//! | [`Limits::max_grammar_size`] | 1 M | expression nodes plus literal bytes over all rules |
 //! | [`Limits::max_nesting_depth`] | 500 | expression nesting (recursive passes over an expression) |
 //! | [`Limits::max_alternatives`] | 200 k | branches of one alternation |
 //! | [`Limits::compile_fuel`] | 50 M | steps of unrolling and determinisation for one constraint (≈ 1 s) |
@@ -55,7 +55,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_input_bytes: 16 << 20,
-            max_grammar_size: 2_000_000,
+            max_grammar_size: 1_000_000,
             max_nesting_depth: 500,
             max_alternatives: 200_000,
             compile_fuel: 50_000_000,

@@ -1,7 +1,8 @@
 //! Parse limits are never silent (issue 18): a document refused because a limit cut its
 //! path is reported as a limit, by the matcher, `explain` and `constrain check`; and `check`
 //! locates refusals.
-use constrain::cli::check::{byte_index, check as run_check, CheckArgs, LimitArgs, EXIT_LIMIT, EXIT_REJECTED};
+use constrain::cli::check::{byte_index, check as run_check, CheckArgs, EXIT_LIMIT, EXIT_REJECTED};
+use constrain::cli::constraint_args::LimitArgs;
 use constrain::explain::{explain, Verdict};
 use constrain::matcher::Error;
 use constrain::{Constraint, Limits};
@@ -67,10 +68,9 @@ fn check(schema: &Value, doc: &str, limits: LimitArgs) -> u8 {
     let path = dir.join("doc.json");
     std::fs::write(&path, doc).unwrap();
     let args = CheckArgs {
-        constraint: constrain::cli::constraint_args::ConstraintArgs { json_schema: Some(schema.to_string()), ..Default::default() },
+        constraint: constrain::cli::constraint_args::ConstraintArgs { json_schema: Some(schema.to_string()), limits, ..Default::default() },
         doc: path,
         tokenizer: None,
-        limits,
     };
     let code = run_check(&args).unwrap_or_else(|f| panic!("{:#}", f.error));
     let _ = std::fs::remove_dir_all(&dir);

@@ -5,6 +5,7 @@
 //! Each configuration runs `--runs` times after one warm-up run (which also fills the mask
 //! cache) and the fastest run is reported; llama.cpp's speed varies by a few percent between
 //! runs on a busy machine.
+#[cfg(feature = "llama")]
 use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::generate::ModelArgs;

@@ -11,7 +11,7 @@ use super::{Failure, EXIT_USAGE};
 use crate::explain::{explain, show_byte, Verdict};
 use crate::mask::{is_allowed, TokenIndex};
 use crate::matcher::Constraint;
-use crate::{Limits, TokenId, Vocabulary};
+use crate::{TokenId, Vocabulary};
 use anyhow::Context as _;
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -22,31 +22,6 @@ use std::sync::Arc;
 pub const EXIT_REJECTED: u8 = 6;
 /// Exit code of `check` (and `eval`): a parse limit cut a path, so there is no verdict.
 pub const EXIT_LIMIT: u8 = 7;
-
-/// Parse limits settable on the command line (the rest of [`Limits`] keeps its default).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct LimitArgs {
-    /// Maximum number of simultaneous parse stacks (Limits::max_parse_stacks).
-    #[arg(long, value_name = "N")]
-    pub max_parse_stacks: Option<usize>,
-    /// Maximum parse stack depth (Limits::max_stack_depth).
-    #[arg(long, value_name = "N")]
-    pub max_stack_depth: Option<usize>,
-}
-
-impl LimitArgs {
-    /// The default limits with the flags applied.
-    pub fn limits(&self) -> Limits {
-        let mut l = Limits::default();
-        if let Some(n) = self.max_parse_stacks {
-            l.max_parse_stacks = n;
-        }
-        if let Some(n) = self.max_stack_depth {
-            l.max_stack_depth = n;
-        }
-        l
-    }
-}
 
 /// Arguments of `constrain check`.
 #[derive(clap::Args, Debug)]
@@ -59,9 +34,6 @@ pub struct CheckArgs {
     /// Also replay the document token by token (this tokenizer.json) through the masks.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
-    /// Parse limits.
-    #[command(flatten)]
-    pub limits: LimitArgs,
 }
 
 /// A vocabulary of the 256 single bytes plus one end id: byte-level checking without a
@@ -87,7 +59,7 @@ pub fn check(args: &CheckArgs) -> Result<u8, Failure> {
     })?;
     let is_schema = args.constraint.schema.is_some() || args.constraint.json_schema.is_some();
     let doc = read_doc(&args.doc).map_err(Failure::from)?;
-    let limits = args.limits.limits();
+    let limits = args.constraint.limits.limits();
 
     if let Some(tok_path) = &args.tokenizer {
         let json = std::fs::read(tok_path)

@@ -54,6 +54,12 @@ pub struct LimitArgs {
     /// Most automaton states one constraint may compile to [default: 1 million].
     #[arg(long = "max-states", value_name = "N")]
     pub max_states: Option<usize>,
+    /// Most simultaneous parse stacks while matching (`Limits::max_parse_stacks`) [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_parse_stacks: Option<usize>,
+    /// Deepest parse stack while matching (`Limits::max_stack_depth`) [default: 2000].
+    #[arg(long, value_name = "N")]
+    pub max_stack_depth: Option<usize>,
 }
 
 impl LimitArgs {
@@ -68,6 +74,12 @@ impl LimitArgs {
         }
         if let Some(n) = self.max_states {
             l = l.with_max_automaton_states(n);
+        }
+        if let Some(n) = self.max_parse_stacks {
+            l = l.with_max_parse_stacks(n);
+        }
+        if let Some(n) = self.max_stack_depth {
+            l = l.with_max_stack_depth(n);
         }
         l
     }

@@ -92,7 +92,7 @@ pub struct EvalArgs {
     pub explain: bool,
     /// Parse limits (a valid instance refused because a limit cut its path is a "limit hit").
     #[command(flatten)]
-    pub limits: super::check::LimitArgs,
+    pub limits: super::constraint_args::LimitArgs,
 }
 
 /// A schema whose whole evaluation takes this long is reported on stderr.
@@ -124,9 +124,10 @@ struct TokenizerFacts {
     index_build_ms: f64,
 }
 
-/// Schemas between two rewrites of the JSON report while the run goes on, so an
-/// interrupted run still leaves its results so far (marked `"complete": false`).
-const REPORT_EVERY: usize = 500;
+/// Longest time between two rewrites of the JSON report while the run goes on, so an
+/// interrupted or crashed run still leaves its results so far (marked `"complete": false`)
+/// and loses at most this much work. Rewriting after every schema would be quadratic.
+const REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One schema file to evaluate.
 struct Job {
@@ -165,7 +166,8 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let source = match &args.grammar_file {
         Some(path) => Source::Gbnf(
-            std::fs::read_to_string(path).with_context(|| format!("cannot read grammar file {}", path.display()))?,
+            crate::limits::read_capped(path, args.limits.limits().max_input_bytes)
+                .with_context(|| format!("cannot read grammar file {}", path.display()))?,
         ),
         None => Source::Schemas(schema::Options { whitespace: args.whitespace, strict: false, lenient: args.lenient, draft: args.draft }),
     };
@@ -189,7 +191,12 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut results: Vec<SchemaResult> = Vec::new();
-    let mut reported = 0; // results in the last partial report
+    // Check the report path before the run, not after it: an empty partial report.
+    if let Some(path) = &args.json_report {
+        write_report(path, args, &ctx, &facts, &results, false)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
+    let mut reported = (0, Instant::now()); // results in the last partial report, and when
     let mut mask = vec![0u32; ctx.index.vocab().mask_words()];
     for job in &jobs {
         if results.len() >= limit {
@@ -234,14 +241,21 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         }
         bar.inc(1);
         if let Some(path) = &args.json_report {
-            if results.len() >= reported + REPORT_EVERY {
+            if results.len() > reported.0 && reported.1.elapsed() >= REPORT_EVERY {
                 write_report(path, args, &ctx, &facts, &results, false)?;
-                reported = results.len();
+                reported = (results.len(), Instant::now());
             }
         }
     }
     bar.finish_and_clear();
 
+    if results.is_empty() {
+        anyhow::bail!(
+            "nothing evaluated: no schema with tests in {}{}",
+            args.dir.display(),
+            if args.filter.is_some() { " matched --filter" } else { "" }
+        );
+    }
     let (sets, total) = aggregate(&results);
 
     outln!("{}", Summary::table_header());
@@ -410,9 +424,9 @@ struct Instance {
 /// Evaluates one schema; `None` when it has no tests.
 fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<String>) -> Option<SchemaResult> {
     let mut r = SchemaResult { id: job.id.clone(), set: job.set.clone(), ..Default::default() };
-    let tests = match std::fs::read(&job.tests)
+    let tests = match crate::limits::read_capped(&job.tests, ctx.limits.max_input_bytes)
         .map_err(|e| e.to_string())
-        .and_then(|b| python_json::parse(&b).map_err(|e| e.to_string()))
+        .and_then(|b| python_json::parse(b.as_bytes()).map_err(|e| e.to_string()))
     {
         Ok(v) => v,
         Err(e) => {
@@ -441,8 +455,8 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<S
 
     // Compile to first mask (the file is read before timing; parsing it is part of compiling).
     let schema_bytes = match &ctx.source {
-        Source::Schemas(_) => match std::fs::read(&job.schema) {
-            Ok(b) => b,
+        Source::Schemas(_) => match crate::limits::read_capped(&job.schema, ctx.limits.max_input_bytes) {
+            Ok(b) => b.into_bytes(),
             Err(e) => {
                 r.error = Some(("unreadable schema".into(), format!("{}: {e}", job.schema.display())));
                 return Some(r);

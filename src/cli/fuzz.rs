@@ -26,7 +26,7 @@ pub struct FuzzArgs {
     pub avoid_known: bool,
     /// Parse limits.
     #[command(flatten)]
-    pub limits: super::check::LimitArgs,
+    pub limits: super::constraint_args::LimitArgs,
 }
 
 /// Runs `constrain fuzz`.

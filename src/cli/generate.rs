@@ -2,6 +2,7 @@
 //!
 //! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
 //! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
+#[cfg(feature = "llama")]
 use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
@@ -147,17 +148,33 @@ impl GenerateArgs {
     }
 }
 
-/// The prompt from `-p`, else all of stdin (refusing an interactive terminal).
-pub fn read_prompt(prompt: &Option<String>) -> Result<String, Failure> {
+/// The prompt from `-p`, else all of stdin (refusing an interactive terminal), at most
+/// `max_bytes` long; an empty prompt is refused.
+pub fn read_prompt(prompt: &Option<String>, max_bytes: usize) -> Result<String, Failure> {
+    let text = read_prompt_text(prompt, max_bytes)?;
+    if text.trim().is_empty() {
+        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("the prompt is empty: pass -p/--prompt or pipe it on stdin")));
+    }
+    if text.len() > max_bytes {
+        return Err(Failure::new(
+            EXIT_USAGE,
+            anyhow::anyhow!("the prompt is over {max_bytes} bytes ({})", crate::limits::LimitExceeded::InputBytes),
+        ));
+    }
+    Ok(text)
+}
+
+fn read_prompt_text(prompt: &Option<String>, max_bytes: usize) -> Result<String, Failure> {
     if let Some(p) = prompt {
         return Ok(p.clone());
     }
-    let mut stdin = std::io::stdin();
+    let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("no prompt: pass -p/--prompt or pipe it on stdin")));
     }
     let mut text = String::new();
     stdin
+        .take(max_bytes as u64 + 1)
         .read_to_string(&mut text)
         .map_err(|e| Failure::new(super::EXIT_OTHER, anyhow::anyhow!("cannot read the prompt from stdin: {e}")))?;
     Ok(text)
@@ -168,11 +185,59 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode, Failure> {
     // Check everything cheap before loading the model.
     let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
     let schema = args.constraint.schema_value().map_err(Failure::constraint)?;
-    let settings = args.generator_settings();
+    let mut settings = args.generator_settings();
     settings.sampler.validate().map_err(|e| Failure::new(EXIT_USAGE, e))?;
-    let prompt = read_prompt(&args.prompt)?;
+    check_model_args(&args.model, &mut settings)?;
+    if args.max_tokens == 0 {
+        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("-n/--max-tokens 0 leaves nothing to generate")));
+    }
+    let prompt = read_prompt(&args.prompt, args.constraint.limits().max_input_bytes)?;
     run_model(args, settings, grammar, schema, prompt)
 }
+
+/// Checks the model flags that need no model: a context below llama.cpp's smallest (it would
+/// silently grow to 256 tokens while the batch stays as asked), more threads than cores
+/// (clamped, with a warning), GPU layers in a build without GPU support (a warning), and a
+/// model path that is not a regular file. The training context is checked on load.
+pub fn check_model_args(model: &ModelArgs, settings: &mut GeneratorSettings) -> Result<(), Failure> {
+    if (1..MIN_CTX).contains(&model.ctx_size) {
+        return Err(Failure::new(
+            EXIT_USAGE,
+            anyhow::anyhow!("-c/--ctx-size {} is below llama.cpp's smallest context of {MIN_CTX} tokens", model.ctx_size),
+        ));
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if let Some(t) = model.threads {
+        if t == 0 {
+            return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("-t/--threads must be at least 1")));
+        }
+        if t > cores {
+            eprintln!("constrain: warning: --threads {t} is more than the {cores} cores available; using {cores}");
+            settings.threads = Some(cores);
+        }
+    }
+    if model.n_gpu_layers > 0 && !cfg!(feature = "cuda") {
+        eprintln!(
+            "constrain: warning: -ngl {} ignored: this build has no GPU support (rebuild with --features cuda)",
+            model.n_gpu_layers
+        );
+    }
+    if let Some(path) = &model.model {
+        let problem = match std::fs::metadata(path) {
+            Err(e) => Some(format!("cannot open it: {e}")),
+            Ok(m) if m.is_dir() => Some("it is a directory, not a GGUF model file".to_string()),
+            Ok(m) if !m.is_file() => Some("it is not a regular file (a device, pipe or socket)".to_string()),
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            return Err(Failure::new(super::EXIT_BAD_MODEL, anyhow::anyhow!("model {}: {problem}", path.display())));
+        }
+    }
+    Ok(())
+}
+
+/// llama.cpp's smallest context: smaller ones are raised to it.
+const MIN_CTX: u32 = 256;
 
 #[cfg(not(feature = "llama"))]
 fn run_model(

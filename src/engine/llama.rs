@@ -51,8 +51,11 @@ impl Generator {
     pub fn load(path: impl AsRef<Path>, settings: GeneratorSettings) -> Result<Generator, Error> {
         let path = path.as_ref();
         let model_err = |message: String| Error::Model { path: path.display().to_string(), message };
-        if !path.is_file() {
-            return Err(model_err("no such file".into()));
+        match std::fs::metadata(path) {
+            Err(e) => return Err(model_err(format!("cannot open it: {e}"))),
+            Ok(m) if m.is_dir() => return Err(model_err("it is a directory, not a GGUF model file".into())),
+            Ok(m) if !m.is_file() => return Err(model_err("it is not a regular file".into())),
+            Ok(_) => {}
         }
         settings.sampler.validate().map_err(Error::Settings)?;
         let start = Instant::now();
@@ -60,6 +63,13 @@ impl Generator {
         let params = LlamaModelParams::default().with_n_gpu_layers(settings.n_gpu_layers);
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| model_err(format!("{e} (is it a GGUF model file?)")))?;
+        let train = model.n_ctx_train();
+        if settings.ctx_size > train {
+            return Err(model_err(format!(
+                "a context of {} tokens (-c) is above the model's training context of {train} tokens",
+                settings.ctx_size
+            )));
+        }
         let vocab = model_vocabulary(&model).map_err(|e| model_err(e.to_string()))?;
         let index = TokenIndex::new(vocab);
         let template = model.chat_template(None).ok().or_else(|| LlamaChatTemplate::new("chatml").ok());

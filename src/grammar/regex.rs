@@ -262,6 +262,17 @@ fn hir_to_expr(hir: &Hir, pattern: &str) -> Result<Expr, Error> {
                 Expr::Chars(ranges)
             }
         }
+        HirKind::Look(look @ (Look::StartLF | Look::EndLF | Look::StartCRLF | Look::EndCRLF)) => {
+            return Err(unsupported(format!(
+                "pattern {pattern:?} uses the multi-line anchor {look:?} ((?m) ^ or $, which match at \
+                 line breaks); only whole-input anchors can be compiled"
+            )))
+        }
+        HirKind::Look(look @ (Look::WordAscii | Look::WordAsciiNegate | Look::WordUnicode | Look::WordUnicodeNegate
+        | Look::WordStartAscii | Look::WordEndAscii | Look::WordStartUnicode | Look::WordEndUnicode
+        | Look::WordStartHalfAscii | Look::WordEndHalfAscii | Look::WordStartHalfUnicode | Look::WordEndHalfUnicode)) => {
+            return Err(unsupported(format!("pattern {pattern:?} uses the word-boundary assertion {look:?}, which cannot be compiled")))
+        }
         HirKind::Look(look) => {
             return Err(unsupported(format!(
                 "pattern {pattern:?} uses the assertion {look:?} away from the start or end of the pattern; \

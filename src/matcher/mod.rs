@@ -625,13 +625,13 @@ fn limit_message(cut: u8, limits: &Limits) -> String {
     let mut parts = Vec::new();
     if cut & CUT_STACKS != 0 {
         parts.push(format!(
-            "more than {} parallel parse stacks (raise Limits::max_parse_stacks; `--max-parse-stacks` in check and eval)",
+            "more than {} parallel parse stacks (raise Limits::max_parse_stacks; flag `--max-parse-stacks`)",
             limits.max_parse_stacks
         ));
     }
     if cut & CUT_DEPTH != 0 {
         parts.push(format!(
-            "stack deeper than {} (raise Limits::max_stack_depth; `--max-stack-depth` in check and eval)",
+            "stack deeper than {} (raise Limits::max_stack_depth; flag `--max-stack-depth`)",
             limits.max_stack_depth
         ));
     }

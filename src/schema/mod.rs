@@ -497,7 +497,18 @@ impl<'a> Compiler<'a> {
             Value::Bool(true) => return Ok(self.shared_rule("any")),
             Value::Bool(false) => return Ok(Expr::Nothing),
             Value::Object(m) => m,
-            _ => return Err(Error::new(ptr, "type", "a schema must be an object or a boolean")),
+            _ => {
+                // The schema itself is wrong, not a `type` keyword in it: point at it.
+                let kind = match schema {
+                    Value::Null => "null",
+                    Value::Number(_) => "a number",
+                    Value::String(_) => "a string",
+                    _ => "an array",
+                };
+                let mut e = Error::new(ptr, "", format!("a schema must be an object or a boolean, not {kind}"));
+                e.pointer = ptr.to_string();
+                return Err(e);
+            }
         };
         let constraining = |m: &Map<String, Value>, skip: &[&str]| m.keys().any(|k| is_constraint_keyword(k) && !skip.contains(&k.as_str()));
 
