@@ -21,9 +21,6 @@ pub struct FuzzArgs {
     /// Where to write findings (created if missing).
     #[arg(long, default_value = "fuzz-findings")]
     pub out: PathBuf,
-    /// Leave out the keyword combinations of known bugs listed in `constrain::fuzz::gen::KNOWN_BUGS`.
-    #[arg(long)]
-    pub avoid_known: bool,
     /// Parse limits.
     #[command(flatten)]
     pub limits: super::constraint_args::LimitArgs,
@@ -32,12 +29,7 @@ pub struct FuzzArgs {
 /// Runs `constrain fuzz`.
 pub fn run(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
     let index = super::check::byte_index().map_err(|e| anyhow::anyhow!("byte vocabulary: {e}"))?;
-    let cfg = Config { limits: args.limits.limits(), avoid_known: args.avoid_known, ..Config::default() };
-    if args.avoid_known {
-        for (what, case) in crate::fuzz::gen::KNOWN_BUGS {
-            eprintln!("avoiding known bug ({what}): {case}");
-        }
-    }
+    let cfg = Config { limits: args.limits.limits(), ..Config::default() };
     let deadline = Instant::now() + Duration::from_secs_f64(args.minutes.max(0.0) * 60.0);
     let mut stats = Stats::default();
     let mut written = 0usize;

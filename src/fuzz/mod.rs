@@ -41,13 +41,11 @@ pub struct Config {
     pub max_depth: u32,
     /// Parse limits of the compiled constraints.
     pub limits: Limits,
-    /// Leave out the keyword combinations of known, listed bugs ([`gen::KNOWN_BUGS`]).
-    pub avoid_known: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { walks: 8, max_walk_len: 400, instances: 16, max_depth: 3, limits: Limits::default(), avoid_known: false }
+        Config { walks: 8, max_walk_len: 400, instances: 16, max_depth: 3, limits: Limits::default() }
     }
 }
 
@@ -319,7 +317,7 @@ pub fn case_rng(seed: u64, n: u64) -> StdRng {
 pub fn run_case(seed: u64, n: u64, cfg: &Config, index: &Arc<crate::TokenIndex>, stats: &mut Stats) -> Vec<Finding> {
     let case_seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(n);
     let mut rng = case_rng(seed, n);
-    let schema = gen::schema(&mut rng, cfg.max_depth, cfg.avoid_known);
+    let schema = gen::schema(&mut rng, cfg.max_depth);
     stats.schemas += 1;
     let case = match Case::new(schema, index, &cfg.limits) {
         Ok(c) => c,
