@@ -63,6 +63,8 @@ fn eval(set: &str, tag: &str) -> Value {
         verbose: false,
         draft: None,
         lenient: false,
+        explain: false,
+        limits: Default::default(),
     };
     let code = run(&args).unwrap();
     let r: Value = serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();

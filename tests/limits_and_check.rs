@@ -38,7 +38,7 @@ fn a_limit_that_cuts_a_valid_path_is_reported() {
     assert!(m.hit_limit(), "300 alternatives were cut to 256 on the way");
     assert!(matches!(explain(&c, br#"{"k5":5}"#, true).verdict, Verdict::Limit(_)));
     // Raised, the same instance is accepted and no limit is hit.
-    let c = constraint(&schema, &Limits { max_parse_stacks: 1000, ..Limits::default() });
+    let c = constraint(&schema, &Limits::default().with_max_parse_stacks(1000));
     let mut m = c.matcher();
     m.accept_bytes(br#"{"k5":5}"#).unwrap();
     assert!(m.is_accepting() && !m.hit_limit());
