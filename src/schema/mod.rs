@@ -159,6 +159,11 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, Error> {
 pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar, Vec<Note>), Error> {
     let (doc, _) = dialect::normalise(schema, options.draft)?;
     let mut notes = Vec::new();
+    if let (None, Some(Value::String(uri))) = (options.draft, schema.get("$schema")) {
+        if dialect::Draft::from_uri(uri).is_none() {
+            notes.push(Note::new("", "$schema", format!("unknown dialect {uri:?}: compiled as draft 2020-12 (force one with --draft)")));
+        }
+    }
     let doc = unevaluated::rewrite(&doc, &mut notes);
     let mut c = Compiler::new(&doc, options);
     let start = c.ref_rule_for_pointer("");
