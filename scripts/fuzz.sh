@@ -16,6 +16,7 @@ if [[ "${1:-}" == "--seed" ]]; then
     exit 0
 fi
 minutes=${1:-10}
+[[ "$minutes" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [MINUTES] [TARGET...]" >&2; exit 2; }
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(schema gbnf regex matcher)
