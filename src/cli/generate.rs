@@ -282,6 +282,11 @@ fn run_model(
     let out = match &grammar {
         Some(g) => {
             let constraint = generator.constraint(g)?;
+            if !args.no_close && constraint.min_bytes_from_start().is_none() {
+                eprintln!(
+                    "constrain: warning: closing mode is off for this run: the model's vocabulary lacks the single-byte tokens a shortest output needs, so running out of tokens ends with exit code 5"
+                );
+            }
             generator.generate_with(prompt, &constraint, &mut on_text)
         }
         None => generator.generate_unconstrained(prompt, &mut on_text),
