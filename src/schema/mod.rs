@@ -82,64 +82,79 @@ pub struct Options {
     pub draft: Option<dialect::Draft>,
 }
 
-/// Something a successful compilation wants said: where the grammar accepts *less* than the
-/// schema (an under-approximation), at the keyword's JSON pointer.
+/// A message about one keyword of a schema: the keyword's JSON pointer (in the schema as
+/// written), the keyword, and the text. Shared by [`Note`] and [`Error`], which differ only in
+/// what the message means.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Note {
+pub struct Located {
     pointer: String,
     keyword: String,
     message: String,
 }
 
-impl Note {
-    pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Note { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
+impl Located {
+    fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
+        Located { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
     }
-    /// JSON pointer of the keyword concerned (in the schema as written).
+    /// JSON pointer of the keyword, e.g. `/properties/age/minimum`.
     pub fn pointer(&self) -> &str {
         &self.pointer
     }
-    /// The keyword concerned.
+    /// The keyword (e.g. `"not"`), for grouping messages in reports.
     pub fn keyword(&self) -> &str {
         &self.keyword
     }
-    /// What the grammar leaves out.
+    /// The message, without the pointer.
     pub fn message(&self) -> &str {
         &self.message
     }
 }
 
-impl std::fmt::Display for Note {
+impl std::fmt::Display for Located {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.pointer, self.message)
     }
 }
 
+/// Something a successful compilation wants said: where the grammar accepts *less* than the
+/// schema (an under-approximation), at the keyword's JSON pointer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note(Located);
+
+impl Note {
+    pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
+        Note(Located::new(at, keyword, message))
+    }
+}
+
+impl std::ops::Deref for Note {
+    type Target = Located;
+    fn deref(&self) -> &Located {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Why a schema could not be compiled: the JSON pointer of the offending keyword and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{pointer}: {message}")]
-pub struct Error {
-    pointer: String,
-    keyword: String,
-    message: String,
-}
+#[error("{0}")]
+pub struct Error(Located);
 
 impl Error {
     pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Error { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
+        Error(Located::new(at, keyword, message))
     }
+}
 
-    /// JSON pointer of the offending keyword, e.g. `/properties/age/minimum`.
-    pub fn pointer(&self) -> &str {
-        &self.pointer
-    }
-    /// The keyword at fault (e.g. `"not"`), for grouping errors in reports.
-    pub fn keyword(&self) -> &str {
-        &self.keyword
-    }
-    /// What is wrong, without the pointer.
-    pub fn message(&self) -> &str {
-        &self.message
+impl std::ops::Deref for Error {
+    type Target = Located;
+    fn deref(&self) -> &Located {
+        &self.0
     }
 }
 
@@ -170,11 +185,11 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     let built = c.drain().and_then(|_| c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}"))));
     notes.append(&mut c.notes);
     let g = built.map_err(|mut e| {
-        e.pointer = dialect::original_pointer(&e.pointer);
+        e.0.pointer = dialect::original_pointer(&e.0.pointer);
         e
     })?;
     for n in &mut notes {
-        n.pointer = dialect::original_pointer(&n.pointer);
+        n.0.pointer = dialect::original_pointer(&n.0.pointer);
     }
     notes.dedup();
     Ok((g, notes))
@@ -511,7 +526,7 @@ impl<'a> Compiler<'a> {
                     _ => "an array",
                 };
                 let mut e = Error::new(ptr, "", format!("a schema must be an object or a boolean, not {kind}"));
-                e.pointer = ptr.to_string();
+                e.0.pointer = ptr.to_string();
                 return Err(e);
             }
         };
