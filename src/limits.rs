@@ -15,6 +15,7 @@
 //! | [`Limits::max_automaton_states`] | 1 M | automaton states over all rules |
 //! | [`Limits::max_stack_depth`] | 2 000 | parse stack depth while matching |
 //! | [`Limits::max_parse_stacks`] | 256 | simultaneous parse stacks (ambiguity) |
+//! | [`Limits::mask_fuel`] | 10 M | stack steps of one mask computation, or of one accepted byte |
 //! | [`Limits::max_mask_cache_bytes`] | 1 GiB | the shared per-tokenizer mask cache |
 //!
 //! Set them with the `with_*` methods (the struct is `#[non_exhaustive]`, so new budgets can
@@ -47,6 +48,12 @@ pub struct Limits {
     pub max_stack_depth: usize,
     /// Maximum number of simultaneous parse stacks (ambiguous grammars).
     pub max_parse_stacks: usize,
+    /// Work units one mask computation may spend (each walk of the vocabulary when a state
+    /// is first classified, and the run-time check of the stack-dependent tokens), and one
+    /// accepted byte: a parse stack moved over a byte or one step of a closure spends one.
+    /// Running out is [`crate::matcher::Error::Limit`], never a silently smaller mask.
+    /// Flag: `--max-mask-fuel`.
+    pub mask_fuel: u64,
     /// Bytes the shared per-tokenizer mask cache may hold before it is cleared.
     pub max_mask_cache_bytes: usize,
 }
@@ -63,6 +70,7 @@ impl Default for Limits {
             unroll_limit: 6,
             max_stack_depth: 2_000,
             max_parse_stacks: 256,
+            mask_fuel: 10_000_000,
             max_mask_cache_bytes: 1 << 30,
         }
     }
@@ -98,6 +106,8 @@ setters! {
     with_max_stack_depth => max_stack_depth: usize;
     /// Sets [`Limits::max_parse_stacks`].
     with_max_parse_stacks => max_parse_stacks: usize;
+    /// Sets [`Limits::mask_fuel`].
+    with_mask_fuel => mask_fuel: u64;
     /// Sets [`Limits::max_mask_cache_bytes`].
     with_max_mask_cache_bytes => max_mask_cache_bytes: usize;
 }

@@ -177,3 +177,35 @@ fn deep_nesting_is_refused() {
     let e = compile(&s).unwrap_err();
     assert!(e.message().contains("nests too deeply"), "{e}");
 }
+
+/// An ambiguous grammar (every letter may start or continue a word, nested) makes each mask
+/// step hundreds of parse stacks over every token: `Limits::mask_fuel` bounds that work with
+/// a typed error naming the budget, and a larger budget computes the mask.
+#[test]
+fn mask_fuel_is_a_typed_error() {
+    use constrain::matcher::Error as MatchError;
+    use constrain::{Constraint, TokenId, TokenIndex, Vocabulary};
+    let mut tokens: Vec<Vec<u8>> = (b'a'..=b'z').map(|b| vec![b]).collect();
+    for len in 2..=12 {
+        tokens.push(b"ab cd efgh ijklm".iter().copied().cycle().take(len).collect());
+    }
+    tokens.push(b"<eos>".to_vec());
+    let eos = TokenId(tokens.len() as u32 - 1);
+    let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"));
+    let g = gbnf::parse("root ::= x*\nx ::= y | z\ny ::= [a-z ] x?\nz ::= [a-z ] [a-z ]? x?\n").unwrap();
+    let words = index.vocab().mask_words();
+    let run = |limits: &Limits| {
+        let c = Constraint::new(&g, index.clone(), limits).unwrap();
+        let mut m = c.matcher();
+        m.accept_bytes(b"ab cd ab cd ab cd ab").unwrap();
+        let mut mask = vec![0u32; words];
+        m.fill_mask(&mut mask).map(|()| mask)
+    };
+    let small = Limits::default().with_mask_fuel(1_000);
+    match run(&small) {
+        Err(MatchError::Limit(msg)) => assert!(msg.contains("Limits::mask_fuel") && msg.contains("--max-mask-fuel"), "{msg}"),
+        other => panic!("expected the mask fuel limit, got {other:?}"),
+    }
+    let mask = run(&Limits::default().with_max_parse_stacks(10_000)).expect("the default budget computes this mask");
+    assert!(mask.iter().any(|&w| w != 0), "letters are allowed");
+}

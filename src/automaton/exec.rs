@@ -18,6 +18,8 @@ pub(crate) const CUT_DEPTH: u8 = 1;
 pub(crate) const CUT_STACKS: u8 = 2;
 /// [`Stacks::overflow_what`]: the fixed closure budget cut a path.
 pub(crate) const CUT_CLOSURE: u8 = 4;
+/// [`Stacks::overflow_what`]: `Limits::mask_fuel` ran out.
+pub(crate) const CUT_FUEL: u8 = 8;
 
 /// "No parent": the frame is the bottom of its stack.
 pub(crate) const BOTTOM: u32 = u32::MAX;
@@ -55,6 +57,11 @@ pub(crate) struct Stacks {
     old_done: Vec<(u32, bool)>,
     max_depth: u32,
     max_tops: usize,
+    /// Work left ([`Limits::mask_fuel`]): a top moved over a byte or a closure item spends
+    /// one. At zero every step is cut ([`CUT_FUEL`]) until [`Stacks::refuel`].
+    fuel: u64,
+    /// What [`Stacks::refuel`] restores.
+    fuel_limit: u64,
     /// Set when a limit (stack depth, number of stacks) cut a path off.
     pub overflow: bool,
     /// Which limits cut a path off since `overflow` was last cleared: bits
@@ -105,10 +112,18 @@ impl Stacks {
             old_done: Vec::new(),
             max_depth: limits.max_stack_depth.min(u32::MAX as usize) as u32,
             max_tops: limits.max_parse_stacks.max(1),
+            fuel: limits.mask_fuel,
+            fuel_limit: limits.mask_fuel,
             overflow: false,
             overflow_what: 0,
             reached_counts: Vec::new(),
         }
+    }
+
+    /// Restores the whole [`Limits::mask_fuel`] budget: at the start of each bounded unit of
+    /// work (one mask computation, one accepted byte).
+    pub fn refuel(&mut self) {
+        self.fuel = self.fuel_limit;
     }
 
     /// Pushes the start rule's frame and closes over it; returns whether the empty string
@@ -124,6 +139,14 @@ impl Stacks {
     /// Returns whether some stack completed its bottom rule with this byte.
     pub fn step(&mut self, pda: &Pda, tops: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
         self.reached_counts.clear();
+        let cost = tops.len() as u64;
+        if cost > self.fuel {
+            self.fuel = 0;
+            self.overflow = true;
+            self.overflow_what |= CUT_FUEL;
+            return false;
+        }
+        self.fuel -= cost;
         let first_seed = self.arena.len();
         for &t in tops {
             let f = self.arena[t as usize];
@@ -203,15 +226,18 @@ impl Stacks {
         self.old_done.clear();
         let out_start = out.len();
         let mut reached = false;
-        // A closure is bounded by the grammar, but guard against any surprise.
-        let mut budget: usize = 1 << 20;
+        // A closure is bounded by the grammar, but guard against any surprise; the fuel
+        // bounds the closures of one unit of work together.
+        let by_fuel = self.fuel < CLOSURE_BUDGET;
+        let start_budget = if by_fuel { self.fuel } else { CLOSURE_BUDGET };
+        let mut budget = start_budget;
         while let Some(item) = work.pop() {
-            budget -= 1;
             if budget == 0 {
                 self.overflow = true;
-                self.overflow_what |= CUT_CLOSURE;
+                self.overflow_what |= if by_fuel { CUT_FUEL } else { CUT_CLOSURE };
                 break;
             }
+            budget -= 1;
             match item {
                 Work::Visit(f, fresh) => {
                     // Skip frames already expanded with this freshness.
@@ -341,9 +367,13 @@ impl Stacks {
                 }
             }
         }
+        self.fuel -= start_budget - budget;
         reached
     }
 }
+
+/// Work items one closure may take whatever the fuel ([`CUT_CLOSURE`]).
+const CLOSURE_BUDGET: u64 = 1 << 20;
 
 /// One result of [`Recognizer::push_byte`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -60,6 +60,10 @@ pub struct LimitArgs {
     /// Deepest parse stack while matching (`Limits::max_stack_depth`) [default: 2000].
     #[arg(long, value_name = "N")]
     pub max_stack_depth: Option<usize>,
+    /// Work one mask computation (or one accepted byte) may spend (`Limits::mask_fuel`)
+    /// [default: 10000000].
+    #[arg(long, value_name = "N")]
+    pub max_mask_fuel: Option<u64>,
 }
 
 impl LimitArgs {
@@ -80,6 +84,9 @@ impl LimitArgs {
         }
         if let Some(n) = self.max_stack_depth {
             l = l.with_max_stack_depth(n);
+        }
+        if let Some(n) = self.max_mask_fuel {
+            l = l.with_mask_fuel(n);
         }
         l
     }

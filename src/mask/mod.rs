@@ -40,7 +40,7 @@ mod text;
 mod viable;
 pub(crate) mod trie;
 
-use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, RELAXED};
+use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, CUT_FUEL, RELAXED};
 use crate::automaton::{Pda, Recognizer};
 use crate::vocab::Vocabulary;
 use crate::Limits;
@@ -388,6 +388,9 @@ impl TokenIndex {
         if let (None, [frame]) = (relaxed, context) {
             if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame) {
                 let entry = Arc::new(entry);
+                if entry.cut & CUT_FUEL != 0 {
+                    return entry;
+                }
                 if let Ok(mut c) = self.cache.lock() {
                     c.make_room(entry.memory_usage(), limits.max_mask_cache_bytes);
                     c.young.entries.insert(key, entry.clone());
@@ -399,6 +402,11 @@ impl TokenIndex {
             let relaxed_index = relaxed.map(|r| r.context_index);
             Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index))
         });
+        if classified.cut & CUT_FUEL != 0 {
+            // Out of fuel: an error for this constraint's budget, not an entry to share with
+            // constraints whose budget may be larger.
+            return Arc::new(classified.derive(self, relaxed, limits));
+        }
         // Counts whose conditions come out alike share one derived entry: look it up under
         // the count's class before deriving.
         let class_key = relaxed.map(|r| classified.count_class_key(base_key, r));
@@ -464,6 +472,9 @@ impl TokenIndex {
             let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None);
             classified.keep_first_bytes(self, first_byte);
             let classified = Arc::new(classified);
+            if classified.cut & CUT_FUEL != 0 {
+                return classified;
+            }
             if let Ok(mut c) = self.cache.lock() {
                 c.make_room(classified.memory_usage(), limits.max_mask_cache_bytes);
                 c.young.classified.insert(key, classified.clone());
@@ -597,6 +608,9 @@ pub(crate) struct Classified {
     pending: Vec<(u32, u32, Cond)>,
     /// The largest number of loop iterations any condition above counts (0 without any).
     max_iterations: u32,
+    /// The parse limits that cut a path while classifying (bits of `exec::CUT_*`): the
+    /// classification may then miss tokens, which [`Entry::cut`] reports at run time.
+    cut: u8,
 }
 
 /// The conditionally accepted tokens of a [`Classified`], in the form that derives an
@@ -782,6 +796,7 @@ fn by_decreasing_inside(mut candidates: Vec<(u32, u32, u32, u32)>, top: u32) -> 
 }
 
 /// One classification's walk: the context and what it runs over.
+#[derive(Clone, Copy)]
 struct Walk<'a> {
     index: &'a TokenIndex,
     pda: &'a Pda,
@@ -789,6 +804,9 @@ struct Walk<'a> {
     limits: &'a Limits,
     context: &'a [Frame],
     relaxed: Option<usize>,
+    /// The parse limits that cut a path in any walk of this classification (bits of
+    /// [`crate::automaton::exec`]'s `CUT_*`), shared by the walks it makes.
+    cut: &'a std::cell::Cell<u8>,
 }
 
 impl Walk<'_> {
@@ -796,7 +814,7 @@ impl Walk<'_> {
     /// of first-byte subtrees are recorded and replayed ([`SubtreeMemo`]): only for the whole
     /// vocabulary's trie, and only without a relaxed loop (memos hold unconditional results).
     fn run(&self, trie: &ByteTrie, use_memo: bool, acc: &mut Accepted, pending: &mut Vec<(u32, u32, Cond)>) {
-        let Walk { index, pda, node_keys, limits, context, relaxed } = *self;
+        let Walk { index, pda, node_keys, limits, context, relaxed, cut } = *self;
         let mut frames = context.to_vec();
         if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
             f.count = RELAXED;
@@ -826,7 +844,8 @@ impl Walk<'_> {
                     // Only subtrees where many tokens survived were expensive to walk and are
                     // worth a memo.
                     let survivors = acc.always_count - count_start + pending.len() - pending_start;
-                    if survivors >= MEMO_MIN_SURVIVORS {
+                    // A limit may have cut this subtree short: such a walk is not replayed.
+                    if survivors >= MEMO_MIN_SURVIVORS && runner.stacks.overflow_what == 0 {
                         let memo = SubtreeMemo::record(&trie.ids[ids], acc, &pending[pending_start..]);
                         index.store_subtree(key, memo, limits);
                     }
@@ -886,6 +905,7 @@ impl Walk<'_> {
         configs.shrink();
         CONFIGS.with(|c| *c.borrow_mut() = configs);
         whole.apply(index, &mut acc.always);
+        cut.set(cut.get() | runner.stacks.overflow_what);
     }
 
     /// The classes of the text tokens under the relaxed loop at `context[i]`, each of whose
@@ -930,7 +950,8 @@ impl Classified {
         let spare = SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut()));
         let mut acc = Accepted::new(zeroed_bits(index.vocab.mask_words()), spare);
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
-        let walk = Walk { index, pda, node_keys, limits, context, relaxed };
+        let cut = std::cell::Cell::new(0u8);
+        let walk = Walk { index, pda, node_keys, limits, context, relaxed, cut: &cut };
         let text = &index.text;
         // Text tokens classified by groups, not listed in `acc` (see `ByCount::groups`).
         let mut grouped: Option<text::ByChars> = None;
@@ -1001,7 +1022,8 @@ impl Classified {
         let mut spare = acc.conditional;
         spare.clear();
         SPARE_CONDITIONAL.with(|s| *s.borrow_mut() = spare);
-        Classified { always: acc.always, always_count: acc.always_count, always_ids, conditional, pending, max_iterations }
+        let cut = cut.get();
+        Classified { always: acc.always, always_count: acc.always_count, always_ids, conditional, pending, max_iterations, cut }
     }
 
     /// A key shared by every count of `r`'s loop that derives the same entry: a condition
@@ -1022,7 +1044,7 @@ impl Classified {
     fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>, limits: &Limits) -> Entry {
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|(_, _, c)| c.holds(relaxed)).map(|&(id, j, _)| (id, j)).collect();
-        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits) }
+        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits), cut: self.cut }
     }
 
     /// Drops the tokens whose first byte `first_byte` rejects. For classifications without a
@@ -1059,6 +1081,7 @@ impl Classified {
         Entry {
             accepted: TokenSet::from_bits_and_ids(&always, count, None, Vec::new()),
             suffixes: index.suffix_trie(&pending, limits),
+            cut: self.cut,
         }
     }
 
@@ -1590,12 +1613,20 @@ pub(crate) struct Entry {
     accepted: TokenSet,
     /// Suffixes (after the context's bottom completed) to check against the real stack.
     suffixes: Arc<ByteTrie>,
+    /// The parse limits that cut a path while classifying (bits of `exec::CUT_*`).
+    cut: u8,
 }
 
 impl Entry {
     /// An entry allowing nothing (used only if the cache lock is poisoned).
     fn empty() -> Entry {
-        Entry { accepted: TokenSet::List(Box::new([])), suffixes: Arc::default() }
+        Entry { accepted: TokenSet::List(Box::new([])), suffixes: Arc::default(), cut: 0 }
+    }
+
+    /// The parse limits that cut a path while this entry was classified (bits of
+    /// `exec::CUT_*`; 0 when the entry is exact).
+    pub fn cut(&self) -> u8 {
+        self.cut
     }
 
     /// Whether some tokens depend on the stack below the context.
@@ -1770,6 +1801,7 @@ mod tests {
                 conditional,
                 pending: Vec::new(),
                 max_iterations: 7,
+                cut: 0,
             };
             let listed = classified(Conditional::List(conditional.clone()));
             // Both ways of building the index: the conditions as generated (a token's may be

@@ -266,6 +266,7 @@ impl Matcher {
         self.levels.clear();
         self.clear_cut();
         self.mask_cut = 0;
+        self.stacks.refuel();
         let accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
         let cut = self.stacks.overflow_what;
         self.levels.push(Level { tops_start: 0, arena_len: 0, accepting, finished: false, cut });
@@ -301,6 +302,8 @@ impl Matcher {
             return Ok(());
         }
         self.clear_cut();
+        self.stacks.refuel();
+        let mut cut = 0;
         for k in level.tops_start..self.tops.len() {
             let top = self.tops[k];
             let (key, base_key, relaxed) = self.context_of(&inner, top);
@@ -308,6 +311,7 @@ impl Matcher {
             self.context.extend(self.chain.iter().rev().map(|&f| self.stacks.arena[f as usize]));
             let entry =
                 inner.index.entry(key, base_key, relaxed, &inner.pda, &inner.node_key, &inner.limits, &self.context);
+            cut |= entry.cut();
             entry.add_accepted(mask);
             if entry.has_suffixes() {
                 let bottom = self.chain.last().copied().unwrap_or(top);
@@ -319,7 +323,13 @@ impl Matcher {
                 set_bit(mask, eos.0);
             }
         }
-        self.mask_cut = self.stacks.overflow_what;
+        self.mask_cut = cut | self.stacks.overflow_what;
+        if self.mask_cut & crate::automaton::exec::CUT_FUEL != 0 {
+            // A mask cut short by fuel may miss most of the valid tokens: an error, not a
+            // narrower mask.
+            mask.fill(0);
+            return Err(Error::Limit(limit_message(self.mask_cut, &self.constraint.inner.limits)));
+        }
         Ok(())
     }
 
@@ -444,6 +454,7 @@ impl Matcher {
         self.stacks.overflow_what = 0;
         for (i, &b) in bytes.iter().enumerate() {
             self.next.clear();
+            self.stacks.refuel();
             let reached = self.stacks.step(pda, &self.cur, b, &mut self.next);
             let last = i + 1 == bytes.len();
             if self.next.is_empty() && !(reached && last) {
@@ -523,6 +534,7 @@ impl Matcher {
             }
             let Some(b) = only.filter(|_| single) else { break };
             self.next.clear();
+            self.stacks.refuel();
             accepting = self.stacks.step(pda, &self.cur, b, &mut self.next);
             out.push(b);
             std::mem::swap(&mut self.cur, &mut self.next);
@@ -621,7 +633,7 @@ impl Matcher {
 
 /// Names the limits in `cut` (bits of `exec::CUT_*`) and how to raise each.
 fn limit_message(cut: u8, limits: &Limits) -> String {
-    use crate::automaton::exec::{CUT_CLOSURE, CUT_DEPTH, CUT_STACKS};
+    use crate::automaton::exec::{CUT_CLOSURE, CUT_DEPTH, CUT_FUEL, CUT_STACKS};
     let mut parts = Vec::new();
     if cut & CUT_STACKS != 0 {
         parts.push(format!(
@@ -637,6 +649,12 @@ fn limit_message(cut: u8, limits: &Limits) -> String {
     }
     if cut & CUT_CLOSURE != 0 {
         parts.push("the closure work budget of 2^20 items (fixed; simplify the grammar)".to_string());
+    }
+    if cut & CUT_FUEL != 0 {
+        parts.push(format!(
+            "more than {} steps of mask work (raise Limits::mask_fuel; flag `--max-mask-fuel`)",
+            limits.mask_fuel
+        ));
     }
     format!("a parse limit cut a possibly valid path: {}", parts.join("; "))
 }
