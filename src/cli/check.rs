@@ -98,7 +98,9 @@ fn check_tokens(constraint: &Constraint, doc: &[u8], ids: &[u32], is_schema: boo
     let mut offset = 0usize;
     for (k, &id) in ids.iter().enumerate() {
         let t = TokenId(id);
-        m.fill_mask(&mut mask).map_err(|e| Failure::from(anyhow::anyhow!("matcher: {e}")))?;
+        if let Some(code) = fill(&mut m, &mut mask, offset)? {
+            return Ok(Some(code));
+        }
         if !is_allowed(&mask, t) {
             let bytes = vocab.token_bytes(t);
             eprintln!(
@@ -122,13 +124,28 @@ fn check_tokens(constraint: &Constraint, doc: &[u8], ids: &[u32], is_schema: boo
         }
         offset += vocab.token_bytes(t).len();
     }
-    m.fill_mask(&mut mask).map_err(|e| Failure::from(anyhow::anyhow!("matcher: {e}")))?;
+    if let Some(code) = fill(&mut m, &mut mask, offset)? {
+        return Ok(Some(code));
+    }
     let eos = vocab.eos_tokens().iter().any(|&e| is_allowed(&mask, e));
     if eos != m.is_accepting() {
         eprintln!("constrain: internal inconsistency: end-of-generation in mask = {eos}, accepting = {}", m.is_accepting());
         return Ok(Some(super::EXIT_OTHER));
     }
     Ok(None)
+}
+
+/// Fills the mask at byte `offset`; a budget running out there is a limit verdict
+/// (`Some(EXIT_LIMIT)`), not a failure of the tool.
+fn fill(m: &mut crate::Matcher, mask: &mut [u32], offset: usize) -> Result<Option<u8>, Failure> {
+    match m.fill_mask(mask) {
+        Ok(()) => Ok(None),
+        Err(crate::matcher::Error::Limit(msg)) => {
+            eprintln!("limit hit: no verdict at byte {offset}: {msg}");
+            Ok(Some(EXIT_LIMIT))
+        }
+        Err(e) => Err(Failure::from(anyhow::anyhow!("matcher: {e}"))),
+    }
 }
 
 /// Prints the explanation and picks the exit code.

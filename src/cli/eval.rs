@@ -609,8 +609,10 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
         let allowed = filled.is_ok() && is_allowed(mask, token);
         let accepted = if allowed { Some(m.accept_token(token)) } else { None };
         times.push(ns(t));
-        if filled.is_err() {
-            return Replay::Error;
+        match filled {
+            Err(MatchError::Limit(_)) => return Replay::Limit,
+            Err(_) => return Replay::Error,
+            Ok(()) => {}
         }
         match accepted {
             None if m.hit_limit() => return Replay::Limit,
@@ -626,8 +628,10 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
     let eos = constraint.index().vocab().eos_tokens();
     let eos_allowed = filled.is_ok() && eos.iter().any(|&e| is_allowed(mask, e));
     times.push(ns(t));
-    if filled.is_err() {
-        return Replay::Error;
+    match filled {
+        Err(MatchError::Limit(_)) => return Replay::Limit,
+        Err(_) => return Replay::Error,
+        Ok(()) => {}
     }
     if eos_allowed != m.is_accepting() {
         return Replay::Inconsistent;
