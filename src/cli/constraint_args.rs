@@ -92,6 +92,20 @@ impl LimitArgs {
     }
 }
 
+/// Says why `what` could not be read as JSON: nesting past the reader's depth limit is not
+/// a syntax error, and is named as such.
+fn json_error(e: serde_json::Error, what: &str) -> anyhow::Error {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        anyhow::anyhow!(
+            "{what} nests arrays and objects more than 128 levels deep (the JSON reader's limit), at line {} column {}",
+            e.line(),
+            e.column()
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("{what} is not valid JSON"))
+    }
+}
+
 impl ConstraintArgs {
     /// The budgets these flags select.
     pub fn limits(&self) -> crate::Limits {
@@ -103,12 +117,11 @@ impl ConstraintArgs {
         if let Some(path) = &self.schema {
             let text = crate::limits::read_capped(path, self.limits().max_input_bytes)
                 .with_context(|| format!("cannot read schema file {}", path.display()))?;
-            let value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not valid JSON", path.display()))?;
+            let value = serde_json::from_str(&text).map_err(|e| json_error(e, &path.display().to_string()))?;
             return Ok(Some(value));
         }
         if let Some(text) = &self.json_schema {
-            let value = serde_json::from_str(text).context("--json-schema is not valid JSON")?;
+            let value = serde_json::from_str(text).map_err(|e| json_error(e, "--json-schema"))?;
             return Ok(Some(value));
         }
         Ok(None)
