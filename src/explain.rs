@@ -9,6 +9,25 @@
 //! byte value is tried at that point to list the allowed ones. The JSON pointer comes from a
 //! small incremental tracker ([`JsonPath`]) over the accepted prefix; it assumes the prefix is
 //! JSON, which holds for constraints compiled from a schema.
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::explain::{explain, Verdict};
+//! use constrain::schema::{self, Options};
+//! use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+//!
+//! // Byte-level checking: a vocabulary of the 256 single bytes.
+//! let bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).chain([b"<eos>".to_vec()]).collect();
+//! let index = TokenIndex::new(Vocabulary::new(bytes, &[], &[TokenId(256)]).unwrap());
+//! let schema = serde_json::json!({"type": "object", "properties": {"age": {"type": "integer"}}});
+//! let grammar = schema::compile(&schema, &Options::default()).unwrap();
+//! let c = Constraint::new(&grammar, index, &Limits::default()).unwrap();
+//!
+//! let e = explain(&c, br#"{"age": 4.5}"#, true);
+//! assert_eq!(e.verdict, Verdict::Refused(b'.'));
+//! assert_eq!((e.offset, e.pointer.as_deref()), (9, Some("/age")));
+//! ```
 use crate::matcher::{Constraint, Error};
 
 /// How the constraint judged a document.

@@ -20,6 +20,23 @@
 //!
 //! Set them with the `with_*` methods (the struct is `#[non_exhaustive]`, so new budgets can
 //! be added without breaking callers); the command line has a flag for the compile ones.
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::grammar::gbnf;
+//! use constrain::automaton::{Error, Pda};
+//! use constrain::limits::LimitExceeded;
+//! use constrain::Limits;
+//!
+//! let g = gbnf::parse("root ::= [a-z]{1,6} [0-9]{1,6} [a-z]{1,6}\n").unwrap();
+//! let tight = Limits::default().with_compile_fuel(10);
+//! match Pda::build(&g, &tight) {
+//!     Err(Error::Budget { limit: LimitExceeded::CompileFuel, .. }) => {}
+//!     other => panic!("expected the compile-fuel budget, got {other:?}"),
+//! }
+//! assert!(Pda::build(&g, &Limits::default()).is_ok());
+//! ```
 
 /// Size budgets for every stage. `Limits::default()` suits generation; raise them for huge
 /// grammars.

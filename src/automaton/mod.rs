@@ -25,6 +25,23 @@
 //!
 //! Cost: linear in the grammar for most rules; subset construction is exponential in the worst
 //! case, which [`Limits::max_automaton_states`] turns into an error.
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::automaton::Pda;
+//! use constrain::grammar::gbnf;
+//! use constrain::Limits;
+//!
+//! // Recursion: nested brackets, any depth.
+//! let g = gbnf::parse("root ::= \"[\" root* \"]\"\n").unwrap();
+//! let pda = Pda::build(&g, &Limits::default()).unwrap();
+//! assert!(pda.matches(b"[[][[]]]"));
+//! assert!(pda.matches_prefix(b"[[]"));
+//! assert!(!pda.matches(b"[[]"));
+//! // A grammar that matches nothing is an error, not an automaton.
+//! assert!(Pda::build(&gbnf::parse("root ::= root\n").unwrap(), &Limits::default()).is_err());
+//! ```
 
 pub(crate) mod build;
 pub mod distance;
@@ -335,13 +352,23 @@ pub enum Error {
     LeftRecursion(String),
     /// The automaton would exceed [`Limits::max_automaton_states`].
     #[error("automaton too large: more than {limit} states (rule `{rule}`; raise Limits::max_automaton_states, flag --max-states)")]
-    TooManyStates { rule: String, limit: usize },
+    TooManyStates {
+        /// The rule being determinised when the budget ran out.
+        rule: String,
+        /// The budget, [`Limits::max_automaton_states`].
+        limit: usize,
+    },
     /// The grammar exceeds [`Limits::max_grammar_size`] or nests too deeply.
     #[error("grammar too large or too deeply nested (rule `{0}`)")]
     TooLarge(String),
     /// A budget of [`Limits`] ran out while compiling `rule`.
     #[error("{limit}, compiling rule `{rule}`")]
-    Budget { limit: crate::limits::LimitExceeded, rule: String },
+    Budget {
+        /// Which budget.
+        limit: crate::limits::LimitExceeded,
+        /// The rule being compiled when it ran out.
+        rule: String,
+    },
 }
 
 #[cfg(test)]

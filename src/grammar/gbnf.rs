@@ -46,6 +46,17 @@
 //! problem; parsing never panics and its recursion depth is bounded ([`MAX_GROUP_DEPTH`]).
 //!
 //! Cost: parsing and printing are linear in the text / grammar size.
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::grammar::gbnf;
+//!
+//! let g = gbnf::parse("root ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [0-9]+\n").unwrap();
+//! let text = gbnf::to_gbnf(&g);
+//! // Printing and parsing again gives a grammar with the same rules.
+//! assert_eq!(gbnf::parse(&text).unwrap().rules().len(), g.rules().len());
+//! ```
 
 mod parser;
 mod printer;

@@ -15,6 +15,20 @@
 //! `maxLength: 100000` costs as much to compile as `maxLength: 10`.
 //!
 //! Cost: building a grammar is linear in its size; [`Grammar::validate`] is linear too.
+//!
+//! ## Example
+//!
+//! A rule for `"` letters `"`, built by hand, printed as GBNF:
+//!
+//! ```rust
+//! use constrain::grammar::{Expr, GrammarBuilder};
+//!
+//! let mut b = GrammarBuilder::new();
+//! let body = Expr::repeat(Expr::Chars(vec![('a', 'z')]), 1, Some(8));
+//! let root = b.add("root", Expr::seq([Expr::lit("\""), body, Expr::lit("\"")]));
+//! let grammar = b.build(root).unwrap();
+//! assert!(grammar.to_string().contains("root ::="));
+//! ```
 
 pub mod gbnf;
 pub mod regex;
@@ -53,7 +67,14 @@ pub enum Expr {
     /// Matches any one of the expressions.
     Alt(Vec<Expr>),
     /// Matches `expr` between `min` and `max` times (`None`: unbounded).
-    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+    Repeat {
+        /// The repeated expression.
+        expr: Box<Expr>,
+        /// The fewest repetitions.
+        min: u32,
+        /// The most repetitions; `None` for no bound.
+        max: Option<u32>,
+    },
     /// Matches whatever the referenced rule matches.
     Ref(RuleId),
 }

@@ -17,6 +17,19 @@
 //! exact language and are [`ErrorKind::UnsupportedRegex`] errors.
 //!
 //! Cost: linear in the size of the pattern's `Hir` (counted repeats stay counts).
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::automaton::Pda;
+//! use constrain::grammar::regex;
+//! use constrain::Limits;
+//!
+//! let g = regex::compile_anchored(r"[0-9]{3}-[0-9]{4}").unwrap();
+//! let pda = Pda::build(&g, &Limits::default()).unwrap();
+//! assert!(pda.matches(b"555-0199"));
+//! assert!(!pda.matches(b"555-01"));
+//! ```
 
 use super::{Error, ErrorKind, Expr, Grammar, GrammarBuilder};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};

@@ -19,6 +19,43 @@
 //! Tokens that run past the context are checked against the real stack at run time, from
 //! the point where the context's bottom completes. EOS ids are allowed exactly where the
 //! grammar accepts.
+//!
+//! ## Example
+//!
+//! Compile once, then per sequence: fill a mask, accept a token, roll back, detect the end.
+//!
+//! ```rust
+//! use constrain::mask::is_allowed;
+//! use constrain::schema::{self, Options};
+//! use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+//!
+//! let tokens = ["{", "}", "\"ok\"", ":", "true", "false", "<eos>"];
+//! let tokens: Vec<Vec<u8>> = tokens.iter().map(|t| t.as_bytes().to_vec()).collect();
+//! let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(6)]).unwrap());
+//! let schema = serde_json::json!({
+//!     "type": "object",
+//!     "properties": {"ok": {"type": "boolean"}},
+//!     "required": ["ok"],
+//!     "additionalProperties": false
+//! });
+//! let options = Options { whitespace: schema::Whitespace::Compact, ..Options::default() };
+//! let grammar = schema::compile(&schema, &options).unwrap();
+//! let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).unwrap();
+//!
+//! let mut m = constraint.matcher();
+//! let mut mask = vec![0u32; index.vocab().mask_words()];
+//! m.fill_mask(&mut mask).unwrap();
+//! assert!(is_allowed(&mask, TokenId(0)) && !is_allowed(&mask, TokenId(1))); // `{`, not `}`
+//! for t in [0, 2, 3, 4] {
+//!     m.accept_token(TokenId(t)).unwrap(); // {"ok":true
+//! }
+//! m.rollback(1).unwrap(); // back to {"ok":
+//! m.accept_token(TokenId(5)).unwrap(); // {"ok":false
+//! m.accept_token(TokenId(1)).unwrap(); // }
+//! m.fill_mask(&mut mask).unwrap();
+//! assert!(is_allowed(&mask, TokenId(6))); // only the end may follow
+//! assert!(m.is_accepting());
+//! ```
 use crate::automaton::exec::{Frame, Stacks, BOTTOM};
 use crate::automaton::distance::{Distances, UNREACHABLE};
 use crate::automaton::{Pda, UNBOUNDED};
@@ -674,10 +711,20 @@ pub enum Error {
     RejectedBytes,
     /// The mask slice has the wrong length.
     #[error("mask has {got} words, expected {expected}")]
-    MaskLength { got: usize, expected: usize },
+    MaskLength {
+        /// The slice's length, in `u32` words.
+        got: usize,
+        /// [`crate::Vocabulary::mask_words`].
+        expected: usize,
+    },
     /// Rolling back more tokens than were accepted.
     #[error("cannot roll back {requested} tokens: only {available} accepted")]
-    Rollback { requested: usize, available: usize },
+    Rollback {
+        /// Tokens asked to roll back.
+        requested: usize,
+        /// Tokens accepted so far.
+        available: usize,
+    },
     /// The matcher already accepted EOS.
     #[error("the output is already finished")]
     Finished,

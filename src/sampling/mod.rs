@@ -21,6 +21,22 @@
 //! min-p are one pass over the logits; top-k and top-p work only on the finite logits (a
 //! grammar mask usually leaves few), copied into scratch buffers the [`Sampler`] reuses, so
 //! the hot path does not allocate after the first step.
+//!
+//! ## Example
+//!
+//! The grammar mask first (`-inf` for disallowed tokens), then the warpers and a seeded draw:
+//!
+//! ```rust
+//! use constrain::sampling::{Sampler, SamplerSettings};
+//! use constrain::TokenId;
+//!
+//! let settings = SamplerSettings { temperature: 0.7, seed: Some(42), ..SamplerSettings::default() };
+//! let mut sampler = Sampler::new(settings).unwrap();
+//! let mut logits = vec![2.0, 5.0, 1.0, 4.0];
+//! logits[1] = f32::NEG_INFINITY; // token 1 is masked out by the grammar
+//! let t = sampler.sample(&mut logits).unwrap();
+//! assert_ne!(t, TokenId(1)); // a masked token never comes back
+//! ```
 
 use crate::TokenId;
 use rand::rngs::StdRng;

@@ -22,15 +22,20 @@ use crate::grammar::{Expr, GrammarBuilder, RuleId};
 /// (no trailing zeros).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dec {
+    /// Whether the value is below zero (never set for zero).
     pub neg: bool,
+    /// The integer part's ASCII digits, most significant first; empty for 0.
     pub int: Vec<u8>,
+    /// The fraction's ASCII digits, without trailing zeros.
     pub frac: Vec<u8>,
 }
 
 /// One bound: the value and whether it is exclusive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bound {
+    /// The bound's value.
     pub value: Dec,
+    /// Whether the bound itself is excluded (`exclusiveMinimum`/`exclusiveMaximum`).
     pub strict: bool,
 }
 

@@ -6,6 +6,18 @@
 //! (never allowed by a grammar), the *set* of end-of-generation ids, and the mask width.
 //!
 //! This module knows nothing about grammars, so it can be tested with a toy vocabulary.
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::{TokenId, Vocabulary};
+//!
+//! let tokens = vec![b"{".to_vec(), b"}".to_vec(), b"\"a\"".to_vec(), b"</s>".to_vec()];
+//! let vocab = Vocabulary::new(tokens, &[], &[TokenId(3)]).unwrap();
+//! assert_eq!(vocab.token_bytes(TokenId(2)), b"\"a\"");
+//! assert!(vocab.is_eos(TokenId(3)));
+//! assert_eq!(vocab.mask_words(), 1); // one u32 holds the 4 tokens' bits
+//! ```
 
 mod tokenizer_json;
 
@@ -149,13 +161,23 @@ impl Vocabulary {
 pub enum Error {
     /// The file could not be read.
     #[error("cannot read tokenizer file {path}: {message}")]
-    Io { path: String, message: String },
+    Io {
+        /// The file's path.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
     /// The tokenizer file is not a tokenizer this crate understands.
     #[error("invalid tokenizer.json: {0}")]
     Format(String),
     /// A special or end-of-generation id past the end of the vocabulary.
     #[error("token id {id} is out of range for a vocabulary of {len} tokens")]
-    IdOutOfRange { id: u32, len: usize },
+    IdOutOfRange {
+        /// The id given.
+        id: u32,
+        /// The number of tokens.
+        len: usize,
+    },
     /// No end-of-generation id was given or found.
     #[error("no end-of-generation token: pass the EOS ids explicitly")]
     NoEos,
@@ -164,7 +186,12 @@ pub enum Error {
     TooLarge(usize),
     /// The mask width is smaller than the vocabulary.
     #[error("mask length {mask_len} is smaller than the vocabulary ({vocab} tokens)")]
-    MaskTooNarrow { mask_len: usize, vocab: usize },
+    MaskTooNarrow {
+        /// The mask width asked for, in tokens.
+        mask_len: usize,
+        /// The number of tokens.
+        vocab: usize,
+    },
 }
 
 #[cfg(test)]
