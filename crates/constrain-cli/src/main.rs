@@ -1,4 +1,4 @@
-//! The `constrain` command line; everything lives in [`constrain::cli`].
+//! The `constrain` command line; everything lives in [`constrain_cli::cli`].
 
 /// mimalloc instead of the system allocator: schema compilation and first visits of parse
 /// states allocate many small short-lived buffers (see Cargo.toml). Library users keep
@@ -6,6 +6,8 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// The workspace denies `unsafe`; this binding and the one call in `main` are its only uses.
+#[allow(unsafe_code)]
 unsafe extern "C" {
     /// Sets one of mimalloc's options (`mimalloc.h`), in the allocator linked above.
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
@@ -16,6 +18,7 @@ unsafe extern "C" {
 /// is returned to the OS, -1 for never.
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 
+#[allow(unsafe_code)]
 fn main() -> std::process::ExitCode {
     // Freed memory stays with the process instead of going back to the OS in 64 KB
     // `madvise` calls on the decoding thread, each faulted in again on reuse. In a full
@@ -25,5 +28,5 @@ fn main() -> std::process::ExitCode {
     // SAFETY: sets an integer option of the allocator linked into this binary; the call
     // is thread-safe and made before any other thread starts.
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-    constrain::cli::main()
+    constrain_cli::cli::main()
 }

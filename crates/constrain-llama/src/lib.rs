@@ -5,37 +5,35 @@
 //! Output: an [`Output`] with the text, the parsed JSON value, token counts and timings — or
 //! a typed [`Error`]. A constrained output never ends cut: when the token budget runs low,
 //! *closing mode* narrows the mask to tokens that bring the output closer to a complete
-//! string (see [`crate::automaton::distance`]), and the output ends with
+//! string (see [`constrain::automaton::distance`]), and the output ends with
 //! [`StopReason::Closed`]; a budget below the shortest complete output is refused up front
 //! ([`Error::BudgetTooSmall`]). With closing off, running out is [`Error::Incomplete`].
 //!
-//! How (feature `llama`): the prompt (wrapped in the model's chat template unless `raw`) is
+//! How: the prompt (wrapped in the model's chat template unless `raw`) is
 //! evaluated in one batch; then each step reads the last position's logits, sets every token
-//! the matcher's mask forbids to `-inf`, runs the [`crate::sampling`] chain and feeds the
+//! the matcher's mask forbids to `-inf`, runs the [`constrain::sampling`] chain and feeds the
 //! token back to both the matcher and the model. Generation stops the moment the matcher is
 //! finished, or on an end-of-generation token (allowed only where the grammar accepts).
 //! When the grammar dictates the next bytes (a property name, `": "`), those bytes are
 //! tokenized by the model's tokenizer and fed in one batch without sampling (*jump-forward*);
 //! the last of those tokens is left to the model, because it could merge with what follows.
 //!
-//! Without the `llama` feature only the model-independent parts exist (settings, outputs,
-//! errors, the default-model lookup), so the CLI can still report a clear error.
+//! This crate is the only one that links llama.cpp: the engine (`constrain`) knows no model
+//! runtime, and the command line (`constrain-cli`) uses this crate only in its `llama`
+//! feature. Closing mode's policy is [`constrain::closing`], shared with its tests.
 //!
-//! [`Matcher`]: crate::matcher::Matcher
-//! [`Constraint`]: crate::matcher::Constraint
+//! [`Matcher`]: constrain::matcher::Matcher
+//! [`Constraint`]: constrain::matcher::Constraint
 
-pub mod closing;
-mod model_path;
-#[cfg(feature = "llama")]
 mod llama;
+mod model_path;
 
-#[cfg(feature = "llama")]
 pub use llama::Generator;
 pub use model_path::{
     cached_model_path, default_model_path, fetch_default_model, DEFAULT_MODEL_FILE, DEFAULT_MODEL_WHEEL,
 };
 
-use crate::sampling::SamplerSettings;
+use constrain::sampling::SamplerSettings;
 use std::time::Duration;
 
 /// Everything about a generation except the prompt and the constraint.
@@ -223,13 +221,13 @@ pub enum Error {
     Fetch(String),
     /// The JSON Schema could not be compiled.
     #[error("invalid schema: {0}")]
-    Schema(#[from] crate::schema::Error),
+    Schema(#[from] constrain::schema::Error),
     /// The grammar could not be compiled against the model's vocabulary.
     #[error("invalid constraint: {0}")]
-    Constraint(crate::matcher::Error),
+    Constraint(constrain::matcher::Error),
     /// The sampling settings are out of range.
     #[error(transparent)]
-    Settings(crate::sampling::Error),
+    Settings(constrain::sampling::Error),
     /// The prompt does not fit in the context.
     #[error("the prompt has {tokens} tokens but the context holds {ctx}; use a larger --ctx-size or a shorter prompt")]
     PromptTooLong {
@@ -269,13 +267,19 @@ pub enum Error {
     },
     /// The matcher failed during generation.
     #[error("matcher error: {0}")]
-    Matcher(crate::matcher::Error),
+    Matcher(constrain::matcher::Error),
     /// The finished output does not deserialize into the requested type.
     #[error("output does not deserialize into the requested type: {0}")]
     Deserialize(String),
     /// llama.cpp failed to create a context or evaluate tokens.
     #[error("llama.cpp error: {0}")]
     Llama(String),
+}
+
+impl From<constrain::closing::BudgetTooSmall> for Error {
+    fn from(e: constrain::closing::BudgetTooSmall) -> Error {
+        Error::BudgetTooSmall { needed: e.needed, available: e.available, max_tokens: e.max_tokens, context_left: e.context_left }
+    }
 }
 
 /// The JSON Schema of `T` as schemars derives it, with schemars' Rust-specific numeric

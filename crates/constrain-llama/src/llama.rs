@@ -1,11 +1,11 @@
 //! The llama.cpp side of the engine: model loading, vocabulary extraction, the decode loop.
-use super::closing::{Closer, Verdict};
+use constrain::closing::{Closer, Verdict};
 use super::{Error, GeneratorSettings, Output, Prompt, StopReason, Timings};
-use crate::mask::TokenIndex;
-use crate::matcher::{Constraint, Matcher};
-use crate::sampling::Sampler;
-use crate::vocab::{TokenId, Vocabulary};
-use crate::Limits;
+use constrain::mask::TokenIndex;
+use constrain::matcher::{Constraint, Matcher};
+use constrain::sampling::Sampler;
+use constrain::vocab::{TokenId, Vocabulary};
+use constrain::Limits;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -105,13 +105,13 @@ impl Generator {
     }
 
     /// Compiles a grammar against this model's vocabulary.
-    pub fn constraint(&self, grammar: &crate::grammar::Grammar) -> Result<Constraint, Error> {
+    pub fn constraint(&self, grammar: &constrain::grammar::Grammar) -> Result<Constraint, Error> {
         Constraint::new(grammar, self.index.clone(), &Limits::default()).map_err(Error::Constraint)
     }
 
     /// Compiles a JSON Schema (default options) against this model's vocabulary.
     pub fn schema_constraint(&self, schema: &serde_json::Value) -> Result<Constraint, Error> {
-        let grammar = crate::schema::compile(schema, &crate::schema::Options::default())?;
+        let grammar = constrain::schema::compile(schema, &constrain::schema::Options::default())?;
         self.constraint(&grammar)
     }
 
@@ -153,8 +153,8 @@ impl Generator {
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
         let schema = super::json_schema_for::<T>();
-        let options = crate::schema::Options { strict: true, ..crate::schema::Options::default() };
-        let constraint = self.constraint(&crate::schema::compile(&schema, &options)?)?;
+        let options = constrain::schema::Options { strict: true, ..constrain::schema::Options::default() };
+        let constraint = self.constraint(&constrain::schema::compile(&schema, &options)?)?;
         let out = self.generate(Prompt::user(prompt).with_schema(&schema), &constraint)?;
         serde_json::from_str(&out.text).map_err(|e| Error::Deserialize(e.to_string()))
     }
@@ -210,7 +210,7 @@ impl Generator {
     ) -> Result<Output, Error> {
         if let Some(c) = constraint {
             if !Arc::ptr_eq(c.index(), &self.index) {
-                return Err(Error::Constraint(crate::matcher::Error::Internal(
+                return Err(Error::Constraint(constrain::matcher::Error::Internal(
                     "the constraint was compiled for another vocabulary; use Generator::constraint".into(),
                 )));
             }
@@ -409,7 +409,7 @@ impl Generator {
             }
             match matcher.accept_token(id) {
                 Ok(()) => {}
-                Err(crate::matcher::Error::Rejected(_)) => break,
+                Err(constrain::matcher::Error::Rejected(_)) => break,
                 Err(e) => return Err(Error::Matcher(e)),
             }
             offset += piece.len();
@@ -426,7 +426,7 @@ fn chat_message(role: &str, content: &str) -> Result<LlamaChatMessage, Error> {
 
 /// The model's vocabulary as bytes: control, unknown and unused tokens are special, every
 /// end-of-generation id is EOS, and the mask covers all of the model's logits.
-fn model_vocabulary(model: &LlamaModel) -> Result<Vocabulary, crate::vocab::Error> {
+fn model_vocabulary(model: &LlamaModel) -> Result<Vocabulary, constrain::vocab::Error> {
     let vocab = model.vocab();
     let n = usize::try_from(vocab.n_tokens()).unwrap_or(0);
     let mut tokens = Vec::with_capacity(n);
@@ -452,7 +452,7 @@ fn sample(sampler: &mut Sampler, logits: &mut [f32], step: usize, matcher: Optio
     match sampler.sample(logits) {
         Ok(t) => Ok(t),
         // A dead end that a parse limit caused names the limit, not the grammar.
-        Err(crate::sampling::Error::NoCandidates) => match matcher.and_then(|m| m.limit_error()) {
+        Err(constrain::sampling::Error::NoCandidates) => match matcher.and_then(|m| m.limit_error()) {
             Some(e) => Err(Error::Matcher(e)),
             None => Err(Error::DeadEnd { step }),
         },

@@ -24,6 +24,23 @@
 use crate::matcher::{Constraint, Error as MatchError, Matcher};
 use crate::TokenId;
 
+/// The token budget cannot hold the shortest complete output ([`Closer::new`]): refused
+/// before generating. Its own type so that closing needs only the matcher; a generator
+/// converts it into its error (constrain-llama's `Error::BudgetTooSmall`, which also says
+/// which flags to raise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the token budget is too small: the shortest valid output needs up to {needed} tokens (one byte per token at worst) but only {available} are available ({max_tokens} max tokens, {context_left} tokens left in the context)")]
+pub struct BudgetTooSmall {
+    /// Bytes of the shortest complete output (tokens at worst).
+    pub needed: u64,
+    /// The smaller of the two below.
+    pub available: usize,
+    /// The token budget asked for.
+    pub max_tokens: usize,
+    /// Context tokens left after the prompt.
+    pub context_left: usize,
+}
+
 /// Closing-mode state for one generation (see the module doc).
 #[derive(Clone, Debug)]
 pub struct Closer {
@@ -46,12 +63,12 @@ impl Closer {
     /// of context after the prompt. Fails with the minimum needed when the budget is below
     /// the start's distance. `enabled = false`, or a grammar with no path to its end over
     /// single-byte tokens, gives a closer that does nothing.
-    pub fn new(constraint: &Constraint, enabled: bool, max_tokens: usize, context_left: usize) -> Result<Closer, super::Error> {
+    pub fn new(constraint: &Constraint, enabled: bool, max_tokens: usize, context_left: usize) -> Result<Closer, BudgetTooSmall> {
         let start = if enabled { constraint.min_bytes_from_start() } else { None };
         if let Some(needed) = start {
             let available = max_tokens.min(context_left);
             if (available as u64) < needed {
-                return Err(super::Error::BudgetTooSmall { needed, available, max_tokens, context_left });
+                return Err(BudgetTooSmall { needed, available, max_tokens, context_left });
             }
         }
         Ok(Closer { enabled: start.is_some(), closing: false, distance: start.unwrap_or(0) })

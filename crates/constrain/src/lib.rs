@@ -25,8 +25,13 @@
 //!   current rule are checked against the real stack at run time.
 //! - [`matcher`]: the per-sequence state: fill a mask, accept a token, roll back, detect the end.
 //! - [`sampling`]: logit warpers (penalties, temperature, top-k, top-p, min-p) and a seeded draw.
-//! - [`engine`]: the llama.cpp decode loop (feature `llama`).
-//! - [`cli`]: the `constrain` command line.
+//! - [`closing`]: closing mode, the policy that ends an output complete within a token budget.
+//!
+//! This crate is the engine only: it knows no model runtime and no command line. The
+//! llama.cpp decode loop is the crate `constrain-llama` (it drives a [`Matcher`] and a
+//! [`closing::Closer`]), and the `constrain` command line (generation, `eval`, `check`,
+//! `bench`, the differential fuzzer) is the crate `constrain-cli`; both depend on this one,
+//! never the other way.
 //!
 //! ## The decode loop
 //!
@@ -43,10 +48,8 @@
 //! ```
 
 pub mod automaton;
-pub mod cli;
-pub mod engine;
+pub mod closing;
 pub mod explain;
-pub mod fuzz;
 pub mod grammar;
 pub mod limits;
 pub mod mask;

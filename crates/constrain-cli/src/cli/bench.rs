@@ -47,7 +47,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, Failure> {
 #[cfg(not(feature = "llama"))]
 fn bench_model(
     _args: &BenchArgs,
-    _grammar: crate::grammar::Grammar,
+    _grammar: constrain::grammar::Grammar,
     _schema: Option<serde_json::Value>,
 ) -> Result<ExitCode, Failure> {
     Err(Failure::no_llama())
@@ -56,11 +56,11 @@ fn bench_model(
 #[cfg(feature = "llama")]
 fn bench_model(
     args: &BenchArgs,
-    grammar: crate::grammar::Grammar,
+    grammar: constrain::grammar::Grammar,
     schema: Option<serde_json::Value>,
 ) -> Result<ExitCode, Failure> {
-    use crate::engine::{GeneratorSettings, Output, Prompt};
-    use crate::sampling::SamplerSettings;
+    use constrain_llama::{GeneratorSettings, Output, Prompt};
+    use constrain::sampling::SamplerSettings;
 
     let settings = GeneratorSettings {
         sampler: SamplerSettings::greedy(),
@@ -151,9 +151,9 @@ fn bench_model(
         masked.timings.closing.as_secs_f64() * 1e6 / masked.generated_tokens.max(1) as f64,
         100.0 * (per_token(&masked) / per_token(&unclosed).max(f64::MIN_POSITIVE) - 1.0),
         masked.stop.finish_reason(),
-        if masked.stop == crate::engine::StopReason::Closed { "; it triggered: raise -n to measure the idle cost" } else { "" },
+        if masked.stop == constrain_llama::StopReason::Closed { "; it triggered: raise -n to measure the idle cost" } else { "" },
     );
-    if !matches!(masked.stop, crate::engine::StopReason::MaxTokens | crate::engine::StopReason::Closed)
+    if !matches!(masked.stop, constrain_llama::StopReason::MaxTokens | constrain_llama::StopReason::Closed)
         && masked.value.is_none()
         && schema.is_some()
     {

@@ -5,13 +5,13 @@
 //! the document token by token through the masks, as generation would.
 //! Output: exit 0 when the constraint accepts the whole document and may end there;
 //! otherwise exit [`EXIT_REJECTED`] (refused or incomplete) or [`EXIT_LIMIT`] (a parse limit
-//! cut a path: no verdict), with the explanation on stderr (see [`crate::explain`]).
+//! cut a path: no verdict), with the explanation on stderr (see [`constrain::explain`]).
 use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
-use crate::explain::{explain, show_byte, Verdict};
-use crate::mask::{is_allowed, TokenIndex};
-use crate::matcher::Constraint;
-use crate::{TokenId, Vocabulary};
+use constrain::explain::{explain, show_byte, Verdict};
+use constrain::mask::{is_allowed, TokenIndex};
+use constrain::matcher::Constraint;
+use constrain::{TokenId, Vocabulary};
 use anyhow::Context as _;
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ pub struct CheckArgs {
 
 /// A vocabulary of the 256 single bytes plus one end id: byte-level checking without a
 /// tokenizer.
-pub fn byte_index() -> Result<Arc<TokenIndex>, crate::vocab::Error> {
+pub fn byte_index() -> Result<Arc<TokenIndex>, constrain::vocab::Error> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     tokens.push(Vec::new());
     Ok(TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(256)])?))
@@ -132,7 +132,7 @@ fn check_tokens(constraint: &Constraint, doc: &[u8], ids: &[u32], is_schema: boo
 }
 
 /// Prints the explanation and picks the exit code.
-fn report_code(e: &crate::explain::Explanation) -> u8 {
+fn report_code(e: &constrain::explain::Explanation) -> u8 {
     match &e.verdict {
         Verdict::Accepted => {
             eprintln!("ok: {}", e.render());

@@ -4,7 +4,7 @@
 //! `--grammar GBNF`, `--regex PATTERN` (at most one) plus `--whitespace` and `--strict`.
 //! Output: the [`Grammar`] they select (or `None`: unconstrained), and for JSON Schema the
 //! schema itself, so the model can be told about it.
-use crate::grammar::Grammar;
+use constrain::grammar::Grammar;
 use anyhow::Context;
 use std::path::PathBuf;
 
@@ -29,19 +29,19 @@ pub struct ConstraintArgs {
     pub regex: Option<String>,
     /// Whitespace policy for JSON Schema output.
     #[arg(long, value_enum, default_value_t)]
-    pub whitespace: crate::schema::Whitespace,
+    pub whitespace: WhitespaceArg,
     /// Forbid object properties the schema does not name.
     #[arg(long)]
     pub strict: bool,
     /// JSON Schema dialect (4, 6, 7, 2019-09, 2020-12), instead of the schema's `$schema`.
     #[arg(long)]
-    pub draft: Option<crate::schema::dialect::Draft>,
-    /// Budgets for compiling and matching (see [`crate::Limits`]).
+    pub draft: Option<constrain::schema::dialect::Draft>,
+    /// Budgets for compiling and matching (see [`constrain::Limits`]).
     #[command(flatten)]
     pub limits: LimitArgs,
 }
 
-/// Command-line overrides of [`crate::Limits`]; each flag left out keeps the default.
+/// Command-line overrides of [`constrain::Limits`]; each flag left out keeps the default.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct LimitArgs {
     /// Largest schema, grammar, prompt or instance file read, in bytes [default: 16 MiB].
@@ -64,8 +64,8 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// The default limits with these flags applied.
-    pub fn limits(&self) -> crate::Limits {
-        let mut l = crate::Limits::default();
+    pub fn limits(&self) -> constrain::Limits {
+        let mut l = constrain::Limits::default();
         if let Some(n) = self.max_input_bytes {
             l = l.with_max_input_bytes(n);
         }
@@ -87,14 +87,14 @@ impl LimitArgs {
 
 impl ConstraintArgs {
     /// The budgets these flags select.
-    pub fn limits(&self) -> crate::Limits {
+    pub fn limits(&self) -> constrain::Limits {
         self.limits.limits()
     }
 
     /// The JSON Schema given by `--schema` or `--json-schema`, if any.
     pub fn schema_value(&self) -> anyhow::Result<Option<serde_json::Value>> {
         if let Some(path) = &self.schema {
-            let text = crate::limits::read_capped(path, self.limits().max_input_bytes)
+            let text = constrain::limits::read_capped(path, self.limits().max_input_bytes)
                 .with_context(|| format!("cannot read schema file {}", path.display()))?;
             let value = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid JSON", path.display()))?;
@@ -122,12 +122,12 @@ impl ConstraintArgs {
         let max = self.limits().max_input_bytes;
         for text in [&self.json_schema, &self.grammar, &self.regex].into_iter().flatten() {
             if text.len() > max {
-                anyhow::bail!("the constraint is {} bytes, over the {max}-byte {}", text.len(), crate::limits::LimitExceeded::InputBytes);
+                anyhow::bail!("the constraint is {} bytes, over the {max}-byte {}", text.len(), constrain::limits::LimitExceeded::InputBytes);
             }
         }
         if let Some(schema) = self.schema_value()? {
-            let options = crate::schema::Options { whitespace: self.whitespace, strict: self.strict, lenient: false, draft: self.draft };
-            let (grammar, notes) = crate::schema::compile_with_notes(&schema, &options).map_err(|e| {
+            let options = constrain::schema::Options { whitespace: self.whitespace.into(), strict: self.strict, lenient: false, draft: self.draft };
+            let (grammar, notes) = constrain::schema::compile_with_notes(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
             })?;
@@ -137,7 +137,7 @@ impl ConstraintArgs {
             return Ok(Some(grammar));
         }
         if let Some(path) = &self.grammar_file {
-            let text = crate::limits::read_capped(path, self.limits().max_input_bytes)
+            let text = constrain::limits::read_capped(path, self.limits().max_input_bytes)
                 .with_context(|| format!("cannot read grammar file {}", path.display()))?;
             return parse_gbnf(&text).with_context(|| format!("in grammar file {}", path.display())).map(Some);
         }
@@ -153,12 +153,36 @@ impl ConstraintArgs {
 
 /// GBNF text → grammar (errors carry line and column).
 fn parse_gbnf(text: &str) -> anyhow::Result<Grammar> {
-    Ok(crate::grammar::gbnf::parse(text)?)
+    Ok(constrain::grammar::gbnf::parse(text)?)
 }
 
 /// Anchored regex → grammar: the whole output must match.
 fn compile_regex(pattern: &str) -> anyhow::Result<Grammar> {
-    Ok(crate::grammar::regex::compile_anchored(pattern)?)
+    Ok(constrain::grammar::regex::compile_anchored(pattern)?)
+}
+
+/// `--whitespace`: the command line's spelling of [`constrain::schema::Whitespace`] (the
+/// engine does not depend on clap). Same variants, same names in `--help` and in reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhitespaceArg {
+    /// No whitespace at all: `{"a":1}`.
+    Compact,
+    /// The usual pretty-printing whitespace (a space after `,`/`:`, newlines with indentation),
+    /// but bounded so a model can never loop on whitespace.
+    #[default]
+    Pretty,
+    /// Any JSON whitespace, unbounded (for validating arbitrary text, not for generation).
+    Unbounded,
+}
+
+impl From<WhitespaceArg> for constrain::schema::Whitespace {
+    fn from(w: WhitespaceArg) -> Self {
+        match w {
+            WhitespaceArg::Compact => Self::Compact,
+            WhitespaceArg::Pretty => Self::Pretty,
+            WhitespaceArg::Unbounded => Self::Unbounded,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -180,7 +204,7 @@ mod tests {
     fn inline_gbnf_compiles_and_bad_gbnf_is_an_error() {
         let args = ConstraintArgs { grammar: Some("root ::= \"a\" [0-9]+".into()), ..Default::default() };
         let g = args.grammar().unwrap().expect("a grammar");
-        let pda = crate::automaton::Pda::build(&g, &crate::Limits::default()).unwrap();
+        let pda = constrain::automaton::Pda::build(&g, &constrain::Limits::default()).unwrap();
         assert!(pda.matches(b"a12") && !pda.matches(b"a"));
         let args = ConstraintArgs { grammar: Some("root ::= (".into()), ..Default::default() };
         assert!(args.grammar().is_err());

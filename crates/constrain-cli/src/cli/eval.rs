@@ -37,11 +37,11 @@ mod python_json;
 mod stats;
 
 use super::out::outln;
-use crate::grammar::Grammar;
-use crate::mask::{is_allowed, TokenIndex};
-use crate::matcher::{Constraint, Error as MatchError};
-use crate::schema::{self, Whitespace};
-use crate::{Limits, TokenId, Vocabulary};
+use constrain::grammar::Grammar;
+use constrain::mask::{is_allowed, TokenIndex};
+use constrain::matcher::{Constraint, Error as MatchError};
+use constrain::schema;
+use constrain::{Limits, TokenId, Vocabulary};
 use anyhow::Context as _;
 use python_json::PyValue;
 use stats::{SchemaResult, Summary};
@@ -73,7 +73,7 @@ pub struct EvalArgs {
     pub filter: Option<String>,
     /// Whitespace policy of the compiled schemas.
     #[arg(long, value_enum, default_value_t)]
-    pub whitespace: Whitespace,
+    pub whitespace: super::constraint_args::WhitespaceArg,
     /// Print each schema id (and its time) to stderr as it is evaluated, to find a schema
     /// that hangs.
     #[arg(long)]
@@ -166,10 +166,10 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let source = match &args.grammar_file {
         Some(path) => Source::Gbnf(
-            crate::limits::read_capped(path, args.limits.limits().max_input_bytes)
+            constrain::limits::read_capped(path, args.limits.limits().max_input_bytes)
                 .with_context(|| format!("cannot read grammar file {}", path.display()))?,
         ),
-        None => Source::Schemas(schema::Options { whitespace: args.whitespace, strict: false, lenient: args.lenient, draft: args.draft }),
+        None => Source::Schemas(schema::Options { whitespace: args.whitespace.into(), strict: false, lenient: args.lenient, draft: args.draft }),
     };
     println!(
         "dialect: {}; lenient: {}",
@@ -424,7 +424,7 @@ struct Instance {
 /// Evaluates one schema; `None` when it has no tests.
 fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<String>) -> Option<SchemaResult> {
     let mut r = SchemaResult { id: job.id.clone(), set: job.set.clone(), ..Default::default() };
-    let tests = match crate::limits::read_capped(&job.tests, ctx.limits.max_input_bytes)
+    let tests = match constrain::limits::read_capped(&job.tests, ctx.limits.max_input_bytes)
         .map_err(|e| e.to_string())
         .and_then(|b| python_json::parse(b.as_bytes()).map_err(|e| e.to_string()))
     {
@@ -455,7 +455,7 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<S
 
     // Compile to first mask (the file is read before timing; parsing it is part of compiling).
     let schema_bytes = match &ctx.source {
-        Source::Schemas(_) => match crate::limits::read_capped(&job.schema, ctx.limits.max_input_bytes) {
+        Source::Schemas(_) => match constrain::limits::read_capped(&job.schema, ctx.limits.max_input_bytes) {
             Ok(b) => b.into_bytes(),
             Err(e) => {
                 r.error = Some(("unreadable schema".into(), format!("{}: {e}", job.schema.display())));
@@ -555,7 +555,7 @@ fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<(Constraint,
             notes = n.iter().map(|n| n.to_string()).collect();
             g
         }
-        Source::Gbnf(text) => crate::grammar::gbnf::parse(text)
+        Source::Gbnf(text) => constrain::grammar::gbnf::parse(text)
             .map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?,
     };
     let c = Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {
@@ -578,15 +578,15 @@ enum Replay {
     Inconsistent,
     /// The matcher failed (limit or internal error).
     Error,
-    /// Refused after a parse limit cut a path ([`crate::Matcher::hit_limit`]): no verdict.
+    /// Refused after a parse limit cut a path ([`constrain::Matcher::hit_limit`]): no verdict.
     Limit,
 }
 
-/// `--explain`: one wrong verdict, located (see [`crate::explain`]).
+/// `--explain`: one wrong verdict, located (see [`constrain::explain`]).
 fn explain_verdict(constraint: &Constraint, source: &Source, job: &Job, inst: &Instance) -> String {
     let vocab = constraint.index().vocab();
     let bytes: Vec<u8> = inst.tokens.iter().flat_map(|&t| vocab.token_bytes(t).iter().copied()).collect();
-    let e = crate::explain::explain(constraint, &bytes, matches!(source, Source::Schemas(_)));
+    let e = constrain::explain::explain(constraint, &bytes, matches!(source, Source::Schemas(_)));
     let what = if inst.valid { "wrong reject" } else { "wrong accept" };
     let detail = if e.accepted() {
         let text = String::from_utf8_lossy(&bytes);
@@ -668,7 +668,7 @@ mod tests {
     #[test]
     fn variant_names_group_errors() {
         assert_eq!(variant_name(&MatchError::Rejected(3)), "Rejected");
-        assert_eq!(variant_name(&crate::automaton::Error::TooLarge("r".into())), "TooLarge");
+        assert_eq!(variant_name(&constrain::automaton::Error::TooLarge("r".into())), "TooLarge");
         assert_eq!(variant_name(&MatchError::Finished), "Finished");
     }
 

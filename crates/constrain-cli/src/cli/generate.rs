@@ -6,8 +6,9 @@
 use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
-use crate::engine::GeneratorSettings;
-use crate::sampling::SamplerSettings;
+#[cfg(feature = "llama")]
+use constrain_llama::GeneratorSettings;
+use constrain::sampling::SamplerSettings;
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -132,6 +133,7 @@ impl GenerateArgs {
     }
 
     /// The generator settings.
+    #[cfg(feature = "llama")]
     pub fn generator_settings(&self) -> GeneratorSettings {
         GeneratorSettings {
             sampler: self.sampler_settings(),
@@ -158,7 +160,7 @@ pub fn read_prompt(prompt: &Option<String>, max_bytes: usize) -> Result<String, 
     if text.len() > max_bytes {
         return Err(Failure::new(
             EXIT_USAGE,
-            anyhow::anyhow!("the prompt is over {max_bytes} bytes ({})", crate::limits::LimitExceeded::InputBytes),
+            anyhow::anyhow!("the prompt is over {max_bytes} bytes ({})", constrain::limits::LimitExceeded::InputBytes),
         ));
     }
     Ok(text)
@@ -185,21 +187,22 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode, Failure> {
     // Check everything cheap before loading the model.
     let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
     let schema = args.constraint.schema_value().map_err(Failure::constraint)?;
-    let mut settings = args.generator_settings();
-    settings.sampler.validate().map_err(|e| Failure::new(EXIT_USAGE, e))?;
-    check_model_args(&args.model, &mut settings)?;
+    args.sampler_settings().validate().map_err(|e| Failure::new(EXIT_USAGE, e))?;
+    let mut threads = args.model.threads;
+    check_model_args(&args.model, &mut threads)?;
     if args.max_tokens == 0 {
         return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("-n/--max-tokens 0 leaves nothing to generate")));
     }
     let prompt = read_prompt(&args.prompt, args.constraint.limits().max_input_bytes)?;
-    run_model(args, settings, grammar, schema, prompt)
+    run_model(args, threads, grammar, schema, prompt)
 }
 
 /// Checks the model flags that need no model: a context below llama.cpp's smallest (it would
 /// silently grow to 256 tokens while the batch stays as asked), more threads than cores
 /// (clamped, with a warning), GPU layers in a build without GPU support (a warning), and a
 /// model path that is not a regular file. The training context is checked on load.
-pub fn check_model_args(model: &ModelArgs, settings: &mut GeneratorSettings) -> Result<(), Failure> {
+/// `threads` is the thread setting to clamp (the generator's, once built).
+pub fn check_model_args(model: &ModelArgs, threads: &mut Option<usize>) -> Result<(), Failure> {
     if (1..MIN_CTX).contains(&model.ctx_size) {
         return Err(Failure::new(
             EXIT_USAGE,
@@ -213,7 +216,7 @@ pub fn check_model_args(model: &ModelArgs, settings: &mut GeneratorSettings) -> 
         }
         if t > cores {
             eprintln!("constrain: warning: --threads {t} is more than the {cores} cores available; using {cores}");
-            settings.threads = Some(cores);
+            *threads = Some(cores);
         }
     }
     if model.n_gpu_layers > 0 && !cfg!(feature = "cuda") {
@@ -242,8 +245,8 @@ const MIN_CTX: u32 = 256;
 #[cfg(not(feature = "llama"))]
 fn run_model(
     _args: &GenerateArgs,
-    _settings: GeneratorSettings,
-    _grammar: Option<crate::grammar::Grammar>,
+    _threads: Option<usize>,
+    _grammar: Option<constrain::grammar::Grammar>,
     _schema: Option<serde_json::Value>,
     _prompt: String,
 ) -> Result<ExitCode, Failure> {
@@ -253,14 +256,15 @@ fn run_model(
 #[cfg(feature = "llama")]
 fn run_model(
     args: &GenerateArgs,
-    settings: GeneratorSettings,
-    grammar: Option<crate::grammar::Grammar>,
+    threads: Option<usize>,
+    grammar: Option<constrain::grammar::Grammar>,
     schema: Option<serde_json::Value>,
     prompt: String,
 ) -> Result<ExitCode, Failure> {
-    use crate::engine::Prompt;
+    use constrain_llama::Prompt;
     use std::io::Write;
 
+    let settings = GeneratorSettings { threads, ..args.generator_settings() };
     let generator = load_generator(&args.model, settings)?;
     let mut prompt = Prompt::user(prompt);
     if let Some(system) = &args.system {
@@ -298,7 +302,7 @@ fn run_model(
                 outln!();
             }
             let partial = match &e {
-                crate::engine::Error::Incomplete { partial, .. } => partial.as_str(),
+                constrain_llama::Error::Incomplete { partial, .. } => partial.as_str(),
                 _ => produced.as_str(),
             };
             if !partial.is_empty() {
@@ -312,10 +316,10 @@ fn run_model(
     } else {
         outln!("{}", out.text);
     }
-    if grammar.is_none() && out.stop == crate::engine::StopReason::MaxTokens {
+    if grammar.is_none() && out.stop == constrain_llama::StopReason::MaxTokens {
         eprintln!("constrain: stopped at --max-tokens {}", args.max_tokens);
     }
-    if out.stop == crate::engine::StopReason::Closed {
+    if out.stop == constrain_llama::StopReason::Closed {
         eprintln!(
             "constrain: warning: finish_reason closed: the token budget ({} tokens, or the context) ran low, so the output was closed early at its nearest valid end; raise --max-tokens for a fuller answer",
             args.max_tokens
@@ -340,16 +344,16 @@ fn run_model(
 
 /// Loads the model given by `--model` (or the default one) behind a progress spinner.
 #[cfg(feature = "llama")]
-pub fn load_generator(model: &ModelArgs, settings: GeneratorSettings) -> Result<crate::engine::Generator, Failure> {
+pub fn load_generator(model: &ModelArgs, settings: GeneratorSettings) -> Result<constrain_llama::Generator, Failure> {
     let path = match &model.model {
         Some(p) => p.clone(),
-        None => crate::engine::default_model_path()?,
+        None => constrain_llama::default_model_path()?,
     };
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_draw_target(indicatif::ProgressDrawTarget::stderr());
     spinner.set_message(format!("loading {}", path.display()));
     spinner.enable_steady_tick(std::time::Duration::from_millis(100));
-    let generator = crate::engine::Generator::load(&path, settings);
+    let generator = constrain_llama::Generator::load(&path, settings);
     spinner.finish_and_clear();
     let generator = generator?;
     if model.verbose {

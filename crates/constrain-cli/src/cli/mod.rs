@@ -120,9 +120,10 @@ impl Failure {
     }
 }
 
-impl From<crate::engine::Error> for Failure {
-    fn from(e: crate::engine::Error) -> Failure {
-        use crate::engine::Error as E;
+#[cfg(feature = "llama")]
+impl From<constrain_llama::Error> for Failure {
+    fn from(e: constrain_llama::Error) -> Failure {
+        use constrain_llama::Error as E;
         let code = match &e {
             E::Model { .. } | E::Fetch(_) => EXIT_BAD_MODEL,
             E::Schema(_) | E::Constraint(_) => EXIT_BAD_CONSTRAINT,
@@ -136,10 +137,13 @@ impl From<crate::engine::Error> for Failure {
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Failure {
-        match e.downcast::<crate::engine::Error>() {
-            Ok(e) => Failure::from(e),
-            Err(e) => Failure::new(EXIT_OTHER, e),
-        }
+        // Without the `llama` feature no generator error exists to recover a code from.
+        #[cfg(feature = "llama")]
+        let e = match e.downcast::<constrain_llama::Error>() {
+            Ok(e) => return Failure::from(e),
+            Err(e) => e,
+        };
+        Failure::new(EXIT_OTHER, e)
     }
 }
 
@@ -184,7 +188,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     // Build the automaton first: a grammar that matches nothing, or that is
                     // left-recursive or over a limit, is an error here, not a printed grammar.
                     let limits = args.constraint.limits();
-                    crate::automaton::Pda::build(&g, &limits).map_err(Failure::constraint)?;
+                    constrain::automaton::Pda::build(&g, &limits).map_err(Failure::constraint)?;
                     out::out!("{g}");
                     Ok(ExitCode::SUCCESS)
                 }
@@ -242,9 +246,10 @@ mod tests {
         assert_eq!(run(cli).unwrap_err().code, EXIT_USAGE);
     }
 
+    #[cfg(feature = "llama")]
     #[test]
     fn errors_map_to_exit_codes() {
-        use crate::engine::Error as E;
+        use constrain_llama::Error as E;
         let code = |e: E| Failure::from(e).code;
         assert_eq!(code(E::Model { path: "x".into(), message: "y".into() }), EXIT_BAD_MODEL);
         assert_eq!(code(E::Incomplete { reason: "max tokens reached", tokens: 3, partial: String::new() }), EXIT_INCOMPLETE);

@@ -1,4 +1,4 @@
-//! The differential fuzzer: random schemas, compiled by [`crate::schema`], judged against
+//! The differential fuzzer: random schemas, compiled by [`constrain::schema`], judged against
 //! the `jsonschema` crate (draft 2020-12, formats asserted).
 //!
 //! Input: a seed (a [`rand::rngs::StdRng`] seeded from it reproduces every case) and budgets
@@ -19,10 +19,10 @@
 //! do not survive f64 (the `jsonschema` crate reads numbers as f64 here, see [`oracle_skip`]).
 pub mod gen;
 
-use crate::explain::{explain, Verdict};
-use crate::matcher::Constraint;
-use crate::schema;
-use crate::Limits;
+use constrain::explain::{explain, Verdict};
+use constrain::matcher::Constraint;
+use constrain::schema;
+use constrain::Limits;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -226,7 +226,7 @@ enum Judged {
 impl Case {
     /// Compiles `schema` (default options) and builds its validator; `Err(true)` when the
     /// validator cannot read the schema, `Err(false)` when the compiler refuses it.
-    pub fn new(schema: Value, index: &Arc<crate::TokenIndex>, limits: &Limits) -> Result<Case, bool> {
+    pub fn new(schema: Value, index: &Arc<constrain::TokenIndex>, limits: &Limits) -> Result<Case, bool> {
         let validator = oracle(&schema).ok_or(true)?;
         let grammar = schema::compile(&schema, &schema::Options::default()).map_err(|_| false)?;
         let constraint = Constraint::new(&grammar, index.clone(), limits).map_err(|_| false)?;
@@ -314,7 +314,7 @@ pub fn case_rng(seed: u64, n: u64) -> StdRng {
 
 /// Runs one case (schema number `n` of the run `seed`): generates, compiles, walks, judges.
 /// Findings are minimized.
-pub fn run_case(seed: u64, n: u64, cfg: &Config, index: &Arc<crate::TokenIndex>, stats: &mut Stats) -> Vec<Finding> {
+pub fn run_case(seed: u64, n: u64, cfg: &Config, index: &Arc<constrain::TokenIndex>, stats: &mut Stats) -> Vec<Finding> {
     let case_seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(n);
     let mut rng = case_rng(seed, n);
     let schema = gen::schema(&mut rng, cfg.max_depth);
@@ -384,7 +384,7 @@ pub fn run_case(seed: u64, n: u64, cfg: &Config, index: &Arc<crate::TokenIndex>,
 
 /// Shrinks the schema, then the instance, while the constraint still accepts the instance
 /// and the validator still rejects it. Bounded: at most a few hundred compilations.
-pub fn minimize(case: &Case, text: &str, index: &Arc<crate::TokenIndex>, limits: &Limits) -> (Value, String) {
+pub fn minimize(case: &Case, text: &str, index: &Arc<constrain::TokenIndex>, limits: &Limits) -> (Value, String) {
     let mut schema = case.schema.clone();
     let mut instance = text.to_string();
     // A compact rendering first, if it still fails.
@@ -436,7 +436,7 @@ pub fn minimize(case: &Case, text: &str, index: &Arc<crate::TokenIndex>, limits:
 /// Replays a stored finding: whether the constraint still accepts the instance and the
 /// validator still rejects it (`None` when the schema no longer compiles, or the oracle
 /// cannot judge it).
-pub fn replay(finding: &Value, index: &Arc<crate::TokenIndex>) -> Option<bool> {
+pub fn replay(finding: &Value, index: &Arc<constrain::TokenIndex>) -> Option<bool> {
     let schema = finding.get("schema")?.clone();
     let instance = finding.get("instance")?.as_str()?;
     let case = Case::new(schema, index, &Limits::default()).ok()?;

@@ -53,7 +53,7 @@ use crate::grammar::{Expr, Grammar, GrammarBuilder, RuleId};
 use number::{Bound, Dec};
 
 /// How much whitespace the generated JSON may contain between tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Whitespace {
     /// No whitespace at all: `{"a":1}`.
     Compact,

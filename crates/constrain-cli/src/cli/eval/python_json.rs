@@ -403,7 +403,7 @@ pub(crate) fn float_repr(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
-    crate::schema::python_float_repr(x)
+    constrain::schema::python_float_repr(x)
 }
 
 #[cfg(test)]
