@@ -1,7 +1,7 @@
 //! End-to-end test of `constrain eval` on a tiny JSONSchemaBench-like directory built in a
 //! temporary folder, with a small byte-level BPE tokenizer.json written inline.
 
-use constrain::cli::eval::{run, EvalArgs};
+use constrain_cli::cli::eval::{run, EvalArgs};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -183,7 +183,7 @@ fn grammar_file_replaces_the_schemas() {
 
     // Any JSON: every invalid instance here is still JSON, so all four are wrong accepts,
     // and the exit code says so.
-    a.grammar_file = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("grammars/json.gbnf"));
+    a.grammar_file = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../grammars/json.gbnf"));
     let code = run(&a).unwrap();
     let t = report(&root)["totals"].clone();
     assert_eq!(
@@ -216,7 +216,7 @@ fn limit_hits_are_counted_and_fail_the_run() {
     let mut a = args(set.clone(), &root);
     a.explain = true;
     let code = run(&a).unwrap();
-    assert_eq!(format!("{code:?}"), format!("{:?}", std::process::ExitCode::from(constrain::cli::check::EXIT_LIMIT)));
+    assert_eq!(format!("{code:?}"), format!("{:?}", std::process::ExitCode::from(constrain_cli::cli::check::EXIT_LIMIT)));
     let r = report(&root);
     assert_eq!(r["details"]["totals"]["limit_hits"], 1);
     assert_eq!(r["totals"]["wrong_rejects"], 1);

@@ -2,7 +2,7 @@
 //! suite-subset, see its README): the groups that were wrong accepts, and a few per draft
 //! whose meaning depends on the dialect. Every folder must give 0 wrong accepts.
 
-use constrain::cli::eval::{run, EvalArgs};
+use constrain_cli::cli::eval::{run, EvalArgs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -3,8 +3,8 @@
 //!
 //! Every keyword the generator covers must come out sound. A finding is stored in
 //! `tests/fixtures/fuzz/` as `fixed-*.json` once mended, and must stay fixed.
-use constrain::cli::check::byte_index;
-use constrain::fuzz::{replay, run_case, Config, Stats};
+use constrain_cli::cli::check::byte_index;
+use constrain_cli::fuzz::{replay, run_case, Config, Stats};
 use std::time::{Duration, Instant};
 
 #[test]

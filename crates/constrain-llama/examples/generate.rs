@@ -3,12 +3,12 @@
 //! ```text
 //! cargo run --release --example generate -- "Invent a person who lives in Lyon."
 //! ```
-use constrain::engine::{Generator, GeneratorSettings, Prompt};
+use constrain_llama::{Generator, GeneratorSettings, Prompt};
 use constrain::sampling::SamplerSettings;
 
 fn main() -> anyhow::Result<()> {
     let prompt = std::env::args().nth(1).unwrap_or_else(|| "Invent a person who lives in Lyon.".into());
-    let schema: serde_json::Value = serde_json::from_str(include_str!("person.json"))?;
+    let schema: serde_json::Value = serde_json::from_str(include_str!("../../../examples/person.json"))?;
 
     // Greedy decoding: the same output every run.
     let settings = GeneratorSettings { sampler: SamplerSettings::greedy(), max_tokens: 256, ..Default::default() };

@@ -3,13 +3,13 @@
 //! ```text
 //! cargo run --release --example stream -- "Describe the weather in Oslo."
 //! ```
-use constrain::engine::{Generator, GeneratorSettings, Prompt};
+use constrain_llama::{Generator, GeneratorSettings, Prompt};
 use constrain::sampling::SamplerSettings;
 use std::io::Write;
 
 fn main() -> anyhow::Result<()> {
     let prompt = std::env::args().nth(1).unwrap_or_else(|| "Describe the weather in Oslo.".into());
-    let schema: serde_json::Value = serde_json::from_str(include_str!("weather.json"))?;
+    let schema: serde_json::Value = serde_json::from_str(include_str!("../../../examples/weather.json"))?;
     let settings = GeneratorSettings {
         sampler: SamplerSettings { seed: Some(42), ..SamplerSettings::default() },
         max_tokens: 256,

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example typed
 //! ```
-use constrain::engine::{Generator, GeneratorSettings};
+use constrain_llama::{Generator, GeneratorSettings};
 use constrain::sampling::SamplerSettings;
 use serde::Deserialize;
 

@@ -5,7 +5,7 @@
 //! One model, loaded once; a global mutex runs the generations one at a time (two model
 //! runs at once would halve each other's speed). The model comes from `$CONSTRAIN_MODEL` or
 //! the cache (`scripts/fetch-model.sh` puts it there).
-use constrain::engine::{Error, Generator, GeneratorSettings, Prompt, StopReason};
+use constrain_llama::{Error, Generator, GeneratorSettings, Prompt, StopReason};
 use constrain::sampling::SamplerSettings;
 use serde_json::Value;
 use std::path::Path;
@@ -37,7 +37,7 @@ fn generator() -> MutexGuard<'static, Generator> {
 }
 
 fn schema(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(format!("{name}.json"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(format!("{name}.json"));
     serde_json::from_str(&std::fs::read_to_string(&path).expect("example schema")).expect("valid JSON")
 }
 
@@ -58,7 +58,7 @@ fn settings(sampler: SamplerSettings, max_tokens: usize) -> GeneratorSettings {
     GeneratorSettings { sampler, max_tokens, ctx_size: 2048, threads, ..GeneratorSettings::default() }
 }
 
-fn run(g: &mut Generator, name: &str, prompt: &str, sampler: SamplerSettings, max_tokens: usize) -> Result<constrain::engine::Output, Error> {
+fn run(g: &mut Generator, name: &str, prompt: &str, sampler: SamplerSettings, max_tokens: usize) -> Result<constrain_llama::Output, Error> {
     run_prompt(g, name, prompt, true, sampler, max_tokens)
 }
 
@@ -70,7 +70,7 @@ fn run_prompt(
     tell_schema: bool,
     sampler: SamplerSettings,
     max_tokens: usize,
-) -> Result<constrain::engine::Output, Error> {
+) -> Result<constrain_llama::Output, Error> {
     g.set_settings(settings(sampler, max_tokens)).expect("valid settings");
     let schema = schema(name);
     let constraint = g.schema_constraint(&schema).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -265,7 +265,7 @@ fn unconstrained_generation_and_bad_inputs() {
     assert!(matches!(out.stop, StopReason::Eos | StopReason::MaxTokens));
 
     assert!(matches!(Generator::load("/nonexistent/model.gguf", GeneratorSettings::default()), Err(Error::Model { .. })));
-    let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/person.json");
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/person.json");
     assert!(matches!(Generator::load(&bad, GeneratorSettings::default()), Err(Error::Model { .. })));
     let bad_settings = GeneratorSettings { sampler: SamplerSettings { top_p: 0.0, ..Default::default() }, ..Default::default() };
     assert!(matches!(g.set_settings(bad_settings), Err(Error::Settings(_))));

@@ -4,7 +4,7 @@
 //! integration makes per step: `fill_mask`, mask the logits, sample, `accept_token`.
 //!
 //! ```text
-//! cargo run --example matcher_loop --no-default-features
+//! cargo run -p constrain --example matcher_loop
 //! ```
 use constrain::grammar::{Expr, GrammarBuilder};
 use constrain::mask::{is_allowed, TokenIndex};

@@ -6,7 +6,7 @@
 //! accepted and invalid ones rejected. Prints counts per subset and in total, and compile
 //! errors grouped by keyword.
 //!
-//! Usage: `cargo run --release --no-default-features --example schema_check -- [DIR]
+//! Usage: `cargo run --release -p constrain --example schema_check -- [DIR]
 //! [--subset NAME] [--failures FILE]` (DIR defaults to `../shared/jsonschemabench`).
 
 use std::collections::BTreeMap;

@@ -4,8 +4,7 @@
 //! ends with a complete output within the budget. Grammar outputs are checked by the
 //! automaton's byte-level matcher, schema outputs by `serde_json` and the `jsonschema` crate.
 
-use constrain::engine::closing::{Closer, Verdict};
-use constrain::engine::Error as EngineError;
+use constrain::closing::{BudgetTooSmall, Closer, Verdict};
 use constrain::grammar::{Expr, GrammarBuilder, RuleId};
 use constrain::mask::is_allowed;
 use constrain::schema::{self, Options};
@@ -217,12 +216,12 @@ fn budget_below_the_start_distance_is_refused() {
     let start = c.min_bytes_from_start().expect("reachable");
     assert_eq!(start, r#"{"name":"aaa"}"#.len() as u64);
     match Closer::new(&c, true, start as usize - 1, 4096) {
-        Err(EngineError::BudgetTooSmall { needed, .. }) => assert_eq!(needed, start),
+        Err(BudgetTooSmall { needed, .. }) => assert_eq!(needed, start),
         other => panic!("expected BudgetTooSmall, got {other:?}"),
     }
     assert!(Closer::new(&c, true, start as usize, 4096).is_ok());
     // The context counts too.
-    assert!(matches!(Closer::new(&c, true, 1000, start as usize - 1), Err(EngineError::BudgetTooSmall { .. })));
+    assert!(matches!(Closer::new(&c, true, 1000, start as usize - 1), Err(BudgetTooSmall { .. })));
     // At exactly the start distance, a walk still ends valid.
     let mut rng = StdRng::seed_from_u64(1);
     let (text, used) = close_within(&c, start as usize, &mut rng).expect("closes");

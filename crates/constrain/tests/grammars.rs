@@ -130,7 +130,7 @@ const ELEVEN_ITEMS: &str = "- a\n- b\n- c\n- d\n- e\n- f\n- g\n- h\n- i\n- j\n- 
 
 /// Every `.gbnf` file in `grammars/`, sorted by name: (file name, text).
 fn grammar_files() -> Vec<(String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("grammars");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../grammars");
     let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.expect("directory entry").path())

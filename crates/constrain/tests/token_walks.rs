@@ -126,7 +126,7 @@ fn random_walks_over_fixture_schemas_validate() {
 #[test]
 fn random_walks_over_the_grammars_folder_stay_in_the_language() {
     let index = vocabulary();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("grammars");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../grammars");
     let grammars = files(&dir, "gbnf");
     assert!(grammars.len() >= 7);
     for path in &grammars {
