@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh --seed DIR                  add DIR's *.json (schemas) and *.gbnf to the corpora
 # Needs the nightly toolchain and cargo-fuzz:
 #   rustup toolchain install nightly --profile minimal && cargo install cargo-fuzz
-# Crashes land in fuzz/artifacts/TARGET/; turn each into a regression test (tests/hostile.rs).
+# Crashes land in fuzz/artifacts/TARGET/; turn each into a regression test
+# (crates/constrain/tests/hostile.rs).
 # Not a CI step: CI stays on stable.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"

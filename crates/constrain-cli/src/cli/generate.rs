@@ -1,0 +1,368 @@
+//! The default command: constrained generation.
+//!
+//! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
+//! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
+#[cfg(feature = "llama")]
+use super::out::outln;
+use super::constraint_args::ConstraintArgs;
+use super::{Failure, EXIT_USAGE};
+#[cfg(feature = "llama")]
+use constrain_llama::GeneratorSettings;
+use constrain::sampling::SamplerSettings;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Which model to load and how to run it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// GGUF model file [default: $CONSTRAIN_MODEL, else the cached SmolLM2-135M-Instruct,
+    /// downloaded on first use].
+    #[arg(short = 'm', long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Context size in tokens (prompt + output); 0 = the model's training context.
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
+    pub ctx_size: u32,
+    /// CPU threads [default: all available cores].
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+    /// Layers to offload to the GPU (`-ngl` works too; needs a `cuda` build).
+    #[arg(long = "n-gpu-layers", visible_alias = "ngl", default_value_t = 0)]
+    pub n_gpu_layers: u32,
+    /// Show llama.cpp's logs and generation statistics on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// The sampling chain (llama.cpp's flags and defaults).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SamplingArgs {
+    /// Temperature; 0 = greedy.
+    #[arg(long = "temp", default_value_t = 0.8)]
+    pub temperature: f32,
+    /// Top-k; 0 = off.
+    #[arg(long = "top-k", default_value_t = 40)]
+    pub top_k: usize,
+    /// Top-p (nucleus); 1.0 = off.
+    #[arg(long = "top-p", default_value_t = 0.95)]
+    pub top_p: f32,
+    /// Min-p; 0 = off.
+    #[arg(long = "min-p", default_value_t = 0.05)]
+    pub min_p: f32,
+    /// CTRL repetition penalty; 1.0 = off.
+    #[arg(long = "repeat-penalty", default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    /// Tokens the penalties look back over; 0 = off.
+    #[arg(long = "repeat-last-n", default_value_t = 64)]
+    pub repeat_last_n: usize,
+    /// OpenAI frequency penalty.
+    #[arg(long = "frequency-penalty", default_value_t = 0.0, allow_negative_numbers = true)]
+    pub frequency_penalty: f32,
+    /// OpenAI presence penalty.
+    #[arg(long = "presence-penalty", default_value_t = 0.0, allow_negative_numbers = true)]
+    pub presence_penalty: f32,
+    /// Random seed [default: from the clock].
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl SamplingArgs {
+    /// The sampler settings these flags describe.
+    pub fn settings(&self) -> SamplerSettings {
+        SamplerSettings {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            logit_bias: Vec::new(),
+            seed: self.seed,
+        }
+    }
+}
+
+/// Flags of the default (generation) command.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GenerateArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The prompt [default: read from stdin].
+    #[arg(short = 'p', long)]
+    pub prompt: Option<String>,
+    /// System turn [default: one telling the model the JSON Schema, if any].
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Maximum tokens to generate. A constrained output is closed (steered to its nearest
+    /// valid end) when the budget runs low; a budget below the shortest valid output is
+    /// refused up front.
+    #[arg(short = 'n', long = "max-tokens", default_value_t = 512)]
+    pub max_tokens: usize,
+    /// Do not close the output when the budget runs low: running out is an error (exit
+    /// code 5) and no document is printed.
+    #[arg(long = "no-close")]
+    pub no_close: bool,
+    /// Start winding the output down this many tokens before the hard limit (a logit bonus
+    /// for tokens that bring it closer to a valid end); 0 = off.
+    #[arg(long = "close-margin", default_value_t = 0, value_name = "N")]
+    pub close_margin: usize,
+    /// Print the text as it is generated.
+    #[arg(long)]
+    pub stream: bool,
+    /// Do not wrap the prompt in the model's chat template.
+    #[arg(long)]
+    pub raw: bool,
+    /// Sample every token, even where the grammar dictates the next bytes.
+    #[arg(long = "no-jump-forward")]
+    pub no_jump_forward: bool,
+    /// Sampling.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// The constraint (none = unconstrained).
+    #[command(flatten)]
+    pub constraint: ConstraintArgs,
+}
+
+impl GenerateArgs {
+    /// The sampler settings.
+    pub fn sampler_settings(&self) -> SamplerSettings {
+        self.sampling.settings()
+    }
+
+    /// The generator settings.
+    #[cfg(feature = "llama")]
+    pub fn generator_settings(&self) -> GeneratorSettings {
+        GeneratorSettings {
+            sampler: self.sampler_settings(),
+            max_tokens: self.max_tokens,
+            ctx_size: self.model.ctx_size,
+            threads: self.model.threads,
+            n_gpu_layers: self.model.n_gpu_layers,
+            chat_template: !self.raw,
+            jump_forward: !self.no_jump_forward,
+            verbose: self.model.verbose,
+            close: !self.no_close,
+            close_margin: self.close_margin,
+        }
+    }
+}
+
+/// The prompt from `-p`, else all of stdin (refusing an interactive terminal), at most
+/// `max_bytes` long; an empty prompt is refused.
+pub fn read_prompt(prompt: &Option<String>, max_bytes: usize) -> Result<String, Failure> {
+    let text = read_prompt_text(prompt, max_bytes)?;
+    if text.trim().is_empty() {
+        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("the prompt is empty: pass -p/--prompt or pipe it on stdin")));
+    }
+    if text.len() > max_bytes {
+        return Err(Failure::new(
+            EXIT_USAGE,
+            anyhow::anyhow!("the prompt is over {max_bytes} bytes ({})", constrain::limits::LimitExceeded::InputBytes),
+        ));
+    }
+    Ok(text)
+}
+
+fn read_prompt_text(prompt: &Option<String>, max_bytes: usize) -> Result<String, Failure> {
+    if let Some(p) = prompt {
+        return Ok(p.clone());
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("no prompt: pass -p/--prompt or pipe it on stdin")));
+    }
+    let mut text = String::new();
+    stdin
+        .take(max_bytes as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::new(super::EXIT_OTHER, anyhow::anyhow!("cannot read the prompt from stdin: {e}")))?;
+    Ok(text)
+}
+
+/// Runs the generation command.
+pub fn run(args: &GenerateArgs) -> Result<ExitCode, Failure> {
+    // Check everything cheap before loading the model.
+    let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
+    let schema = args.constraint.schema_value().map_err(Failure::constraint)?;
+    args.sampler_settings().validate().map_err(|e| Failure::new(EXIT_USAGE, e))?;
+    let mut threads = args.model.threads;
+    check_model_args(&args.model, &mut threads)?;
+    if args.max_tokens == 0 {
+        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("-n/--max-tokens 0 leaves nothing to generate")));
+    }
+    let prompt = read_prompt(&args.prompt, args.constraint.limits().max_input_bytes)?;
+    run_model(args, threads, grammar, schema, prompt)
+}
+
+/// Checks the model flags that need no model: a context below llama.cpp's smallest (it would
+/// silently grow to 256 tokens while the batch stays as asked), more threads than cores
+/// (clamped, with a warning), GPU layers in a build without GPU support (a warning), and a
+/// model path that is not a regular file. The training context is checked on load.
+/// `threads` is the thread setting to clamp (the generator's, once built).
+pub fn check_model_args(model: &ModelArgs, threads: &mut Option<usize>) -> Result<(), Failure> {
+    if (1..MIN_CTX).contains(&model.ctx_size) {
+        return Err(Failure::new(
+            EXIT_USAGE,
+            anyhow::anyhow!("-c/--ctx-size {} is below llama.cpp's smallest context of {MIN_CTX} tokens", model.ctx_size),
+        ));
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if let Some(t) = model.threads {
+        if t == 0 {
+            return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("-t/--threads must be at least 1")));
+        }
+        if t > cores {
+            eprintln!("constrain: warning: --threads {t} is more than the {cores} cores available; using {cores}");
+            *threads = Some(cores);
+        }
+    }
+    if model.n_gpu_layers > 0 && !cfg!(feature = "cuda") {
+        eprintln!(
+            "constrain: warning: -ngl {} ignored: this build has no GPU support (rebuild with --features cuda)",
+            model.n_gpu_layers
+        );
+    }
+    if let Some(path) = &model.model {
+        let problem = match std::fs::metadata(path) {
+            Err(e) => Some(format!("cannot open it: {e}")),
+            Ok(m) if m.is_dir() => Some("it is a directory, not a GGUF model file".to_string()),
+            Ok(m) if !m.is_file() => Some("it is not a regular file (a device, pipe or socket)".to_string()),
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            return Err(Failure::new(super::EXIT_BAD_MODEL, anyhow::anyhow!("model {}: {problem}", path.display())));
+        }
+    }
+    Ok(())
+}
+
+/// llama.cpp's smallest context: smaller ones are raised to it.
+const MIN_CTX: u32 = 256;
+
+#[cfg(not(feature = "llama"))]
+fn run_model(
+    _args: &GenerateArgs,
+    _threads: Option<usize>,
+    _grammar: Option<constrain::grammar::Grammar>,
+    _schema: Option<serde_json::Value>,
+    _prompt: String,
+) -> Result<ExitCode, Failure> {
+    Err(Failure::no_llama())
+}
+
+#[cfg(feature = "llama")]
+fn run_model(
+    args: &GenerateArgs,
+    threads: Option<usize>,
+    grammar: Option<constrain::grammar::Grammar>,
+    schema: Option<serde_json::Value>,
+    prompt: String,
+) -> Result<ExitCode, Failure> {
+    use constrain_llama::Prompt;
+    use std::io::Write;
+
+    let settings = GeneratorSettings { threads, ..args.generator_settings() };
+    let generator = load_generator(&args.model, settings)?;
+    let mut prompt = Prompt::user(prompt);
+    if let Some(system) = &args.system {
+        prompt = prompt.with_system(system.clone());
+    } else if let Some(schema) = &schema {
+        prompt = prompt.with_schema(schema);
+    }
+    let mut stdout = std::io::stdout().lock();
+    // Everything produced so far, so that a failed generation's text is not lost.
+    let mut produced = String::new();
+    let mut on_text = |piece: &str| {
+        produced.push_str(piece);
+        if args.stream {
+            if let Err(e) = stdout.write_all(piece.as_bytes()).and_then(|()| stdout.flush()) {
+                super::out::end(&e);
+            }
+        }
+    };
+    let out = match &grammar {
+        Some(g) => {
+            let constraint = generator.constraint(g)?;
+            if !args.no_close && constraint.min_bytes_from_start().is_none() {
+                eprintln!(
+                    "constrain: warning: closing mode is off for this run: the model's vocabulary lacks the single-byte tokens a shortest output needs, so running out of tokens ends with exit code 5"
+                );
+            }
+            generator.generate_with(prompt, &constraint, &mut on_text)
+        }
+        None => generator.generate_unconstrained(prompt, &mut on_text),
+    };
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            if args.stream {
+                outln!();
+            }
+            let partial = match &e {
+                constrain_llama::Error::Incomplete { partial, .. } => partial.as_str(),
+                _ => produced.as_str(),
+            };
+            if !partial.is_empty() {
+                eprintln!("constrain: the partial output (not valid) was:\n{partial}");
+            }
+            return Err(e.into());
+        }
+    };
+    if args.stream {
+        outln!();
+    } else {
+        outln!("{}", out.text);
+    }
+    if grammar.is_none() && out.stop == constrain_llama::StopReason::MaxTokens {
+        eprintln!("constrain: stopped at --max-tokens {}", args.max_tokens);
+    }
+    if out.stop == constrain_llama::StopReason::Closed {
+        eprintln!(
+            "constrain: warning: finish_reason closed: the token budget ({} tokens, or the context) ran low, so the output was closed early at its nearest valid end; raise --max-tokens for a fuller answer",
+            args.max_tokens
+        );
+    }
+    if args.model.verbose {
+        eprintln!(
+            "constrain: finish_reason {}; {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
+            out.stop.finish_reason(),
+            out.prompt_tokens,
+            out.timings.prompt.as_secs_f64(),
+            out.generated_tokens,
+            out.forced_tokens,
+            out.model_steps,
+            out.timings.generation.as_secs_f64(),
+            out.tokens_per_second(),
+            out.timings.mask.as_secs_f64() * 1e3,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the model given by `--model` (or the default one) behind a progress spinner.
+#[cfg(feature = "llama")]
+pub fn load_generator(model: &ModelArgs, settings: GeneratorSettings) -> Result<constrain_llama::Generator, Failure> {
+    let path = match &model.model {
+        Some(p) => p.clone(),
+        None => constrain_llama::default_model_path()?,
+    };
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    spinner.set_message(format!("loading {}", path.display()));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+    let generator = constrain_llama::Generator::load(&path, settings);
+    spinner.finish_and_clear();
+    let generator = generator?;
+    if model.verbose {
+        eprintln!(
+            "constrain: loaded {} ({} tokens) in {:.2} s",
+            path.display(),
+            generator.index().vocab().len(),
+            generator.load_time().as_secs_f64()
+        );
+    }
+    Ok(generator)
+}

@@ -1,0 +1,270 @@
+//! Closing mode, as a property: for random grammars and random JSON Schemas, and any token
+//! budget at or above the start's distance to the end, a decode loop that picks tokens
+//! uniformly at random inside the mask — narrowed by the engine's own [`Closer`] — always
+//! ends with a complete output within the budget. Grammar outputs are checked by the
+//! automaton's byte-level matcher, schema outputs by `serde_json` and the `jsonschema` crate.
+
+use constrain::closing::{BudgetTooSmall, Closer, Verdict};
+use constrain::grammar::{Expr, GrammarBuilder, RuleId};
+use constrain::mask::is_allowed;
+use constrain::schema::{self, Options};
+use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Every single byte, some multi-byte fragments (so a token can overshoot a short end), and
+/// one end-of-generation id.
+fn vocabulary() -> Arc<TokenIndex> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for f in ["{\"", "\":", "\", \"", "\"}", "[\"", "[[", "]]", ", ", "true", "null", "12", "abc", "aaaa", "xyzxyz", "((", "))", "1,", "é"] {
+        tokens.push(f.as_bytes().to_vec());
+    }
+    let eos = TokenId(tokens.len() as u32);
+    tokens.push(Vec::new());
+    TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"))
+}
+
+/// Runs one decode loop with the engine's closing policy and uniform token choice. Returns
+/// the output bytes and the tokens used, or a description of what went wrong.
+fn close_within(constraint: &Constraint, budget: usize, rng: &mut StdRng) -> Result<(Vec<u8>, usize), String> {
+    close_within_reporting(constraint, budget, rng).map(|(text, used, _)| (text, used))
+}
+
+/// [`close_within`], also saying whether closing mode started.
+fn close_within_reporting(constraint: &Constraint, budget: usize, rng: &mut StdRng) -> Result<(Vec<u8>, usize, bool), String> {
+    let vocab = constraint.index().vocab();
+    let mut m = constraint.matcher();
+    let mut closer = match Closer::new(constraint, true, budget, usize::MAX) {
+        Ok(c) => c,
+        Err(e) => return Err(format!("refused: {e}")),
+    };
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut text = Vec::new();
+    let mut used = 0;
+    let pick = |mask: &[u32], rng: &mut StdRng| -> Option<TokenId> {
+        let allowed: Vec<u32> = (0..vocab.mask_len() as u32).filter(|&i| is_allowed(mask, TokenId(i))).collect();
+        (!allowed.is_empty()).then(|| TokenId(allowed[rng.random_range(0..allowed.len())]))
+    };
+    loop {
+        if m.is_finished() {
+            break;
+        }
+        let remaining = budget - used;
+        if closer.should_stop(&m, remaining) {
+            break;
+        }
+        if remaining == 0 {
+            return Err(format!("budget {budget} ran out: {:?}", String::from_utf8_lossy(&text)));
+        }
+        m.fill_mask(&mut mask).map_err(|e| e.to_string())?;
+        closer.narrow(&mut m, &mut mask, remaining).map_err(|e| e.to_string())?;
+        let mut token = pick(&mask, rng).ok_or_else(|| format!("empty mask after {:?}", String::from_utf8_lossy(&text)))?;
+        m.accept_token(token).map_err(|e| e.to_string())?;
+        if closer.check(&mut m, token, &mut mask, remaining).map_err(|e| e.to_string())? == Verdict::Resample {
+            token = pick(&mask, rng).ok_or_else(|| format!("empty closing mask after {:?}", String::from_utf8_lossy(&text)))?;
+            m.accept_token(token).map_err(|e| e.to_string())?;
+        }
+        if vocab.is_eos(token) {
+            break;
+        }
+        text.extend_from_slice(vocab.token_bytes(token));
+        used += 1;
+    }
+    if !m.is_accepting() {
+        return Err(format!("ended incomplete: {:?}", String::from_utf8_lossy(&text)));
+    }
+    Ok((text, used, closer.is_closing()))
+}
+
+/// A random expression over a few rules (`rules` may be referenced; `depth` bounds nesting).
+fn random_expr(rng: &mut StdRng, rules: &[RuleId], depth: u32) -> Expr {
+    let leaf = depth == 0 || rng.random_bool(0.3);
+    if leaf {
+        return match rng.random_range(0..4) {
+            0 => Expr::lit(["a", "bc", "xyz", "((", "1", "é"][rng.random_range(0..6)]),
+            1 => Expr::Chars(vec![('a', 'c'), ('x', 'z')]),
+            2 if !rules.is_empty() => Expr::Ref(rules[rng.random_range(0..rules.len())]),
+            _ => Expr::Bytes(vec![(b'0', b'9')]),
+        };
+    }
+    let sub = |rng: &mut StdRng| random_expr(rng, rules, depth - 1);
+    match rng.random_range(0..6) {
+        0 => Expr::seq((0..rng.random_range(1..4)).map(|_| sub(rng)).collect::<Vec<_>>()),
+        1 => Expr::alt((0..rng.random_range(1..4)).map(|_| sub(rng)).collect::<Vec<_>>()),
+        2 => Expr::star(sub(rng)),
+        3 => Expr::opt(sub(rng)),
+        // Large counts become loop rules with the count on the stack.
+        4 => {
+            let min = rng.random_range(0..40);
+            let max = if rng.random_bool(0.5) { None } else { Some(min + rng.random_range(0..200_000)) };
+            Expr::repeat(sub(rng), min, max)
+        }
+        _ => Expr::seq([Expr::lit("("), sub(rng), Expr::lit(")")]),
+    }
+}
+
+/// A random grammar: a few rules, possibly recursive (each rule's body starts with a byte, so
+/// no left recursion), rooted at the first. `None` when it does not compile (matches nothing).
+fn random_grammar(seed: u64, index: &Arc<TokenIndex>) -> Option<Constraint> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut b = GrammarBuilder::new();
+    let n = rng.random_range(1..4);
+    let ids: Vec<RuleId> = (0..n).map(|i| b.declare(&format!("r{i}"))).collect();
+    for &id in &ids {
+        let body = Expr::seq([Expr::lit(["[", "<", "k"][rng.random_range(0..3)]), random_expr(&mut rng, &ids, 3)]);
+        // A non-recursive way out, so the rule can end.
+        let out = Expr::alt([body, Expr::lit("z")]);
+        b.define(id, out);
+    }
+    // The root wanders: a repetition a uniform walk rarely leaves on its own.
+    let wander = Expr::star(random_expr(&mut rng, &ids, 2));
+    let root = b.add("root", Expr::seq([Expr::Ref(ids[0]), wander, Expr::lit(";")]));
+    let grammar = b.build(root).ok()?;
+    Constraint::new(&grammar, index.clone(), &Limits::default()).ok()
+}
+
+/// A random JSON Schema: objects with optional and required properties, open objects, free
+/// `{}` values, bounded and unbounded strings, numbers, arrays and enums.
+fn random_schema(rng: &mut StdRng, depth: u32) -> Value {
+    let leaf = depth == 0 || rng.random_bool(0.35);
+    let kinds = if leaf { 6 } else { 9 };
+    match rng.random_range(0..kinds) {
+        0 => json!({"type": "string", "minLength": rng.random_range(0..5), "maxLength": rng.random_range(5..300)}),
+        1 => json!({"type": "string"}),
+        2 => json!({"type": "integer", "minimum": rng.random_range(-50..0), "maximum": rng.random_range(1..100_000)}),
+        3 => json!({"type": "number", "minimum": -1000, "maximum": 1000}),
+        4 => json!({"enum": ["red", "green", 7, null]}),
+        5 => json!({"type": "boolean"}),
+        6 => json!({}),
+        7 => json!({
+            "type": "array",
+            "items": random_schema(rng, depth - 1),
+            "minItems": rng.random_range(0..3),
+            "maxItems": rng.random_range(3..500)
+        }),
+        _ => {
+            let n = rng.random_range(1..5);
+            let mut props = serde_json::Map::new();
+            let mut required = Vec::new();
+            for i in 0..n {
+                let name = format!("p{i}");
+                props.insert(name.clone(), random_schema(rng, depth - 1));
+                if rng.random_bool(0.5) {
+                    required.push(Value::String(name));
+                }
+            }
+            let mut o = json!({"type": "object", "properties": props, "required": required});
+            if rng.random_bool(0.5) {
+                o["additionalProperties"] = json!(false);
+            }
+            o
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn grammars_always_close_within_the_budget(seed in any::<u64>(), extra in 0usize..60, walk in any::<u64>()) {
+        let index = vocabulary();
+        let Some(c) = random_grammar(seed, &index) else { return Ok(()) };
+        let Some(start) = c.min_bytes_from_start() else { return Ok(()) };
+        let budget = start as usize + extra;
+        let mut rng = StdRng::seed_from_u64(walk);
+        let (text, used) = close_within(&c, budget, &mut rng).map_err(|e| TestCaseError::fail(format!("{e}\n{}", c.pda().listing())))?;
+        prop_assert!(used <= budget);
+        prop_assert!(c.pda().matches(&text), "not in the language: {:?}", String::from_utf8_lossy(&text));
+    }
+
+    #[test]
+    fn schemas_always_close_to_a_valid_document(seed in any::<u64>(), extra in 0usize..80, walk in any::<u64>()) {
+        let index = vocabulary();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let schema = random_schema(&mut rng, 3);
+        let Ok(grammar) = schema::compile(&schema, &Options::default()) else { return Ok(()) };
+        let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
+        let start = c.min_bytes_from_start().expect("every byte has a token");
+        let budget = start as usize + extra;
+        let mut rng = StdRng::seed_from_u64(walk);
+        let (text, used) = close_within(&c, budget, &mut rng).map_err(TestCaseError::fail)?;
+        prop_assert!(used <= budget);
+        prop_assert!(c.pda().matches(&text));
+        let doc: Value = match serde_json::from_slice(&text) {
+            Ok(doc) => doc,
+            // A valid JSON number serde_json cannot hold (`77E852` under `{}`): the automaton's
+            // verdict above is all that can be checked.
+            Err(e) if e.to_string().starts_with("number out of range") => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&text)))),
+        };
+        let validator = jsonschema::draft202012::new(&schema).expect("valid schema");
+        prop_assert!(validator.is_valid(&doc), "{schema}\n{doc}");
+    }
+}
+
+/// The start distance is the length of the shortest document, and a budget one below it is
+/// refused up front with that minimum.
+#[test]
+fn budget_below_the_start_distance_is_refused() {
+    let index = vocabulary();
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}}, "required": ["name"], "additionalProperties": false});
+    let grammar = schema::compile(&schema, &Options::default()).expect("schema");
+    let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
+    let start = c.min_bytes_from_start().expect("reachable");
+    assert_eq!(start, r#"{"name":"aaa"}"#.len() as u64);
+    match Closer::new(&c, true, start as usize - 1, 4096) {
+        Err(BudgetTooSmall { needed, .. }) => assert_eq!(needed, start),
+        other => panic!("expected BudgetTooSmall, got {other:?}"),
+    }
+    assert!(Closer::new(&c, true, start as usize, 4096).is_ok());
+    // The context counts too.
+    assert!(matches!(Closer::new(&c, true, 1000, start as usize - 1), Err(BudgetTooSmall { .. })));
+    // At exactly the start distance, a walk still ends valid.
+    let mut rng = StdRng::seed_from_u64(1);
+    let (text, used) = close_within(&c, start as usize, &mut rng).expect("closes");
+    assert!(used <= start as usize);
+    let doc: Value = serde_json::from_slice(&text).expect("JSON");
+    assert!(jsonschema::draft202012::new(&schema).unwrap().is_valid(&doc), "{doc}");
+}
+
+/// Where the budget is ample, closing never narrows anything: walks finish as they would
+/// without it (the check only looks, and the result is a normal stop).
+#[test]
+fn ample_budgets_do_not_close() {
+    let index = vocabulary();
+    let schema = json!({"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"], "additionalProperties": false});
+    let c = Constraint::new(&schema::compile(&schema, &Options::default()).unwrap(), index, &Limits::default()).unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let (text, _) = close_within(&c, 10_000, &mut rng).expect("finishes");
+    let doc: Value = serde_json::from_slice(&text).unwrap();
+    assert!(doc["a"].is_boolean());
+}
+
+/// The generators above are not vacuous: most random grammars and schemas compile, and with
+/// budgets near the start distance most walks go through closing mode.
+#[test]
+fn the_properties_exercise_closing() {
+    let index = vocabulary();
+    let (mut built, mut closed, mut schemas_closed) = (0, 0, 0);
+    for seed in 0..100u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        if let Some(c) = random_grammar(seed, &index) {
+            built += 1;
+            let start = c.min_bytes_from_start().unwrap() as usize;
+            let (text, _, closing) = close_within_reporting(&c, start + 5, &mut rng).unwrap();
+            assert!(c.pda().matches(&text));
+            closed += usize::from(closing);
+        }
+        let schema = random_schema(&mut rng, 3);
+        if let Ok(g) = schema::compile(&schema, &Options::default()) {
+            let c = Constraint::new(&g, index.clone(), &Limits::default()).unwrap();
+            let start = c.min_bytes_from_start().unwrap() as usize;
+            let (_, _, closing) = close_within_reporting(&c, start + 5, &mut rng).unwrap();
+            schemas_closed += usize::from(closing);
+        }
+    }
+    assert!(built >= 80 && closed >= 40 && schemas_closed >= 20, "{built} grammars built, {closed} closed; {schemas_closed} schemas closed");
+}
