@@ -11,7 +11,7 @@ use std::path::Path;
 
 #[test]
 fn gbnf_of_every_example_schema() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("examples/ is readable")
         .map(|e| e.expect("directory entry").path())

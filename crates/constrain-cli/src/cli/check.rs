@@ -137,10 +137,10 @@ fn check_tokens(constraint: &Constraint, doc: &[u8], ids: &[u32], is_schema: boo
 
 /// Fills the mask at byte `offset`; a budget running out there is a limit verdict
 /// (`Some(EXIT_LIMIT)`), not a failure of the tool.
-fn fill(m: &mut crate::Matcher, mask: &mut [u32], offset: usize) -> Result<Option<u8>, Failure> {
+fn fill(m: &mut constrain::Matcher, mask: &mut [u32], offset: usize) -> Result<Option<u8>, Failure> {
     match m.fill_mask(mask) {
         Ok(()) => Ok(None),
-        Err(crate::matcher::Error::Limit(msg)) => {
+        Err(constrain::matcher::Error::Limit(msg)) => {
             eprintln!("limit hit: no verdict at byte {offset}: {msg}");
             Ok(Some(EXIT_LIMIT))
         }
