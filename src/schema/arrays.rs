@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Compiler, Error};
+use super::{Compiler, Error, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -39,7 +39,7 @@ impl<'a> Compiler<'a> {
             prefix_exprs.push(self.compile_value(p, &format!("{ptr}/{prefix_key}/{i}"))?);
         }
         let item = match rest {
-            None => self.shared_rule("any"),
+            None => self.shared_rule(SharedRule::Any),
             Some(s) => self.compile_value(s, &format!("{ptr}/{rest_key}"))?,
         };
         let sep = self.sep();

@@ -47,6 +47,7 @@ mod numeric;
 mod objects;
 mod one_of;
 mod refs;
+mod shared;
 mod strings;
 mod unevaluated;
 
@@ -57,6 +58,7 @@ use serde_json::{Map, Value};
 
 use crate::grammar::{Expr, Grammar, GrammarBuilder, RuleId};
 use refs::{collect_ids, percent_decode};
+use shared::SharedRule;
 
 /// How much whitespace the generated JSON may contain between tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -235,7 +237,8 @@ pub(crate) struct Compiler<'a> {
     opts: &'a Options,
     b: GrammarBuilder,
     ws: Expr,
-    shared: HashMap<&'static str, RuleId>,
+    /// The [`SharedRule`]s declared so far.
+    shared: HashMap<SharedRule, RuleId>,
     /// Rules made by [`Compiler::rule`], by the hash of their body (a body is compared with
     /// the rule's before it is shared, so a collision only costs the sharing).
     interned: HashMap<u64, RuleId>,
@@ -274,7 +277,7 @@ impl<'a> Compiler<'a> {
             // The indentation after a newline is one shared rule, so the bounded count is one
             // automaton loop rather than one per whitespace position.
             Whitespace::Pretty => {
-                let indent = c.shared_rule("indent");
+                let indent = c.shared_rule(SharedRule::Indent);
                 Expr::opt(Expr::alt([Expr::lit(" "), Expr::seq([Expr::lit("\n"), indent])]))
             }
             other => json::ws(other),
@@ -293,68 +296,6 @@ impl<'a> Compiler<'a> {
         } else {
             Err(Error::new(ptr, keyword, why))
         }
-    }
-
-    fn shared_rule(&mut self, name: &'static str) -> Expr {
-        if let Some(&id) = self.shared.get(name) {
-            return Expr::Ref(id);
-        }
-        let fresh = self.b.fresh_name(name);
-        let id = self.b.declare(&fresh);
-        self.shared.insert(name, id);
-        let body = match name {
-            "string" => Expr::seq([Expr::lit("\""), Expr::star(json::any_unit()), Expr::lit("\"")]),
-            "string_rest" => Expr::seq([Expr::star(json::any_unit()), Expr::lit("\"")]),
-            // A non-ASCII character, then the rest of the string: what follows an "other"
-            // character in `not_in_set`, shared so that its UTF-8 byte paths exist once
-            // instead of at every position of every excluded key.
-            "nonascii_rest" => {
-                let rest = self.shared_rule("string_rest");
-                Expr::seq([Expr::Chars(vec![('\u{80}', '\u{D7FF}'), ('\u{E000}', '\u{10FFFF}')]), rest])
-            }
-            // After a backslash: the rest of an escape, then the rest of the string.
-            "escape_rest" => {
-                let rest = self.shared_rule("string_rest");
-                let unit = json::any_unit();
-                let after_backslash = match unit {
-                    Expr::Alt(v) => v.into_iter().find_map(|e| match e {
-                        Expr::Seq(mut p) if p.first() == Some(&Expr::lit("\\")) => Some(Expr::seq(p.drain(1..))),
-                        _ => None,
-                    }),
-                    _ => None,
-                };
-                Expr::seq([after_backslash.unwrap_or(Expr::Nothing), rest])
-            }
-            "indent" => Expr::repeat(Expr::lit(" "), 0, Some(json::MAX_INDENT)),
-            "number" => number::any_number(),
-            "integer" => number::any_integer(),
-            "any" => {
-                let string = self.shared_rule("string");
-                let number = self.shared_rule("number");
-                let any = Expr::Ref(id);
-                let ws = self.ws.clone();
-                let sep = Expr::seq([ws.clone(), Expr::lit(","), ws.clone()]);
-                let member = Expr::seq([string.clone(), ws.clone(), Expr::lit(":"), ws.clone(), any.clone()]);
-                let object = Expr::seq([
-                    Expr::lit("{"),
-                    ws.clone(),
-                    Expr::opt(Expr::seq([member.clone(), Expr::star(Expr::seq([sep.clone(), member])), ws.clone()])),
-                    Expr::lit("}"),
-                ]);
-                let array = Expr::seq([
-                    Expr::lit("["),
-                    ws.clone(),
-                    Expr::opt(Expr::seq([any.clone(), Expr::star(Expr::seq([sep, any])), ws])),
-                    Expr::lit("]"),
-                ]);
-                let object = Expr::Ref(self.b.add("any_object", object));
-                let array = Expr::Ref(self.b.add("any_array", array));
-                Expr::alt([object, array, string, number, Expr::lit("true"), Expr::lit("false"), Expr::lit("null")])
-            }
-            _ => Expr::Nothing,
-        };
-        self.b.define(id, body);
-        Expr::Ref(id)
     }
 
     /// Makes `expr` a rule of its own (shared with identical bodies) unless it is tiny.
@@ -419,7 +360,7 @@ impl<'a> Compiler<'a> {
 
     fn compile_value_inner(&mut self, schema: &Value, ptr: &str) -> Result<Expr, Error> {
         let map = match schema {
-            Value::Bool(true) => return Ok(self.shared_rule("any")),
+            Value::Bool(true) => return Ok(self.shared_rule(SharedRule::Any)),
             Value::Bool(false) => return Ok(Expr::Nothing),
             Value::Object(m) => m,
             _ => {

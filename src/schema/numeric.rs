@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::number::{self, Bound, Dec};
-use super::{json, Compiler, Error};
+use super::{json, Compiler, Error, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -57,7 +57,7 @@ impl<'a> Compiler<'a> {
             // Bounds on y = x / 10^t, rounded inwards to integers.
             let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
             if step.q == [1] && step.t == 0 && ylo.is_none() && yhi.is_none() {
-                return Ok(self.shared_rule("integer"));
+                return Ok(self.shared_rule(SharedRule::Integer));
             }
             if zeros > MAX_STEP_ZEROS {
                 self.unsupported(ptr, "multipleOf", "multipleOf is a power of ten too large to spell")?;
@@ -93,7 +93,7 @@ impl<'a> Compiler<'a> {
             };
         }
         if lo.is_none() && hi.is_none() && step.is_none() {
-            return Ok(self.shared_rule("number"));
+            return Ok(self.shared_rule(SharedRule::Number));
         }
         let Some(step) = step else {
             let e = number::number_range(lo.as_ref(), hi.as_ref());

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 
 use super::strings::{not_in_set, RestRules, KEY_CHUNK, MAX_EXCLUDED_KEY_CHARS};
-use super::{escape_pointer, is_constraint_keyword, json, Compiler, Error, FORBIDDEN};
+use super::{escape_pointer, is_constraint_keyword, json, Compiler, Error, SharedRule, FORBIDDEN};
 use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
 use crate::grammar::Expr;
 
@@ -199,7 +199,7 @@ impl<'a> Compiler<'a> {
                     let ks = self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
                     self.compile_value(&ks, &format!("{ptr}/propertyNames"))?
                 } else if excluded.is_empty() {
-                    self.shared_rule("string")
+                    self.shared_rule(SharedRule::String)
                 } else {
                     let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
                     if let Some(long) = chars.iter().find(|k| k.len() > MAX_EXCLUDED_KEY_CHARS) {
@@ -215,9 +215,9 @@ impl<'a> Compiler<'a> {
                         ));
                     }
                     let tails = RestRules {
-                        rest: self.shared_rule("string_rest"),
-                        escape: self.shared_rule("escape_rest"),
-                        nonascii: self.shared_rule("nonascii_rest"),
+                        rest: self.shared_rule(SharedRule::StringRest),
+                        escape: self.shared_rule(SharedRule::EscapeRest),
+                        nonascii: self.shared_rule(SharedRule::NonasciiRest),
                     };
                     let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails, &mut self.b, 0);
                     let e = Expr::seq([Expr::lit("\""), content]);

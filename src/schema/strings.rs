@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{format, json, Compiler, Error, Note};
+use super::{format, json, Compiler, Error, Note, SharedRule};
 use crate::grammar::regex::{to_expr, RegexOptions};
 use crate::grammar::{Expr, GrammarBuilder};
 
@@ -52,7 +52,7 @@ impl<'a> Compiler<'a> {
         let body = match content {
             None => {
                 if min == 0 && max.is_none() {
-                    return Ok(self.shared_rule("string"));
+                    return Ok(self.shared_rule(SharedRule::String));
                 }
                 Expr::repeat(json::any_unit(), min, max)
             }
