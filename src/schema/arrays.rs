@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Compiler, Error, SharedRule};
+use super::{count, Compiler, Error, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -13,14 +13,8 @@ impl<'a> Compiler<'a> {
                 self.unsupported(ptr, k, &format!("{k} is not supported"))?;
             }
         }
-        let count = |k: &str| -> Result<Option<u32>, Error> {
-            match map.get(k) {
-                None => Ok(None),
-                Some(v) => v.as_u64().map(|x| Some(x.min(u32::MAX as u64) as u32)).ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
-            }
-        };
-        let min = count("minItems")?.unwrap_or(0);
-        let max = count("maxItems")?;
+        let min = count(map, ptr, "minItems")?.unwrap_or(0);
+        let max = count(map, ptr, "maxItems")?;
         if max.is_some_and(|m| m < min) {
             // No array has between min and max items (the `max == Some(0)` shortcut below
             // would otherwise accept `[]`).

@@ -579,6 +579,15 @@ fn type_list(t: Option<&Value>) -> Vec<&'static str> {
     TYPES.iter().copied().filter(|t| names.iter().any(|n| n == t)).collect()
 }
 
+/// A count keyword (`minItems`, `maxProperties`, …): `None` when absent, capped at
+/// `u32::MAX`; an error unless a non-negative integer.
+fn count(map: &Map<String, Value>, ptr: &str, k: &str) -> Result<Option<u32>, Error> {
+    match map.get(k) {
+        None => Ok(None),
+        Some(v) => v.as_u64().map(|x| Some(x.min(u32::MAX as u64) as u32)).ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
+    }
+}
+
 /// The types a schema allows by its `type` keyword (all seven when absent).
 fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
     match map.get("type") {

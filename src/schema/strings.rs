@@ -80,16 +80,51 @@ impl<'a> Compiler<'a> {
         let e = Expr::seq([Expr::lit("\""), body, Expr::lit("\"")]);
         Ok(self.rule("string_c", e))
     }
+
+    /// The key of an object member whose name is none of `excluded` (a JSON string, quotes
+    /// included): a trie of the excluded names ([`not_in_set`]), recorded with the grammar
+    /// builder so the mask stage can take its shortcut.
+    pub(super) fn other_key(&mut self, excluded: &[String], ptr: &str) -> Result<Expr, Error> {
+        let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
+        if let Some(long) = chars.iter().find(|k| k.len() > MAX_EXCLUDED_KEY_CHARS) {
+            return Err(Error::new(
+                ptr,
+                "additionalProperties",
+                format!(
+                    "a property name of {} characters is longer than the {MAX_EXCLUDED_KEY_CHARS} \
+                     that other property names can be told apart from; forbid other properties \
+                     (additionalProperties: false) or shorten the name",
+                    long.len()
+                ),
+            ));
+        }
+        let tails = RestRules {
+            rest: self.shared_rule(SharedRule::StringRest),
+            escape: self.shared_rule(SharedRule::EscapeRest),
+            nonascii: self.shared_rule(SharedRule::NonasciiRest),
+        };
+        let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails, &mut self.b, 0);
+        let e = Expr::seq([Expr::lit("\""), content]);
+        let key = self.rule("other_key", e);
+        // Keys split over several rules (see `not_in_set`) are not recorded: the
+        // mask stage's shortcut follows one rule's automaton only.
+        let short = chars.iter().all(|k| k.len() < KEY_CHUNK);
+        if let (Expr::Ref(rule), Expr::Ref(rest), true) = (&key, &tails.rest, short) {
+            let words: Vec<&str> = excluded.iter().map(String::as_str).collect();
+            self.b.note_exclusion(*rule, *rest, &words);
+        }
+        Ok(key)
+    }
 }
 
 /// The shared rules [`not_in_set`] continues with once a key can no longer be excluded.
-pub(super) struct RestRules {
+struct RestRules {
     /// The rest of a string, closing quote included.
-    pub(super) rest: Expr,
+    rest: Expr,
     /// After a backslash: the rest of an escape, then of the string.
-    pub(super) escape: Expr,
+    escape: Expr,
     /// A non-ASCII character, then the rest of the string.
-    pub(super) nonascii: Expr,
+    nonascii: Expr,
 }
 
 /// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
@@ -100,7 +135,7 @@ pub(super) struct RestRules {
 /// The expression nests two levels per character; every [`KEY_CHUNK`] characters the rest is
 /// made a rule of its own, so a long key (30k characters) neither nests deeper than the
 /// automaton accepts nor recurses deeper than that here.
-pub(super) fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
+fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
     let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
     if keys.is_empty() {
         return rest.clone();
@@ -178,11 +213,11 @@ pub(super) fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBui
 }
 
 /// Characters of an excluded key followed before [`not_in_set`] continues in a new rule.
-pub(super) const KEY_CHUNK: usize = 64;
+const KEY_CHUNK: usize = 64;
 
 /// Longest property name [`not_in_set`] excludes from other keys (its recursion follows the
 /// name's characters); a longer declared name with additional properties allowed is an error.
-pub(super) const MAX_EXCLUDED_KEY_CHARS: usize = 1024;
+const MAX_EXCLUDED_KEY_CHARS: usize = 1024;
 
 /// The range `a..=b` without the characters in `holes`.
 fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {
