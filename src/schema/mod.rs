@@ -243,7 +243,8 @@ pub(crate) struct Compiler<'a> {
     /// the rule's before it is shared, so a collision only costs the sharing).
     interned: HashMap<u64, RuleId>,
     ref_rules: HashMap<String, RuleId>,
-    pending: Vec<(RuleId, String)>,
+    /// Reference rules declared but not compiled yet.
+    pending: Vec<refs::PendingRef>,
     ids: HashMap<String, String>,
     depth: usize,
     /// Under-approximations made so far.
@@ -384,8 +385,8 @@ impl<'a> Compiler<'a> {
                 return Err(Error::new(ptr, "$ref", "$ref must be a string"));
             };
             if !constraining(map, &["$ref"]) {
-                let (_, target) = self.resolve_ref(r, ptr)?;
-                return Ok(Expr::Ref(self.ref_rule_for_pointer(&target)));
+                let target = self.resolve_ref(r, ptr)?;
+                return Ok(Expr::Ref(self.ref_rule_for_pointer(&target.pointer)));
             }
             let merged = self.merge_all(std::slice::from_ref(schema), ptr)?;
             return self.compile_merged(merged, ptr);

@@ -12,9 +12,23 @@ use serde_json::Value;
 use super::{escape_pointer, Compiler, Error};
 use crate::grammar::RuleId;
 
+/// A `$ref` target: the schema and its JSON pointer in the (canonical) document.
+pub(crate) struct Target<'a> {
+    pub(crate) schema: &'a Value,
+    pub(crate) pointer: String,
+}
+
+/// A reference rule declared but not yet defined: its body is the schema at `pointer`.
+pub(super) struct PendingRef {
+    rule: RuleId,
+    pointer: String,
+}
+
 impl<'a> Compiler<'a> {
+    /// Compiles every declared but undefined reference rule, including those declared while
+    /// doing so (the work list that makes recursive schemas finite).
     pub(super) fn drain(&mut self) -> Result<(), Error> {
-        while let Some((id, ptr)) = self.pending.pop() {
+        while let Some(PendingRef { rule: id, pointer: ptr }) = self.pending.pop() {
             let root = self.root;
             let Some(schema) = root.pointer(&ptr) else {
                 return Err(Error::new(&ptr, "$ref", "reference target does not exist"));
@@ -25,6 +39,8 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
+    /// The rule standing for the schema at `ptr`: declared (and queued for [`Compiler::drain`])
+    /// at the first reference, shared by every later one.
     pub(super) fn ref_rule_for_pointer(&mut self, ptr: &str) -> RuleId {
         if let Some(&id) = self.ref_rules.get(ptr) {
             return id;
@@ -39,12 +55,12 @@ impl<'a> Compiler<'a> {
         let name = self.b.fresh_name(&base);
         let id = self.b.declare(&name);
         self.ref_rules.insert(ptr.to_string(), id);
-        self.pending.push((id, ptr.to_string()));
+        self.pending.push(PendingRef { rule: id, pointer: ptr.to_string() });
         id
     }
 
     /// Resolves a `$ref` string to its target schema and JSON pointer.
-    pub(crate) fn resolve_ref(&self, r: &str, at: &str) -> Result<(&'a Value, String), Error> {
+    pub(crate) fn resolve_ref(&self, r: &str, at: &str) -> Result<Target<'a>, Error> {
         let (base, frag) = match r.split_once('#') {
             Some((b, f)) => (b, f),
             None => (r, ""),
@@ -68,24 +84,28 @@ impl<'a> Compiler<'a> {
             }
         }
         match self.root.pointer(&ptr) {
-            Some(v) => Ok((v, ptr)),
+            Some(v) => Ok(Target { schema: v, pointer: ptr }),
             None => Err(Error::new(at, "$ref", format!("reference {r:?} does not resolve"))),
         }
     }
 
+    /// `s` with its `$ref` chain followed (at most 16 steps, for the `oneOf` analysis: an
+    /// unresolved reference tells it less, so it proves fewer branches disjoint).
     pub(super) fn deref<'v>(&'v self, s: &'v Value, depth: usize) -> &'v Value {
         if depth > 16 {
             return s;
         }
         if let Some(Value::String(r)) = s.get("$ref") {
-            if let Ok((t, _)) = self.resolve_ref(r, "") {
-                return self.deref(t, depth + 1);
+            if let Ok(t) = self.resolve_ref(r, "") {
+                return self.deref(t.schema, depth + 1);
             }
         }
         s
     }
 }
 
+/// Decodes `%XX` escapes in a JSON-pointer fragment of a URI (`s` itself if the result is not
+/// UTF-8).
 pub(super) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
