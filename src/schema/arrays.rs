@@ -7,6 +7,7 @@ use super::{count, Compiler, Error, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
+    /// An `array` schema's expression: `[`, the items under the counts, `]`.
     pub(super) fn compile_array(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
         for k in ["contains", "minContains", "maxContains", "unevaluatedItems"] {
             if map.contains_key(k) && !(k == "unevaluatedItems" && map.get(k) == Some(&Value::Bool(true))) {

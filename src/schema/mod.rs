@@ -31,6 +31,44 @@
 //!
 //! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
 //! must be filtered by sibling keywords.
+//!
+//! Where things are: this file holds the public API and the `Compiler`, which dispatches each
+//! schema (`$ref`, `allOf`, `anyOf`/`oneOf`, `not`, `enum`, then per type). The keywords are
+//! compiled in `refs.rs` (`$ref` resolution and the work list of reference rules),
+//! `objects.rs`, `arrays.rs`, `strings.rs` (with the key exclusion and the intersection of a
+//! pattern with a length range), `numeric.rs`, `enums.rs` (`enum`/`const`) and `one_of.rs`
+//! (the disjointness check); `shared.rs` holds the rules all schemas share.
+//!
+//! # Example
+//!
+//! Compile a schema, print its grammar (GBNF, start rule `root`), and run the automaton
+//! built from it over a few documents:
+//!
+//! ```rust
+//! use constrain::automaton::Pda;
+//! use constrain::schema::{self, Options, Whitespace};
+//! use constrain::Limits;
+//!
+//! let schema = serde_json::json!({
+//!     "type": "object",
+//!     "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+//!     "required": ["name"],
+//!     "additionalProperties": false
+//! });
+//! let options = Options { whitespace: Whitespace::Compact, ..Options::default() };
+//! let grammar = schema::compile(&schema, &options)?;
+//! let gbnf = grammar.to_string();
+//! assert!(gbnf.starts_with("root ::= "), "{gbnf}");
+//! assert!(gbnf.contains("\"age\""), "{gbnf}");
+//!
+//! let pda = Pda::build(&grammar, &Limits::default())?;
+//! assert!(pda.matches(br#"{"name":"Ada","age":36}"#));
+//! assert!(pda.matches(br#"{"age":36,"name":"Ada"}"#)); // a few properties: any order
+//! assert!(!pda.matches(br#"{"age":36}"#)); // `name` is required
+//! assert!(!pda.matches(br#"{"name":"Ada","age":-1}"#)); // below `minimum`
+//! assert!(!pda.matches(br#"{"name":"Ada","nick":"A"}"#)); // no other properties
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod arrays;
 pub mod dialect;
@@ -101,6 +139,7 @@ pub struct Located {
 }
 
 impl Located {
+    /// A message about `keyword` of the schema at pointer `at`.
     fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
         Located { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
     }
@@ -130,6 +169,7 @@ impl std::fmt::Display for Located {
 pub struct Note(Located);
 
 impl Note {
+    /// A note about `keyword` of the schema at pointer `at`.
     pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
         Note(Located::new(at, keyword, message))
     }
@@ -154,6 +194,7 @@ impl std::fmt::Display for Note {
 pub struct Error(Located);
 
 impl Error {
+    /// An error about `keyword` of the schema at pointer `at`.
     pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
         Error(Located::new(at, keyword, message))
     }
@@ -233,19 +274,24 @@ const MAX_EXPANSION: usize = 500_000;
 
 /// The compiler's state: the grammar being built and the rules already made.
 pub(crate) struct Compiler<'a> {
+    /// The whole (canonical) document, which `$ref` pointers resolve against.
     root: &'a Value,
     opts: &'a Options,
     b: GrammarBuilder,
+    /// The whitespace allowed between two JSON tokens (per [`Options::whitespace`]).
     ws: Expr,
     /// The [`SharedRule`]s declared so far.
     shared: HashMap<SharedRule, RuleId>,
     /// Rules made by [`Compiler::rule`], by the hash of their body (a body is compared with
     /// the rule's before it is shared, so a collision only costs the sharing).
     interned: HashMap<u64, RuleId>,
+    /// The rule of each `$ref` target, by its JSON pointer.
     ref_rules: HashMap<String, RuleId>,
     /// Reference rules declared but not compiled yet.
     pending: Vec<refs::PendingRef>,
+    /// The pointer of each `$id` and `$anchor` (`#name`) of the document.
     ids: HashMap<String, String>,
+    /// Current schema nesting (see [`MAX_DEPTH`]).
     depth: usize,
     /// Under-approximations made so far.
     notes: Vec<Note>,
@@ -256,6 +302,7 @@ pub(crate) struct Compiler<'a> {
 }
 
 impl<'a> Compiler<'a> {
+    /// A compiler for the (canonical) document `root`.
     fn new(root: &'a Value, opts: &'a Options) -> Self {
         let mut ids = HashMap::default();
         collect_ids(root, &mut ids);
@@ -286,6 +333,7 @@ impl<'a> Compiler<'a> {
         c
     }
 
+    /// Whether [`Options::lenient`] is set.
     fn lenient(&self) -> bool {
         self.opts.lenient
     }
@@ -318,10 +366,12 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// A comma between JSON tokens, whitespace around it.
     fn sep(&self) -> Expr {
         Expr::seq([self.ws.clone(), Expr::lit(","), self.ws.clone()])
     }
 
+    /// A colon between a key and its value, whitespace around it.
     fn colon(&self) -> Expr {
         Expr::seq([self.ws.clone(), Expr::lit(":"), self.ws.clone()])
     }
@@ -359,6 +409,8 @@ impl<'a> Compiler<'a> {
         Ok(e)
     }
 
+    /// [`Compiler::compile_value`] without the depth and expansion budgets: dispatches on
+    /// `$ref`, `allOf`, `anyOf`/`oneOf`, `not`, `enum`/`const`, then the types.
     fn compile_value_inner(&mut self, schema: &Value, ptr: &str) -> Result<Expr, Error> {
         let map = match schema {
             Value::Bool(true) => return Ok(self.shared_rule(SharedRule::Any)),
@@ -403,7 +455,7 @@ impl<'a> Compiler<'a> {
             let mut rest = map.clone();
             rest.remove(key);
             let has_rest = constraining(&rest, &[]);
-            let forbidden = if key == "oneOf" && !self.lenient() {
+            let forbidden: Vec<Vec<String>> = if key == "oneOf" && !self.lenient() {
                 self.check_disjoint(branches, &rest, ptr)?
             } else {
                 vec![vec![]; branches.len()]
@@ -411,6 +463,7 @@ impl<'a> Compiler<'a> {
             let mut parts = Vec::new();
             for (i, b) in branches.iter().enumerate() {
                 let bptr = format!("{ptr}/{key}/{i}");
+                debug_assert_eq!(forbidden.len(), branches.len(), "one list of forbidden names per branch");
                 let forbid = forbidden.get(i).cloned().unwrap_or_default();
                 let e = if has_rest || !forbid.is_empty() {
                     let mut list = vec![Value::Object(rest.clone()), b.clone()];
@@ -537,7 +590,11 @@ impl<'a> Compiler<'a> {
                 "string" => self.compile_string(map, ptr)?,
                 "array" => self.compile_array(map, ptr)?,
                 "object" => self.compile_object(map, ptr)?,
-                _ => Expr::Nothing,
+                other => {
+                    // `allowed_types` gives only names of `TYPES`, each handled above.
+                    debug_assert!(false, "type {other:?} has no compiler");
+                    Expr::Nothing
+                }
             };
             alts.push(e);
         }
@@ -546,6 +603,7 @@ impl<'a> Compiler<'a> {
 
 }
 
+/// The JSON type of `v` (`integer` for numbers written as integers).
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -563,6 +621,7 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
+/// Whether `v` is an instance of the JSON type `t` (an integral number is an `integer`).
 fn value_has_type(v: &Value, t: &str) -> bool {
     match (v, t) {
         (Value::Number(n), "integer") => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
@@ -571,6 +630,7 @@ fn value_has_type(v: &Value, t: &str) -> bool {
     }
 }
 
+/// The known type names of a `type` keyword's value, in [`TYPES`] order.
 fn type_list(t: Option<&Value>) -> Vec<&'static str> {
     let names: Vec<String> = match t {
         Some(Value::String(s)) => vec![s.clone()],

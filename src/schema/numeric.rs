@@ -9,6 +9,7 @@ use super::{json, Compiler, Error, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
+    /// The bound keyword `key` (`strict`: an exclusive one), if present.
     fn bound(&self, map: &Map<String, Value>, ptr: &str, key: &str, strict: bool) -> Result<Option<Bound>, Error> {
         match map.get(key) {
             None => Ok(None),
@@ -20,6 +21,8 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// A `number` (or, with `integer`, an `integer`) schema's expression under its bounds
+    /// and `multipleOf`.
     pub(super) fn compile_number(&mut self, map: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, Error> {
         let tighter = |a: Option<Bound>, b: Option<Bound>, lower: bool| -> Option<Bound> {
             match (a, b) {

@@ -46,6 +46,9 @@ impl<'a> Compiler<'a> {
         Ok(forbidden)
     }
 
+    /// What `b` (with the `oneOf`'s sibling keywords `rest`) is known to require; looks
+    /// into `allOf`/`anyOf`/`oneOf` parts up to depth 4 (beyond, it knows less and so proves
+    /// fewer branches disjoint).
     fn branch_info(&self, b: &Value, rest: &Map<String, Value>, depth: usize) -> BranchInfo {
         let b = self.deref(b, 0);
         let mut info = BranchInfo::default();
@@ -150,6 +153,7 @@ struct BranchInfo {
 }
 
 impl BranchInfo {
+    /// Whether no instance can match both branches (`false` when not provable).
     fn disjoint(&self, other: &BranchInfo) -> bool {
         if let (Some(a), Some(b)) = (&self.types, &other.types) {
             let overlap = a.iter().any(|x| b.iter().any(|y| x == y || (x == "integer" && y == "number") || (x == "number" && y == "integer")));

@@ -9,6 +9,8 @@ use crate::grammar::regex::{to_expr, RegexOptions};
 use crate::grammar::{Expr, GrammarBuilder};
 
 impl<'a> Compiler<'a> {
+    /// A `string` schema's expression: a quoted string under its lengths, `pattern` or
+    /// `format`.
     pub(super) fn compile_string(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
         let min = match map.get("minLength") {
             None => 0,
@@ -246,14 +248,21 @@ fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {
     out
 }
 
+/// The character before `c` (skipping the surrogates; `\0` for `\0`).
 fn prev(c: char) -> char {
     match c as u32 {
         0 => '\0',
         0xE000 => '\u{D7FF}',
-        n => char::from_u32(n - 1).unwrap_or('\0'),
+        n => {
+            // Only 0 and the first character after the surrogates lack a plain predecessor.
+            let p = char::from_u32(n - 1);
+            debug_assert!(p.is_some(), "U+{n:04X} has no predecessor");
+            p.unwrap_or('\0')
+        }
     }
 }
 
+/// The character after `c` (skipping the surrogates; `None` after U+10FFFF).
 fn next(c: char) -> Option<char> {
     match c as u32 {
         0xD7FF => Some('\u{E000}'),
@@ -261,6 +270,7 @@ fn next(c: char) -> Option<char> {
     }
 }
 
+/// A character range without the surrogates it spans, as one or two ranges.
 fn split_surrogates((a, b): (char, char)) -> Vec<(char, char)> {
     if (a as u32) < 0xD800 && (b as u32) > 0xDFFF {
         vec![(a, '\u{D7FF}'), ('\u{E000}', b)]
