@@ -37,7 +37,7 @@
 //! compiled in `refs.rs` (`$ref` resolution and the work list of reference rules),
 //! `objects.rs`, `arrays.rs`, `strings.rs` (with the key exclusion and the intersection of a
 //! pattern with a length range), `numeric.rs`, `enums.rs` (`enum`/`const`) and `one_of.rs`
-//! (the disjointness check); `shared.rs` holds the rules all schemas share.
+//! (`anyOf`/`oneOf`, with the disjointness check); `shared.rs` holds the rules all schemas share.
 //!
 //! # Example
 //!
@@ -448,36 +448,9 @@ impl<'a> Compiler<'a> {
             return self.compile_merged(merged, ptr);
         }
         for key in ["anyOf", "oneOf"] {
-            let Some(branches) = map.get(key) else { continue };
-            let Value::Array(branches) = branches else {
-                return Err(Error::new(ptr, key, format!("{key} must be an array")));
-            };
-            let mut rest = map.clone();
-            rest.remove(key);
-            let has_rest = constraining(&rest, &[]);
-            let forbidden: Vec<Vec<String>> = if key == "oneOf" && !self.lenient() {
-                self.check_disjoint(branches, &rest, ptr)?
-            } else {
-                vec![vec![]; branches.len()]
-            };
-            let mut parts = Vec::new();
-            for (i, b) in branches.iter().enumerate() {
-                let bptr = format!("{ptr}/{key}/{i}");
-                debug_assert_eq!(forbidden.len(), branches.len(), "one list of forbidden names per branch");
-                let forbid = forbidden.get(i).cloned().unwrap_or_default();
-                let e = if has_rest || !forbid.is_empty() {
-                    let mut list = vec![Value::Object(rest.clone()), b.clone()];
-                    if !forbid.is_empty() {
-                        list.push(serde_json::json!({ FORBIDDEN: forbid }));
-                    }
-                    let merged = self.merge_all(&list, &bptr)?;
-                    self.compile_merged(merged, &bptr)?
-                } else {
-                    self.compile_value(b, &bptr)?
-                };
-                parts.push(e);
+            if let Some(branches) = map.get(key) {
+                return self.compile_alternatives(map, key, branches, ptr);
             }
-            return Ok(Expr::alt(parts));
         }
         // Copy the (shallow) map only when it must be rewritten.
         let needs_rewrite = map.contains_key("not")

@@ -24,20 +24,6 @@ impl<'a> Compiler<'a> {
     /// A `number` (or, with `integer`, an `integer`) schema's expression under its bounds
     /// and `multipleOf`.
     pub(super) fn compile_number(&mut self, map: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, Error> {
-        let tighter = |a: Option<Bound>, b: Option<Bound>, lower: bool| -> Option<Bound> {
-            match (a, b) {
-                (None, x) | (x, None) => x,
-                (Some(a), Some(b)) => {
-                    let ord = number::cmp_dec(&a.value, &b.value);
-                    let pick_a = match ord {
-                        std::cmp::Ordering::Equal => a.strict,
-                        std::cmp::Ordering::Greater => lower,
-                        std::cmp::Ordering::Less => !lower,
-                    };
-                    Some(if pick_a { a } else { b })
-                }
-            }
-        };
         let lo = tighter(self.bound(map, ptr, "minimum", false)?, self.bound(map, ptr, "exclusiveMinimum", true)?, true);
         let hi = tighter(self.bound(map, ptr, "maximum", false)?, self.bound(map, ptr, "exclusiveMaximum", true)?, false);
         let multiple = match map.get("multipleOf") {
@@ -53,47 +39,8 @@ impl<'a> Compiler<'a> {
         let step = multiple.as_ref().map(number::Step::of);
         // A number with an integral multipleOf is an integer.
         let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
-        let shifted = |b: &Option<Bound>, e: i64| b.as_ref().map(|b| Bound { value: b.value.shift(e), strict: b.strict });
         if integer {
-            let step = step.map(|s| s.for_integers()).unwrap_or(number::Step { q: vec![1], t: 0 });
-            let zeros = usize::try_from(step.t).unwrap_or(usize::MAX);
-            // Bounds on y = x / 10^t, rounded inwards to integers.
-            let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
-            if step.q == [1] && step.t == 0 && ylo.is_none() && yhi.is_none() {
-                return Ok(self.shared_rule(SharedRule::Integer));
-            }
-            if zeros > MAX_STEP_ZEROS {
-                self.unsupported(ptr, "multipleOf", "multipleOf is a power of ten too large to spell")?;
-                let (ilo, ihi) = number::integer_bounds(lo.as_ref(), hi.as_ref());
-                return Ok(self.rule("integer_range", number::int_range(ilo.as_ref(), ihi.as_ref())));
-            }
-            let q = step.q_u64();
-            if q == Some(1) {
-                return Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)));
-            }
-            if ylo.is_none() && yhi.is_none() {
-                if let Some(e) = q.and_then(|q| number::multiples_regular(q, zeros)) {
-                    return Ok(self.rule("integer_range", e));
-                }
-            }
-            let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
-                (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| ys.into_iter().map(|y| Expr::lit(&Dec::from_i128(y).shift(step.t).to_text())).collect::<Vec<_>>()),
-                _ => None,
-            };
-            if let Some(alts) = listed {
-                return Ok(self.rule("integer_range", Expr::alt(alts)));
-            }
-            let automaton = match (q, zero_sided(ylo.as_ref(), yhi.as_ref())) {
-                (Some(q), Some(signs)) => number::remainder_multiples(&mut self.b, q, 0, zeros, signs),
-                _ => None,
-            };
-            return match automaton {
-                Some(e) => Ok(self.rule("integer_range", e)),
-                None => {
-                    self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and a modulus of at most 1000")?;
-                    Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)))
-                }
-            };
+            return self.compile_integer(ptr, lo, hi, step);
         }
         if lo.is_none() && hi.is_none() && step.is_none() {
             return Ok(self.shared_rule(SharedRule::Number));
@@ -102,6 +49,54 @@ impl<'a> Compiler<'a> {
             let e = number::number_range(lo.as_ref(), hi.as_ref());
             return Ok(self.rule("number_range", e));
         };
+        self.compile_fraction_multiples(ptr, lo, hi, step)
+    }
+
+    /// An integer between `lo` and `hi` and a multiple of `step` (of 1 when `None`).
+    fn compile_integer(&mut self, ptr: &str, lo: Option<Bound>, hi: Option<Bound>, step: Option<number::Step>) -> Result<Expr, Error> {
+        let step = step.map(|s| s.for_integers()).unwrap_or(number::Step { q: vec![1], t: 0 });
+        let zeros = usize::try_from(step.t).unwrap_or(usize::MAX);
+        // Bounds on y = x / 10^t, rounded inwards to integers.
+        let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
+        if step.q == [1] && step.t == 0 && ylo.is_none() && yhi.is_none() {
+            return Ok(self.shared_rule(SharedRule::Integer));
+        }
+        if zeros > MAX_STEP_ZEROS {
+            self.unsupported(ptr, "multipleOf", "multipleOf is a power of ten too large to spell")?;
+            let (ilo, ihi) = number::integer_bounds(lo.as_ref(), hi.as_ref());
+            return Ok(self.rule("integer_range", number::int_range(ilo.as_ref(), ihi.as_ref())));
+        }
+        let q = step.q_u64();
+        if q == Some(1) {
+            return Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)));
+        }
+        if ylo.is_none() && yhi.is_none() {
+            if let Some(e) = q.and_then(|q| number::multiples_regular(q, zeros)) {
+                return Ok(self.rule("integer_range", e));
+            }
+        }
+        let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
+            (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| ys.into_iter().map(|y| Expr::lit(&Dec::from_i128(y).shift(step.t).to_text())).collect::<Vec<_>>()),
+            _ => None,
+        };
+        if let Some(alts) = listed {
+            return Ok(self.rule("integer_range", Expr::alt(alts)));
+        }
+        let automaton = match (q, zero_sided(ylo.as_ref(), yhi.as_ref())) {
+            (Some(q), Some(signs)) => number::remainder_multiples(&mut self.b, q, 0, zeros, signs),
+            _ => None,
+        };
+        match automaton {
+            Some(e) => Ok(self.rule("integer_range", e)),
+            None => {
+                self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and a modulus of at most 1000")?;
+                Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)))
+            }
+        }
+    }
+
+    /// A number between `lo` and `hi` and a multiple of the fractional `step`.
+    fn compile_fraction_multiples(&mut self, ptr: &str, lo: Option<Bound>, hi: Option<Bound>, step: number::Step) -> Result<Expr, Error> {
         // A fractional step q · 10^-s: at most s fraction digits, and x · 10^s a multiple of q.
         let s = usize::try_from(-step.t).unwrap_or(usize::MAX);
         if s > MAX_STEP_ZEROS {
@@ -137,6 +132,27 @@ impl<'a> Compiler<'a> {
             }
         }
     }
+}
+
+/// The tighter of two lower (`lower`) or upper bounds; at equal values the strict one.
+fn tighter(a: Option<Bound>, b: Option<Bound>, lower: bool) -> Option<Bound> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => {
+            let ord = number::cmp_dec(&a.value, &b.value);
+            let pick_a = match ord {
+                std::cmp::Ordering::Equal => a.strict,
+                std::cmp::Ordering::Greater => lower,
+                std::cmp::Ordering::Less => !lower,
+            };
+            Some(if pick_a { a } else { b })
+        }
+    }
+}
+
+/// `b` multiplied by `10^e`.
+fn shifted(b: &Option<Bound>, e: i64) -> Option<Bound> {
+    b.as_ref().map(|b| Bound { value: b.value.shift(e), strict: b.strict })
 }
 
 /// Largest number of multiples compiled by listing them (for `multipleOf` with bounds).

@@ -1,12 +1,49 @@
-//! `oneOf`: the check that its branches are disjoint, so that it can be compiled as an
-//! alternation. Branches that overlap only through optional properties are made disjoint by
-//! forbidding, in each, the properties only the other requires (an under-approximation).
+//! `anyOf` and `oneOf` as alternations, and the check that a `oneOf`'s branches are
+//! disjoint, so that it can be compiled as one. Branches that overlap only through optional
+//! properties are made disjoint by forbidding, in each, the properties only the other
+//! requires (an under-approximation).
 
 use serde_json::{Map, Value};
 
-use super::{json_type, type_list, value_has_type, Compiler, Error};
+use super::{is_constraint_keyword, json_type, type_list, value_has_type, Compiler, Error, FORBIDDEN};
+use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
+    /// `anyOf` or `oneOf` (`key`) of `branches`: an alternation of the branches, each merged
+    /// with the sibling keywords of `map`. A `oneOf` must have provably disjoint branches
+    /// ([`Compiler::check_disjoint`], which may forbid properties per branch) unless lenient.
+    pub(super) fn compile_alternatives(&mut self, map: &Map<String, Value>, key: &str, branches: &Value, ptr: &str) -> Result<Expr, Error> {
+        let Value::Array(branches) = branches else {
+            return Err(Error::new(ptr, key, format!("{key} must be an array")));
+        };
+        let mut rest = map.clone();
+        rest.remove(key);
+        let has_rest = rest.keys().any(|k| is_constraint_keyword(k));
+        let forbidden: Vec<Vec<String>> = if key == "oneOf" && !self.lenient() {
+            self.check_disjoint(branches, &rest, ptr)?
+        } else {
+            vec![vec![]; branches.len()]
+        };
+        let mut parts = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            let bptr = format!("{ptr}/{key}/{i}");
+            debug_assert_eq!(forbidden.len(), branches.len(), "one list of forbidden names per branch");
+            let forbid = forbidden.get(i).cloned().unwrap_or_default();
+            let e = if has_rest || !forbid.is_empty() {
+                let mut list = vec![Value::Object(rest.clone()), b.clone()];
+                if !forbid.is_empty() {
+                    list.push(serde_json::json!({ FORBIDDEN: forbid }));
+                }
+                let merged = self.merge_all(&list, &bptr)?;
+                self.compile_merged(merged, &bptr)?
+            } else {
+                self.compile_value(b, &bptr)?
+            };
+            parts.push(e);
+        }
+        Ok(Expr::alt(parts))
+    }
+
     /// Checks that the branches of a `oneOf` cannot both match one instance. Branches that
     /// overlap only through optional properties are made disjoint by forbidding, in each
     /// branch, the properties the other branch requires and it does not (a subset of the
