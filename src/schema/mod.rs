@@ -37,7 +37,8 @@
 //! compiled in `refs.rs` (`$ref` resolution and the work list of reference rules),
 //! `objects.rs`, `arrays.rs`, `strings.rs` (with the key exclusion and the intersection of a
 //! pattern with a length range), `numeric.rs`, `enums.rs` (`enum`/`const`) and `one_of.rs`
-//! (`anyOf`/`oneOf`, with the disjointness check); `shared.rs` holds the rules all schemas share.
+//! (`anyOf`/`oneOf`, with the disjointness check); `shared.rs` holds the rules all schemas
+//! share.
 //!
 //! # Example
 //!

@@ -119,3 +119,39 @@ impl<'a> Compiler<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Options, Whitespace};
+
+    const ALL: [SharedRule; 8] = [
+        SharedRule::String,
+        SharedRule::StringRest,
+        SharedRule::NonasciiRest,
+        SharedRule::EscapeRest,
+        SharedRule::Indent,
+        SharedRule::Number,
+        SharedRule::Integer,
+        SharedRule::Any,
+    ];
+
+    /// Each shared rule has its own name and a body that matches something, and is declared
+    /// once however often it is used.
+    #[test]
+    fn every_shared_rule_has_a_name_and_a_body() {
+        let names: std::collections::HashSet<&str> = ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(names.len(), ALL.len());
+        let root = serde_json::json!(true);
+        for whitespace in [Whitespace::Compact, Whitespace::Pretty, Whitespace::Unbounded] {
+            let opts = Options { whitespace, ..Options::default() };
+            let mut c = Compiler::new(&root, &opts);
+            for rule in ALL {
+                let Expr::Ref(id) = c.shared_rule(rule) else { panic!("{rule:?} is not a rule reference") };
+                let body = c.b.body(id).unwrap_or_else(|| panic!("{rule:?} has no body"));
+                assert_ne!(body, &Expr::Nothing, "{rule:?} matches nothing");
+                assert_eq!(c.shared_rule(rule), Expr::Ref(id), "{rule:?} was declared twice");
+            }
+        }
+    }
+}
