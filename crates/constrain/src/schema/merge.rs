@@ -45,8 +45,8 @@ impl<'a> Compiler<'a> {
                     let Value::String(r) = r else {
                         return Err(Error::new(ptr, "$ref", "$ref must be a string"));
                     };
-                    let (target, tptr) = self.resolve_ref(&r, ptr)?;
-                    if !self.flatten(target, &tptr, depth + 1, out)? {
+                    let target = self.resolve_ref(&r, ptr)?;
+                    if !self.flatten(target.schema, &target.pointer, depth + 1, out)? {
                         return Ok(false);
                     }
                 }

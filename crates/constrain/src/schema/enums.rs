@@ -1,0 +1,96 @@
+//! `enum` and `const`: the listed values that also satisfy their sibling keywords, each
+//! spelled as a JSON literal (numbers in every spelling a JSON serialiser gives them).
+
+use serde_json::{Map, Value};
+
+use super::number::Dec;
+use super::{allowed_types, dialect, is_constraint_keyword, json, value_has_type, Compiler, Error, FORBIDDEN};
+use crate::grammar::Expr;
+
+impl<'a> Compiler<'a> {
+    /// `enum`/`const`: the listed values that also satisfy the sibling keywords.
+    pub(super) fn compile_enum(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let mut values: Vec<Value> = match map.get("enum") {
+            Some(Value::Array(v)) => v.clone(),
+            Some(_) => return Err(Error::new(ptr, "enum", "enum must be an array")),
+            None => vec![],
+        };
+        if let Some(c) = map.get("const") {
+            if map.contains_key("enum") {
+                values.retain(|v| json::values_equal(v, c));
+            } else {
+                values = vec![c.clone()];
+            }
+        }
+        let keyword = if map.contains_key("enum") { "enum" } else { "const" };
+        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type", FORBIDDEN].contains(&k.as_str())).collect();
+        let types = allowed_types(map);
+        values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
+        if !others.is_empty() && !values.is_empty() {
+            // Filter by the sibling keywords with a real validator. References resolve
+            // against the root's definitions, copied in only when the siblings hold a
+            // reference: building a validator crawls everything it is given, and a large
+            // schema's definitions copied for each of its enums took minutes.
+            let mut doc = map.clone();
+            doc.remove("enum");
+            doc.remove("const");
+            doc.remove(FORBIDDEN);
+            let has_ref = doc.contains_key("$ref") || doc.values().any(contains_ref);
+            if let (Value::Object(root), true) = (self.root, has_ref) {
+                for k in ["definitions", "$defs", dialect::TARGETS] {
+                    if let Some(d) = root.get(k) {
+                        doc.insert(k.into(), d.clone());
+                    }
+                }
+            }
+            let v = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .should_validate_formats(true)
+                .build(&Value::Object(doc))
+                .map_err(|e| Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}")))?;
+            values.retain(|x| v.is_valid(x));
+        }
+        if let Some(Value::Array(forbidden)) = map.get(FORBIDDEN) {
+            values.retain(|x| !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f)))));
+        }
+        let ws = self.ws.clone();
+        // Deduplicate with a hash set: `Expr::alt` compares pairwise, which is quadratic for
+        // enums with thousands of values.
+        let mut seen = std::collections::HashSet::new();
+        let mut alts: Vec<Expr> = Vec::new();
+        // A number allowed only as an integer is spelled only as one (`1`, not `1.0`), and a
+        // non-integer is dropped: exact decimal test, not a float's.
+        let integer_only = !types.contains(&"number");
+        for v in &values {
+            let lit = match v {
+                Value::Number(n) => match Dec::parse(&n.to_string()) {
+                    Some(d) => Expr::alt(json::dec_spellings(&d, integer_only).iter().map(|t| Expr::lit(t))),
+                    None if integer_only => Expr::Nothing,
+                    None => Expr::lit(&n.to_string()),
+                },
+                _ => json::value_literal(v, &ws),
+            };
+            if lit == Expr::Nothing {
+                continue;
+            }
+            if seen.insert(lit.clone()) {
+                alts.push(lit);
+            }
+        }
+        let e = match alts.len() {
+            0 => Expr::Nothing,
+            1 => alts.pop().unwrap_or(Expr::Nothing),
+            _ => Expr::Alt(alts),
+        };
+        Ok(if e.size() > 8 { self.rule("enum", e) } else { e })
+    }
+}
+
+/// Whether `v` holds a `$ref` keyword anywhere.
+fn contains_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
+        Value::Array(a) => a.iter().any(contains_ref),
+        _ => false,
+    }
+}

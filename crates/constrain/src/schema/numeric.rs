@@ -1,0 +1,192 @@
+//! `type: number`/`integer` with `minimum`, `maximum`, their exclusive forms and
+//! `multipleOf`: reads the keywords and picks one of the constructions of [`number`]
+//! (a range, a grid, a list of multiples or a remainder automaton).
+
+use serde_json::{Map, Value};
+
+use super::number::{self, Bound, Dec};
+use super::{json, Compiler, Error, SharedRule};
+use crate::grammar::Expr;
+
+impl<'a> Compiler<'a> {
+    /// The bound keyword `key` (`strict`: an exclusive one), if present.
+    fn bound(&self, map: &Map<String, Value>, ptr: &str, key: &str, strict: bool) -> Result<Option<Bound>, Error> {
+        match map.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
+                Some(d) => Ok(Some(Bound { value: d, strict })),
+                None => Err(Error::new(ptr, key, "bound is out of range")),
+            },
+            Some(_) => Err(Error::new(ptr, key, "bound must be a number")),
+        }
+    }
+
+    /// A `number` (or, with `integer`, an `integer`) schema's expression under its bounds
+    /// and `multipleOf`.
+    pub(super) fn compile_number(&mut self, map: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, Error> {
+        let lo = tighter(self.bound(map, ptr, "minimum", false)?, self.bound(map, ptr, "exclusiveMinimum", true)?, true);
+        let hi = tighter(self.bound(map, ptr, "maximum", false)?, self.bound(map, ptr, "exclusiveMaximum", true)?, false);
+        let multiple = match map.get("multipleOf") {
+            None => None,
+            Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
+                Some(d) if !d.neg && !d.is_zero() => Some(d),
+                Some(_) => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a positive number")),
+                None => return Err(Error::new(ptr, "multipleOf", "multipleOf is out of range (exponent beyond ±400)")),
+            },
+            Some(_) => return Err(Error::new(ptr, "multipleOf", "multipleOf must be a number")),
+        };
+        // Exact decimal arithmetic throughout: a multiple of `q · 10^t` (see `number::Step`).
+        let step = multiple.as_ref().map(number::Step::of);
+        // A number with an integral multipleOf is an integer.
+        let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
+        if integer {
+            return self.compile_integer(ptr, lo, hi, step);
+        }
+        if lo.is_none() && hi.is_none() && step.is_none() {
+            return Ok(self.shared_rule(SharedRule::Number));
+        }
+        let Some(step) = step else {
+            let e = number::number_range(lo.as_ref(), hi.as_ref());
+            return Ok(self.rule("number_range", e));
+        };
+        self.compile_fraction_multiples(ptr, lo, hi, step)
+    }
+
+    /// An integer between `lo` and `hi` and a multiple of `step` (of 1 when `None`).
+    fn compile_integer(&mut self, ptr: &str, lo: Option<Bound>, hi: Option<Bound>, step: Option<number::Step>) -> Result<Expr, Error> {
+        let step = step.map(|s| s.for_integers()).unwrap_or(number::Step { q: vec![1], t: 0 });
+        let zeros = usize::try_from(step.t).unwrap_or(usize::MAX);
+        // Bounds on y = x / 10^t, rounded inwards to integers.
+        let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
+        if step.q == [1] && step.t == 0 && ylo.is_none() && yhi.is_none() {
+            return Ok(self.shared_rule(SharedRule::Integer));
+        }
+        if zeros > MAX_STEP_ZEROS {
+            self.unsupported(ptr, "multipleOf", "multipleOf is a power of ten too large to spell")?;
+            let (ilo, ihi) = number::integer_bounds(lo.as_ref(), hi.as_ref());
+            return Ok(self.rule("integer_range", number::int_range(ilo.as_ref(), ihi.as_ref())));
+        }
+        let q = step.q_u64();
+        if q == Some(1) {
+            return Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)));
+        }
+        if ylo.is_none() && yhi.is_none() {
+            if let Some(e) = q.and_then(|q| number::multiples_regular(q, zeros)) {
+                return Ok(self.rule("integer_range", e));
+            }
+        }
+        let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
+            (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| ys.into_iter().map(|y| Expr::lit(&Dec::from_i128(y).shift(step.t).to_text())).collect::<Vec<_>>()),
+            _ => None,
+        };
+        if let Some(alts) = listed {
+            return Ok(self.rule("integer_range", Expr::alt(alts)));
+        }
+        let automaton = match (q, zero_sided(ylo.as_ref(), yhi.as_ref())) {
+            (Some(q), Some(signs)) => number::remainder_multiples(&mut self.b, q, 0, zeros, signs),
+            _ => None,
+        };
+        match automaton {
+            Some(e) => Ok(self.rule("integer_range", e)),
+            None => {
+                self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and a modulus of at most 1000")?;
+                Ok(self.rule("integer_range", number::scaled_int_range(ylo.as_ref(), yhi.as_ref(), zeros)))
+            }
+        }
+    }
+
+    /// A number between `lo` and `hi` and a multiple of the fractional `step`.
+    fn compile_fraction_multiples(&mut self, ptr: &str, lo: Option<Bound>, hi: Option<Bound>, step: number::Step) -> Result<Expr, Error> {
+        // A fractional step q · 10^-s: at most s fraction digits, and x · 10^s a multiple of q.
+        let s = usize::try_from(-step.t).unwrap_or(usize::MAX);
+        if s > MAX_STEP_ZEROS {
+            self.unsupported(ptr, "multipleOf", "multipleOf has too many fraction digits")?;
+            return Ok(self.rule("number_range", number::number_range(lo.as_ref(), hi.as_ref())));
+        }
+        let q = step.q_u64();
+        if q == Some(1) {
+            return Ok(self.rule("number_range", number::number_grid(lo.as_ref(), hi.as_ref(), Some(s))));
+        }
+        let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
+        let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
+            (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| {
+                ys.into_iter()
+                    .flat_map(|y| json::dec_spellings(&Dec::from_i128(y).shift(step.t), false))
+                    .map(|t| Expr::lit(&t))
+                    .collect::<Vec<_>>()
+            }),
+            _ => None,
+        };
+        if let Some(alts) = listed {
+            return Ok(self.rule("number_range", Expr::alt(alts)));
+        }
+        let automaton = match (q, zero_sided(ylo.as_ref(), yhi.as_ref())) {
+            (Some(q), Some(signs)) => number::remainder_multiples(&mut self.b, q, s, 0, signs),
+            _ => None,
+        };
+        match automaton {
+            Some(e) => Ok(self.rule("number_range", e)),
+            None => {
+                self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and at most 1000 remainder states (its digits times its fraction digits plus one)")?;
+                Ok(self.rule("number_range", number::number_range(lo.as_ref(), hi.as_ref())))
+            }
+        }
+    }
+}
+
+/// The tighter of two lower (`lower`) or upper bounds; at equal values the strict one.
+fn tighter(a: Option<Bound>, b: Option<Bound>, lower: bool) -> Option<Bound> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => {
+            let ord = number::cmp_dec(&a.value, &b.value);
+            let pick_a = match ord {
+                std::cmp::Ordering::Equal => a.strict,
+                std::cmp::Ordering::Greater => lower,
+                std::cmp::Ordering::Less => !lower,
+            };
+            Some(if pick_a { a } else { b })
+        }
+    }
+}
+
+/// `b` multiplied by `10^e`.
+fn shifted(b: &Option<Bound>, e: i64) -> Option<Bound> {
+    b.as_ref().map(|b| Bound { value: b.value.shift(e), strict: b.strict })
+}
+
+/// Largest number of multiples compiled by listing them (for `multipleOf` with bounds).
+const MAX_ENUMERATED: i128 = 2000;
+
+/// Largest power of ten a `multipleOf` may carry (trailing zeros or fraction digits spelled).
+const MAX_STEP_ZEROS: usize = 400;
+
+/// Which signs the integer bounds `lo..=hi` leave when they are at most 0 and ∞ (a remainder
+/// automaton spells those); `None` for any other bound.
+fn zero_sided(lo: Option<&Dec>, hi: Option<&Dec>) -> Option<number::Signs> {
+    match (lo, hi) {
+        (None, None) => Some(number::Signs::All),
+        (Some(l), None) if l.is_zero() => Some(number::Signs::NonNegative),
+        (None, Some(h)) if h.is_zero() => Some(number::Signs::NonPositive),
+        _ => None,
+    }
+}
+
+/// The multiples of `q` in `a..=b`, or `None` when there are more than [`MAX_ENUMERATED`].
+fn list_multiples(a: i128, b: i128, q: i128) -> Option<Vec<i128>> {
+    if q <= 0 {
+        return None;
+    }
+    if b < a {
+        return Some(vec![]);
+    }
+    let first = a.checked_add((q - a.rem_euclid(q)) % q)?;
+    if first > b {
+        return Some(vec![]);
+    }
+    let count = b.checked_sub(first)? / q + 1;
+    if count > MAX_ENUMERATED {
+        return None;
+    }
+    Some((0..count).filter_map(|i| first.checked_add(i.checked_mul(q)?)).collect())
+}

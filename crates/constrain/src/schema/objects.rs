@@ -1,0 +1,519 @@
+//! `type: object`: `properties`, `required`, `additionalProperties`, `patternProperties`,
+//! `propertyNames`, `dependentRequired` and the property counts.
+//!
+//! Objects with at most [`ANY_ORDER_MAX`] named properties accept them in any order (one rule
+//! per set of members already written); larger ones accept schema order or required-first
+//! order. Free members (pattern or additional keys) come after the named ones.
+//!
+//! [`Compiler::compile_object`] runs the steps in order: read the keywords
+//! ([`ObjectKeywords::read`]), list the named properties ([`Compiler::member_names`]), compile
+//! their values ([`Compiler::named_members`]), then the free members
+//! ([`Compiler::free_members`]), and lay them out ([`Compiler::object_members`]).
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::{Map, Value};
+
+use super::{count, escape_pointer, is_constraint_keyword, json, Compiler, Error, SharedRule, FORBIDDEN};
+use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
+use crate::grammar::Expr;
+
+/// Objects with at most this many named properties accept them in any order (one rule per
+/// subset of properties written so far); larger ones accept schema order or required-first
+/// order.
+const ANY_ORDER_MAX: usize = 4;
+
+/// One `dependentRequired` entry: where `name` is present, every name of `needs` must be.
+struct Dependency {
+    name: String,
+    /// Never empty, and without `name` itself.
+    needs: Vec<String>,
+}
+
+/// One `patternProperties` entry.
+struct PatternProperty<'m> {
+    pattern: &'m str,
+    schema: &'m Value,
+}
+
+/// A named member of an object: the property name, the expression for `"name": value`, and
+/// whether `required` lists it.
+#[derive(Clone)]
+struct Member {
+    name: String,
+    expr: Expr,
+    required: bool,
+}
+
+/// A `dependentRequired` entry as bits of member positions: a set of members may end only
+/// where, if `member` is in it, all of `needs` are (`usize::MAX`: a needed name can never be
+/// present, so neither can the member).
+#[derive(Clone, Copy)]
+struct DependencyBits {
+    member: usize,
+    needs: usize,
+}
+
+/// `minProperties` and `maxProperties`.
+#[derive(Clone, Copy)]
+struct PropertyCounts {
+    min: u32,
+    max: Option<u32>,
+}
+
+/// What goes between an object's braces, or an object decided early.
+enum Members {
+    /// The whole object's expression (not made a rule of its own).
+    Done(Expr),
+    /// The members (`None`: the object must be empty), and whether `{}` is accepted too.
+    Body { body: Option<Expr>, may_be_empty: bool },
+}
+
+/// The object keywords of one schema, read and checked for their JSON types.
+struct ObjectKeywords<'m> {
+    /// `dependentRequired`.
+    dependent: Vec<Dependency>,
+    /// `propertyNames`, when it constrains anything.
+    key_schema: Option<&'m Value>,
+    properties: &'m Map<String, Value>,
+    /// `patternProperties`, in schema order.
+    patterns: Vec<PatternProperty<'m>>,
+    required: Vec<String>,
+    /// Names that must be absent ([`FORBIDDEN`]).
+    forbidden: Vec<String>,
+    /// The schema of the other properties: `additionalProperties`, else
+    /// `unevaluatedProperties` (which acts as it when nothing else evaluates), else `false`
+    /// under [`Options::strict`](super::Options::strict), else `true`.
+    additional: Cow<'m, Value>,
+    /// The keyword `additional` is read from, for pointers.
+    additional_key: &'static str,
+}
+
+impl<'m> ObjectKeywords<'m> {
+    /// Reads the keywords of `map` other than `dependentRequired` and `propertyNames` (read
+    /// first, as their errors come first); `empty` stands for an absent `properties`.
+    fn read(
+        map: &'m Map<String, Value>,
+        empty: &'m Map<String, Value>,
+        ptr: &str,
+        strict: bool,
+        dependent: Vec<Dependency>,
+        key_schema: Option<&'m Value>,
+    ) -> Result<Self, Error> {
+        let properties = match map.get("properties") {
+            None => empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => return Err(Error::new(ptr, "properties", "properties must be an object")),
+        };
+        let patterns = match map.get("patternProperties") {
+            None => vec![],
+            Some(Value::Object(p)) => p.iter().map(|(pattern, schema)| PatternProperty { pattern, schema }).collect(),
+            Some(_) => return Err(Error::new(ptr, "patternProperties", "patternProperties must be an object")),
+        };
+        let required: Vec<String> = match map.get("required") {
+            None => vec![],
+            Some(Value::Array(r)) => r.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+            Some(_) => return Err(Error::new(ptr, "required", "required must be an array")),
+        };
+        let forbidden: Vec<String> = map
+            .get(FORBIDDEN)
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        // unevaluatedProperties acts as additionalProperties when nothing else evaluates.
+        let additional = match map.get("additionalProperties").or_else(|| map.get("unevaluatedProperties")) {
+            Some(a) => Cow::Borrowed(a),
+            None => Cow::Owned(Value::Bool(!strict)),
+        };
+        let additional_key = if map.contains_key("additionalProperties") { "additionalProperties" } else { "unevaluatedProperties" };
+        Ok(ObjectKeywords { dependent, key_schema, properties, patterns, required, forbidden, additional, additional_key })
+    }
+
+    /// The positions in [`ObjectKeywords::patterns`] of the patterns `name` matches.
+    fn matching(&self, name: &str, ptr: &str) -> Result<Vec<usize>, Error> {
+        let mut out = Vec::new();
+        for (i, p) in self.patterns.iter().enumerate() {
+            if ecma_is_match(p.pattern, name).map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))? {
+                out.push(i);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `dependentRequired`: (name, names it needs), compiled exactly by the any-order members
+/// (so only for a few named properties).
+fn dependent_required(map: &Map<String, Value>, ptr: &str) -> Result<Vec<Dependency>, Error> {
+    let mut dependent = Vec::new();
+    if let Some(v) = map.get("dependentRequired") {
+        let Value::Object(d) = v else {
+            return Err(Error::new(ptr, "dependentRequired", "dependentRequired must be an object"));
+        };
+        for (name, needs) in d {
+            let Value::Array(needs) = needs else {
+                return Err(Error::new(ptr, "dependentRequired", "dependentRequired values must be arrays of names"));
+            };
+            let needs: Vec<String> = needs.iter().filter_map(|x| x.as_str().map(String::from)).filter(|x| x != name).collect();
+            if !needs.is_empty() {
+                dependent.push(Dependency { name: name.clone(), needs });
+            }
+        }
+    }
+    Ok(dependent)
+}
+
+impl<'a> Compiler<'a> {
+    /// An object schema's expression: `{`, the members, `}`.
+    pub(super) fn compile_object(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let dependent = dependent_required(map, ptr)?;
+        let key_schema = self.property_names(map, ptr)?;
+        for k in ["dependentSchemas", "dependencies"] {
+            if let Some(v) = map.get(k) {
+                let trivial = v.as_object().is_some_and(|m| m.is_empty()) || v == &Value::Bool(true);
+                if !trivial {
+                    self.unsupported(ptr, k, &format!("{k} is not supported"))?;
+                }
+            }
+        }
+        let empty = Map::new();
+        let kw = ObjectKeywords::read(map, &empty, ptr, self.opts.strict, dependent, key_schema)?;
+        let names = self.member_names(&kw, ptr)?;
+        let Some(named) = self.named_members(&kw, &names, ptr)? else {
+            return Ok(Expr::Nothing);
+        };
+        let free = self.free_members(&kw, &names, ptr)?;
+        let counts = PropertyCounts { min: count(map, ptr, "minProperties")?.unwrap_or(0), max: count(map, ptr, "maxProperties")? };
+        if counts.max.is_some_and(|m| m < counts.min) {
+            // No object has between min and max properties.
+            return Ok(Expr::Nothing);
+        }
+        let (body, may_be_empty) = match self.object_members(&kw, &named, free, counts, ptr)? {
+            Members::Done(e) => return Ok(e),
+            Members::Body { body, may_be_empty } => (body, may_be_empty && counts.min == 0),
+        };
+        let ws = self.ws.clone();
+        let e = match body {
+            None => Expr::seq([Expr::lit("{"), ws, Expr::lit("}")]),
+            Some(b) => {
+                let inner = Expr::seq([b, ws.clone()]);
+                let inner = if may_be_empty { Expr::opt(inner) } else { inner };
+                Expr::seq([Expr::lit("{"), ws, inner, Expr::lit("}")])
+            }
+        };
+        Ok(self.rule("object", e))
+    }
+
+    /// `propertyNames`, when it constrains anything: compiled as the key grammar of the free
+    /// members, for objects that name no property (a named one would have to be checked
+    /// against it, and kept out of the free keys).
+    fn property_names<'m>(&self, map: &'m Map<String, Value>, ptr: &str) -> Result<Option<&'m Value>, Error> {
+        let key_schema: Option<&Value> = match map.get("propertyNames") {
+            None | Some(Value::Bool(true)) => None,
+            Some(v) if v.as_object().is_some_and(|m| !m.keys().any(|k| is_constraint_keyword(k))) => None,
+            Some(v) => Some(v),
+        };
+        if key_schema.is_some() {
+            let names_any = ["properties", "patternProperties", "required", "dependentRequired", FORBIDDEN]
+                .iter()
+                .any(|k| map.get(*k).is_some_and(|v| v.as_object().is_none_or(|o| !o.is_empty()) && v.as_array().is_none_or(|a| !a.is_empty())));
+            if names_any {
+                self.unsupported(ptr, "propertyNames", "propertyNames is compiled only for objects that name no property")?;
+            }
+        }
+        Ok(key_schema)
+    }
+
+    /// The named properties: `properties` in schema order, then the names of `required` and
+    /// of `dependentRequired` not among them.
+    fn member_names(&self, kw: &ObjectKeywords, ptr: &str) -> Result<Vec<String>, Error> {
+        let mut names: Vec<String> = kw.properties.keys().cloned().collect();
+        for r in &kw.required {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        for Dependency { name: a, needs } in &kw.dependent {
+            for n in std::iter::once(a).chain(needs) {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+                if !kw.matching(n, ptr)?.is_empty() {
+                    self.unsupported(ptr, "dependentRequired", &format!("property {n:?} of dependentRequired matches a patternProperties pattern"))?;
+                }
+            }
+        }
+        if !kw.dependent.is_empty() && names.len() > ANY_ORDER_MAX {
+            self.unsupported(ptr, "dependentRequired", &format!("dependentRequired is compiled only for objects of at most {ANY_ORDER_MAX} named properties"))?;
+        }
+        Ok(names)
+    }
+
+    /// Compiles the value of each named property (its own schema, merged with the patterns
+    /// it matches, or the additional-properties schema). Names that must be absent or whose
+    /// value matches nothing are left out; `None` when such a name is required (no object
+    /// matches).
+    fn named_members(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Option<Vec<Member>>, Error> {
+        let mut named: Vec<Member> = Vec::new();
+        for name in names {
+            let is_req = kw.required.contains(name);
+            if kw.forbidden.contains(name) {
+                if is_req {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let pats = kw.matching(name, ptr)?;
+            let own: Option<&Value> = kw.properties.get(name);
+            let mut parts: Vec<Value> = own.into_iter().cloned().collect();
+            for i in &pats {
+                parts.push(kw.patterns[*i].schema.clone());
+            }
+            if own.is_none() && pats.is_empty() {
+                parts.push((*kw.additional).clone());
+            }
+            let pptr = format!("{ptr}/properties/{}", escape_pointer(name));
+            let value = if parts.len() == 1 {
+                self.compile_value(&parts[0], &pptr)?
+            } else {
+                let merged = self.merge_all(&parts, &pptr)?;
+                self.compile_value(&merged, &pptr)?
+            };
+            if value == Expr::Nothing {
+                if is_req {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let member = Expr::seq([json::string_literal(name), self.colon(), value]);
+            named.push(Member { name: name.clone(), expr: member, required: is_req });
+        }
+        for f in &kw.forbidden {
+            if !kw.matching(f, ptr)?.is_empty() {
+                self.unsupported(ptr, "patternProperties", &format!("property {f:?} must be absent but matches a patternProperties pattern"))?;
+            }
+        }
+        Ok(Some(named))
+    }
+
+    /// Free members: keys matching a pattern, or any other key when allowed (`Expr::Nothing`
+    /// when there are none).
+    fn free_members(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Expr, Error> {
+        let mut free = Vec::new();
+        if !kw.patterns.is_empty() {
+            free.extend(self.pattern_member(kw, names, ptr)?);
+        } else if *kw.additional != Value::Bool(false) {
+            free.extend(self.additional_member(kw, names, ptr)?);
+        }
+        Ok(Expr::alt(free))
+    }
+
+    /// The member whose key matches a `patternProperties` pattern (all patterns must share
+    /// one schema); `None` when its value matches nothing.
+    fn pattern_member(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Option<Expr>, Error> {
+        let Some(first) = kw.patterns.first() else {
+            return Ok(None);
+        };
+        let same_schema = kw.patterns.iter().all(|p| p.schema == first.schema);
+        if kw.patterns.len() > 1 && !same_schema {
+            self.unsupported(ptr, "patternProperties", "several patternProperties with different schemas cannot be compiled exactly")?;
+        }
+        let mut key_alts = Vec::new();
+        for p in &kw.patterns {
+            let e = to_expr(p.pattern, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))?;
+            key_alts.push(e);
+        }
+        // Named keys must not be produced by a pattern route unless their value schema is
+        // exactly the pattern's.
+        for name in names {
+            let pats = kw.matching(name, ptr)?;
+            if !pats.is_empty() && kw.properties.get(name).is_some_and(|s| s != kw.patterns[pats[0]].schema && *s != Value::Bool(true) && !s.as_object().is_some_and(|o| o.is_empty())) {
+                self.unsupported(ptr, "patternProperties", &format!("property {name:?} also matches a patternProperties pattern"))?;
+            }
+        }
+        let key = Expr::seq([Expr::lit("\""), json::escape_expr(&Expr::alt(key_alts)), Expr::lit("\"")]);
+        let key = self.rule("pattern_key", key);
+        let value = self.compile_value(first.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(first.pattern)))?;
+        Ok((value != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
+    }
+
+    /// The member of any other key (not named, not forbidden; matching `propertyNames` when
+    /// given), valued by the additional-properties schema; `None` when no key or no value is
+    /// possible.
+    fn additional_member(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Option<Expr>, Error> {
+        let value = self.compile_value(&kw.additional, &format!("{ptr}/{}", kw.additional_key))?;
+        if value == Expr::Nothing {
+            return Ok(None);
+        }
+        let mut excluded: Vec<String> = names.to_vec();
+        excluded.extend(kw.forbidden.iter().cloned());
+        let key = if let (Some(ks), true) = (kw.key_schema, excluded.is_empty()) {
+            let ks = self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
+            self.compile_value(&ks, &format!("{ptr}/propertyNames"))?
+        } else if excluded.is_empty() {
+            self.shared_rule(SharedRule::String)
+        } else {
+            self.other_key(&excluded, ptr)?
+        };
+        Ok((key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
+    }
+
+    /// Lays out the named and free members between the braces, under the property counts.
+    fn object_members(&mut self, kw: &ObjectKeywords, named: &[Member], free: Expr, counts: PropertyCounts, ptr: &str) -> Result<Members, Error> {
+        if named.is_empty() {
+            return self.free_only_members(free, counts, ptr);
+        }
+        let has_free = free != Expr::Nothing;
+        let free_tail = if has_free { Expr::star(Expr::seq([self.sep(), free.clone()])) } else { Expr::Empty };
+        let n_required = named.iter().filter(|m| m.required).count() as u32;
+        let n_named = named.len() as u32;
+        if counts.min > n_required.max(1) {
+            self.unsupported(ptr, "minProperties", "minProperties above the number of required properties cannot be compiled")?;
+        }
+        if let Some(m) = counts.max {
+            if has_free || m < n_named {
+                self.unsupported(ptr, "maxProperties", "maxProperties below the number of possible properties cannot be compiled")?;
+            }
+        }
+        let first_required = named.iter().any(|m| m.required);
+        let body = if named.len() <= ANY_ORDER_MAX {
+            let deps = dependency_bits(named, &kw.dependent);
+            self.any_order(named, &deps, &free, &free_tail)
+        } else {
+            let named_part = self.ordered_members(named, &kw.required);
+            if first_required || !has_free {
+                Expr::seq([named_part, free_tail])
+            } else {
+                Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free, free_tail])])
+            }
+        };
+        Ok(Members::Body { body: Some(body), may_be_empty: !first_required })
+    }
+
+    /// The members of an object without named properties: free members only, within the
+    /// property counts.
+    fn free_only_members(&mut self, free: Expr, counts: PropertyCounts, ptr: &str) -> Result<Members, Error> {
+        if free == Expr::Nothing {
+            if counts.min > 0 {
+                return Ok(Members::Done(Expr::Nothing));
+            }
+            return Ok(Members::Body { body: None, may_be_empty: true });
+        }
+        if counts.min > 1 {
+            self.unsupported(ptr, "minProperties", "minProperties above 1 over free-form keys cannot be enforced (keys could repeat)")?;
+        }
+        let lo = counts.min.max(1);
+        let sep = self.sep();
+        let body = Expr::seq([free.clone(), Expr::repeat(Expr::seq([sep, free]), lo - 1, counts.max.map(|m| m.saturating_sub(1)))]);
+        if counts.max == Some(0) {
+            return Ok(Members::Done(Expr::seq([Expr::lit("{"), self.ws.clone(), Expr::lit("}")])));
+        }
+        Ok(Members::Body { body: Some(body), may_be_empty: counts.min == 0 })
+    }
+
+    /// Named members in schema order, and also in "required first" order (required names in
+    /// the order of `required`, then the others in schema order), which is how many
+    /// documents are written. Each order is exact on its own, so their union is too.
+    fn ordered_members(&mut self, named: &[Member], required: &[String]) -> Expr {
+        let mut named_part = self.named_sequence(named);
+        // Hash lookups: linear in the number of properties (100k of them are hostile
+        // input, not a quadratic hang).
+        let mut req_first: Vec<Member> = Vec::new();
+        let mut taken: rustc_hash::FxHashSet<&str> = Default::default();
+        let by_name: HashMap<&str, &Member> = named.iter().map(|m| (m.name.as_str(), m)).collect();
+        for r in required {
+            if let Some(m) = by_name.get(r.as_str()) {
+                if taken.insert(m.name.as_str()) {
+                    req_first.push((*m).clone());
+                }
+            }
+        }
+        for m in named {
+            if taken.insert(m.name.as_str()) {
+                req_first.push(m.clone());
+            }
+        }
+        if req_first.iter().map(|m| &m.name).ne(named.iter().map(|m| &m.name)) {
+            let other = self.named_sequence(&req_first);
+            named_part = Expr::alt([named_part, other]);
+        }
+        named_part
+    }
+
+    /// Named members in any order, each at most once, the required ones present, then the
+    /// free members: one rule per set of members already written (so only for a few members).
+    /// The set may end only where each present member has what `deps` says it needs. Non-empty; the caller makes it optional when nothing is required.
+    fn any_order(&mut self, named: &[Member], deps: &[DependencyBits], free: &Expr, free_tail: &Expr) -> Expr {
+        let n = named.len();
+        let required: usize = named.iter().enumerate().filter(|(_, m)| m.required).map(|(i, _)| 1 << i).sum();
+        let may_end = |mask: usize| mask & required == required && deps.iter().all(|d| mask & d.member == 0 || mask & d.needs == d.needs);
+        let full = (1usize << n) - 1;
+        let sep = self.sep();
+        let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
+        for mask in (1..=full).rev() {
+            let mut alts = Vec::new();
+            for (k, m) in named.iter().enumerate() {
+                if mask & (1 << k) == 0 {
+                    alts.push(Expr::seq([sep.clone(), m.expr.clone(), after[mask | (1 << k)].clone()]));
+                }
+            }
+            if may_end(mask) {
+                alts.push(free_tail.clone());
+            }
+            after[mask] = self.rule("members", Expr::alt(alts));
+        }
+        let mut alts: Vec<Expr> = named.iter().enumerate().map(|(k, m)| Expr::seq([m.expr.clone(), after[1 << k].clone()])).collect();
+        if required == 0 && *free != Expr::Nothing {
+            alts.push(Expr::seq([free.clone(), free_tail.clone()]));
+        }
+        Expr::alt(alts)
+    }
+
+    /// Named members in order, separated by commas, optional ones omissible, at least one
+    /// present.
+    fn named_sequence(&mut self, named: &[Member]) -> Expr {
+        let sep = self.sep();
+        let n = named.len();
+        if let Some(r0) = named.iter().position(|m| m.required) {
+            let mut parts = Vec::new();
+            for m in &named[..r0] {
+                parts.push(Expr::opt(Expr::seq([m.expr.clone(), sep.clone()])));
+            }
+            parts.push(named[r0].expr.clone());
+            for m in &named[r0 + 1..] {
+                let e = Expr::seq([sep.clone(), m.expr.clone()]);
+                parts.push(if m.required { e } else { Expr::opt(e) });
+            }
+            return Expr::seq(parts);
+        }
+        // All optional: the first present member, then any of the later ones.
+        if n <= 3 {
+            let tail = |k: usize| Expr::seq(named[k..].iter().map(|m| Expr::opt(Expr::seq([sep.clone(), m.expr.clone()]))));
+            return Expr::alt((0..n).map(|j| Expr::seq([named[j].expr.clone(), tail(j + 1)])));
+        }
+        // Long lists: a chain of rules `rest_k ::= ("," member_k)? rest_{k+1}` keeps the
+        // grammar linear in the number of members.
+        let mut next = Expr::Empty;
+        let mut rests = vec![Expr::Empty; n + 1];
+        for k in (0..n).rev() {
+            let body = Expr::seq([Expr::opt(Expr::seq([sep.clone(), named[k].expr.clone()])), next.clone()]);
+            next = Expr::Ref(self.b.add("object_rest", body));
+            rests[k] = next.clone();
+        }
+        Expr::alt((0..n).map(|j| Expr::seq([named[j].expr.clone(), rests[j + 1].clone()])))
+    }
+}
+
+/// The `dependentRequired` entries whose member is named, as bits of `named` positions (a
+/// needed name that can never be present makes the member impossible).
+fn dependency_bits(named: &[Member], dependent: &[Dependency]) -> Vec<DependencyBits> {
+    let bit = |n: &str| named.iter().position(|m| m.name == n).map(|i| 1usize << i);
+    dependent
+        .iter()
+        .filter_map(|Dependency { name, needs }| {
+            let member = bit(name)?;
+            let need = needs.iter().map(|n| bit(n).unwrap_or(member)).fold(0, |x, y| x | y);
+            Some(DependencyBits { member, needs: need | if needs.iter().any(|n| bit(n).is_none()) { usize::MAX } else { 0 } })
+        })
+        .collect()
+}

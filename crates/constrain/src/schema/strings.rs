@@ -1,0 +1,354 @@
+//! `type: string`: `minLength`/`maxLength`, `pattern` and `format`, the intersection of a
+//! pattern with a length range, and the key grammar of property names that must differ from
+//! a set of named keys ([`not_in_set`]).
+
+use serde_json::{Map, Value};
+
+use super::{format, json, Compiler, Error, Note, SharedRule};
+use crate::grammar::regex::{to_expr, RegexOptions};
+use crate::grammar::{Expr, GrammarBuilder};
+
+impl<'a> Compiler<'a> {
+    /// A `string` schema's expression: a quoted string under its lengths, `pattern` or
+    /// `format`.
+    pub(super) fn compile_string(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let min = match map.get("minLength") {
+            None => 0,
+            Some(v) => v.as_u64().map(|x| x.min(u32::MAX as u64) as u32).ok_or_else(|| Error::new(ptr, "minLength", "minLength must be a non-negative integer"))?,
+        };
+        let max = match map.get("maxLength") {
+            None => None,
+            Some(v) => Some(v.as_u64().map(|x| x.min(u32::MAX as u64) as u32).ok_or_else(|| Error::new(ptr, "maxLength", "maxLength must be a non-negative integer"))?),
+        };
+        let pattern = match map.get("pattern") {
+            None => None,
+            Some(Value::String(p)) => Some(p.as_str()),
+            Some(_) => return Err(Error::new(ptr, "pattern", "pattern must be a string")),
+        };
+        let fmt = match map.get("format") {
+            Some(Value::String(f)) => {
+                let known = format::format_expr(f);
+                if known.is_none() && format::is_checked_elsewhere(f) {
+                    self.unsupported(ptr, "format", &format!("format {f:?} is not supported"))?;
+                }
+                if let (Some(_), Some(why)) = (&known, format::under_approximation(f)) {
+                    self.notes.push(Note::new(ptr, "format", why));
+                }
+                known.map(|e| (f.clone(), e))
+            }
+            _ => None,
+        };
+        let content: Option<(Expr, &str)> = match (pattern, fmt) {
+            (Some(p), Some((f, _))) => {
+                self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
+                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
+                Some((e, "pattern"))
+            }
+            (Some(p), None) => {
+                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
+                Some((e, "pattern"))
+            }
+            (None, Some((_, e))) => Some((e, "format")),
+            (None, None) => None,
+        };
+        let body = match content {
+            None => {
+                if min == 0 && max.is_none() {
+                    return Ok(self.shared_rule(SharedRule::String));
+                }
+                Expr::repeat(json::any_unit(), min, max)
+            }
+            Some((e, keyword)) => {
+                let e = if min > 0 || max.is_some() {
+                    // Exactly if possible; otherwise the subset where an unanchored pattern
+                    // matches the whole string (e.g. `[0-9a-f]+` with length 12).
+                    let whole_match = || {
+                        let p = pattern.filter(|_| keyword == "pattern")?;
+                        to_expr(p, &RegexOptions { unanchored: false, ..RegexOptions::json_schema() }).ok()
+                    };
+                    match constrain_length(&e, min, max).or_else(|| constrain_length(&whole_match()?, min, max)) {
+                        Some(e) => e,
+                        None => {
+                            self.unsupported(ptr, keyword, &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"))?;
+                            e
+                        }
+                    }
+                } else {
+                    e
+                };
+                json::escape_expr(&e)
+            }
+        };
+        let e = Expr::seq([Expr::lit("\""), body, Expr::lit("\"")]);
+        Ok(self.rule("string_c", e))
+    }
+
+    /// The key of an object member whose name is none of `excluded` (a JSON string, quotes
+    /// included): a trie of the excluded names ([`not_in_set`]), recorded with the grammar
+    /// builder so the mask stage can take its shortcut.
+    pub(super) fn other_key(&mut self, excluded: &[String], ptr: &str) -> Result<Expr, Error> {
+        let chars: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
+        if let Some(long) = chars.iter().find(|k| k.len() > MAX_EXCLUDED_KEY_CHARS) {
+            return Err(Error::new(
+                ptr,
+                "additionalProperties",
+                format!(
+                    "a property name of {} characters is longer than the {MAX_EXCLUDED_KEY_CHARS} \
+                     that other property names can be told apart from; forbid other properties \
+                     (additionalProperties: false) or shorten the name",
+                    long.len()
+                ),
+            ));
+        }
+        let tails = RestRules {
+            rest: self.shared_rule(SharedRule::StringRest),
+            escape: self.shared_rule(SharedRule::EscapeRest),
+            nonascii: self.shared_rule(SharedRule::NonasciiRest),
+        };
+        let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails, &mut self.b, 0);
+        let e = Expr::seq([Expr::lit("\""), content]);
+        let key = self.rule("other_key", e);
+        // Keys split over several rules (see `not_in_set`) are not recorded: the
+        // mask stage's shortcut follows one rule's automaton only.
+        let short = chars.iter().all(|k| k.len() < KEY_CHUNK);
+        if let (Expr::Ref(rule), Expr::Ref(rest), true) = (&key, &tails.rest, short) {
+            let words: Vec<&str> = excluded.iter().map(String::as_str).collect();
+            self.b.note_exclusion(*rule, *rest, &words);
+        }
+        Ok(key)
+    }
+}
+
+/// The shared rules [`not_in_set`] continues with once a key can no longer be excluded.
+struct RestRules {
+    /// The rest of a string, closing quote included.
+    rest: Expr,
+    /// After a backslash: the rest of an escape, then of the string.
+    escape: Expr,
+    /// A non-ASCII character, then the rest of the string.
+    nonascii: Expr,
+}
+
+/// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
+/// closing quote where no key ends, or a character no key continues with followed by the
+/// rest of the string (see [`RestRules`]). Only canonical spellings of the keys' own
+/// characters are followed down the trie; other characters go to `rest`.
+///
+/// The expression nests two levels per character; every [`KEY_CHUNK`] characters the rest is
+/// made a rule of its own, so a long key (30k characters) neither nests deeper than the
+/// automaton accepts nor recurses deeper than that here.
+fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
+    let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
+    if keys.is_empty() {
+        return rest.clone();
+    }
+    let mut alts = Vec::new();
+    if !keys.iter().any(|k| k.is_empty()) {
+        alts.push(Expr::lit("\""));
+    }
+    let mut firsts: Vec<char> = keys.iter().filter_map(|k| k.first().copied()).collect();
+    firsts.sort();
+    firsts.dedup();
+    // Characters other than the first characters of keys: anything may follow.
+    let mut others = Vec::new();
+    let mut lo = '\0';
+    let mut open = true;
+    for &c in &firsts {
+        if open && c > lo {
+            others.push((lo, prev(c)));
+        }
+        match next(c) {
+            Some(n) => lo = n,
+            None => open = false,
+        }
+    }
+    if open {
+        others.push((lo, '\u{10FFFF}'));
+    }
+    let others: Vec<(char, char)> = others.into_iter().flat_map(split_surrogates).collect();
+    if !others.is_empty() {
+        if firsts.iter().any(|&c| c == '"' || c == '\\' || (c as u32) < 0x20) {
+            alts.push(Expr::seq([json::class_units(&others), rest.clone()]));
+        } else {
+            // No key character needs an escape here, so every escape is an "other" character:
+            // the raw class, or a backslash followed by the shared escape-then-rest rule.
+            let raw: Vec<(char, char)> = others
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let a = a.max(' ');
+                    (a <= b).then_some((a, b))
+                })
+                .flat_map(|(a, b)| split_out(a, b, &['"', '\\']))
+                .collect();
+            // With only ASCII characters to exclude here, the non-ASCII ones all go to the
+            // shared rule (their UTF-8 paths would otherwise be rebuilt at every position).
+            let (raw, any_nonascii) = if firsts.iter().all(|c| c.is_ascii()) {
+                let ascii: Vec<(char, char)> =
+                    raw.iter().filter(|r| r.0.is_ascii()).map(|&(a, b)| (a, b.min('\u{7F}'))).collect();
+                (ascii, raw.iter().any(|r| !r.1.is_ascii()))
+            } else {
+                (raw, false)
+            };
+            if !raw.is_empty() {
+                alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
+            }
+            if any_nonascii {
+                alts.push(nonascii_rest.clone());
+            }
+            alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
+        }
+    }
+    for c in firsts {
+        let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
+        let tail = if depth + 1 >= KEY_CHUNK {
+            let e = not_in_set(&tails, rules, b, 0);
+            match e {
+                Expr::Ref(_) | Expr::Literal(_) | Expr::Empty | Expr::Nothing => e,
+                e => Expr::Ref(b.add("other_key_rest", e)),
+            }
+        } else {
+            not_in_set(&tails, rules, b, depth + 1)
+        };
+        alts.push(Expr::seq([json::str_units(&c.to_string()), tail]));
+    }
+    Expr::alt(alts)
+}
+
+/// Characters of an excluded key followed before [`not_in_set`] continues in a new rule.
+const KEY_CHUNK: usize = 64;
+
+/// Longest property name [`not_in_set`] excludes from other keys (its recursion follows the
+/// name's characters); a longer declared name with additional properties allowed is an error.
+const MAX_EXCLUDED_KEY_CHARS: usize = 1024;
+
+/// The range `a..=b` without the characters in `holes`.
+fn split_out(a: char, b: char, holes: &[char]) -> Vec<(char, char)> {
+    let mut out = vec![(a, b)];
+    for &h in holes {
+        out = out
+            .into_iter()
+            .flat_map(|(x, y)| {
+                if h < x || h > y {
+                    vec![(x, y)]
+                } else {
+                    let mut v = Vec::new();
+                    if h > x {
+                        v.push((x, prev(h)));
+                    }
+                    if let Some(n) = next(h) {
+                        if n <= y {
+                            v.push((n, y));
+                        }
+                    }
+                    v
+                }
+            })
+            .collect();
+    }
+    out
+}
+
+/// The character before `c` (skipping the surrogates; `\0` for `\0`).
+fn prev(c: char) -> char {
+    match c as u32 {
+        0 => '\0',
+        0xE000 => '\u{D7FF}',
+        n => {
+            // Only 0 and the first character after the surrogates lack a plain predecessor.
+            let p = char::from_u32(n - 1);
+            debug_assert!(p.is_some(), "U+{n:04X} has no predecessor");
+            p.unwrap_or('\0')
+        }
+    }
+}
+
+/// The character after `c` (skipping the surrogates; `None` after U+10FFFF).
+fn next(c: char) -> Option<char> {
+    match c as u32 {
+        0xD7FF => Some('\u{E000}'),
+        n => char::from_u32(n + 1),
+    }
+}
+
+/// A character range without the surrogates it spans, as one or two ranges.
+fn split_surrogates((a, b): (char, char)) -> Vec<(char, char)> {
+    if (a as u32) < 0xD800 && (b as u32) > 0xDFFF {
+        vec![(a, '\u{D7FF}'), ('\u{E000}', b)]
+    } else {
+        vec![(a, b)]
+    }
+}
+
+/// Length range in characters of a character-level expression (`None` max: unbounded).
+fn char_len(e: &Expr) -> (u64, Option<u64>) {
+    match e {
+        Expr::Empty => (0, Some(0)),
+        Expr::Nothing => (0, Some(0)),
+        Expr::Literal(b) => {
+            let n = String::from_utf8_lossy(b).chars().count() as u64;
+            (n, Some(n))
+        }
+        Expr::Chars(_) | Expr::Bytes(_) => (1, Some(1)),
+        Expr::Seq(v) => v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| (a + c, b.zip(d).map(|(x, y)| x + y))),
+        Expr::Alt(v) => {
+            let mut lo = u64::MAX;
+            let mut hi = Some(0);
+            for x in v {
+                let (a, b) = char_len(x);
+                lo = lo.min(a);
+                hi = hi.zip(b).map(|(x, y)| x.max(y));
+            }
+            (if lo == u64::MAX { 0 } else { lo }, hi)
+        }
+        Expr::Repeat { expr, min, max } => {
+            let (a, b) = char_len(expr);
+            (a.saturating_mul(*min as u64), max.and_then(|m| b.map(|b| b.saturating_mul(m as u64))))
+        }
+        Expr::Ref(_) => (0, None),
+    }
+}
+
+/// Restricts a character-level expression to strings of `min..=max` characters, when that
+/// can be done exactly: the expression's lengths already fit, or exactly one part of a
+/// sequence varies in length and is a repetition of single characters.
+fn constrain_length(e: &Expr, min: u32, max: Option<u32>) -> Option<Expr> {
+    let (lo, hi) = char_len(e);
+    let fits = lo >= min as u64 && max.is_none_or(|m| hi.is_some_and(|h| h <= m as u64));
+    if fits {
+        return Some(e.clone());
+    }
+    match e {
+        Expr::Alt(v) => {
+            let parts: Option<Vec<Expr>> = v.iter().map(|x| constrain_length(x, min, max)).collect();
+            parts.map(Expr::alt)
+        }
+        Expr::Repeat { expr, min: rmin, max: rmax } if char_len(expr) == (1, Some(1)) => {
+            let nmin = (*rmin).max(min);
+            let nmax = match (rmax, max) {
+                (Some(a), Some(b)) => Some((*a).min(b)),
+                (a, b) => a.or(b),
+            };
+            Some(Expr::repeat((**expr).clone(), nmin, nmax))
+        }
+        Expr::Seq(v) => {
+            let lens: Vec<(u64, Option<u64>)> = v.iter().map(char_len).collect();
+            let varying: Vec<usize> = (0..v.len()).filter(|&i| lens[i].1 != Some(lens[i].0)).collect();
+            if varying.len() != 1 {
+                return None;
+            }
+            let i = varying[0];
+            let fixed: u64 = lens.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, l)| l.0).sum();
+            let fixed = u32::try_from(fixed).ok()?;
+            let nmin = min.saturating_sub(fixed);
+            let nmax = match max {
+                Some(m) => Some(m.checked_sub(fixed)?),
+                None => None,
+            };
+            let inner = constrain_length(&v[i], nmin, nmax)?;
+            let mut parts = v.clone();
+            parts[i] = inner;
+            Some(Expr::seq(parts))
+        }
+        _ => None,
+    }
+}
