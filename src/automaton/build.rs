@@ -3,10 +3,10 @@
 
 use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
 use crate::grammar::{Expr, Grammar};
+use crate::util::hash128;
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::hash::Hash;
 use std::rc::Rc;
 
 /// Deepest expression nesting accepted (guards the recursive construction), whatever
@@ -924,19 +924,7 @@ impl Pda {
         let base = self.rules[r].first_node;
         let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
         for i in self.rule_nodes(r) {
-            let node = &self.nodes[i];
-            buf.push(0xF1 + node.is_final as u64);
-            for e in node.bytes.iter() {
-                buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | (e.target - base) as u64);
-            }
-            for c in node.calls.iter() {
-                let fp = callee_fp(c.callee);
-                buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, (c.ret - base) as u64]);
-            }
-            if let Some(l) = node.repeat {
-                let fp = callee_fp(l.body);
-                buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
-            }
+            super::keys::encode_node(&mut buf, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
         }
         hash128(&buf)
     }
@@ -957,32 +945,4 @@ impl Callers {
         let end = self.offsets.get(r + 1).copied().unwrap_or(0) as usize;
         self.callers.get(start..end).unwrap_or(&[])
     }
-}
-
-/// A streaming form of [`hash128`], for keys built from many parts without collecting them
-/// first.
-pub(crate) struct Hasher128(xxhash_rust::xxh3::Xxh3);
-
-impl Hasher128 {
-    /// A hasher with nothing fed yet.
-    pub(crate) fn new() -> Self {
-        Hasher128(xxhash_rust::xxh3::Xxh3::new())
-    }
-
-    /// Feeds `x`.
-    pub(crate) fn add<T: Hash + ?Sized>(&mut self, x: &T) {
-        x.hash(&mut self.0);
-    }
-
-    /// The 128-bit hash of what was fed.
-    pub(crate) fn finish128(&self) -> u128 {
-        self.0.digest128()
-    }
-}
-
-/// A 128-bit hash (XXH3-128, the same in every process) of `x`.
-pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
-    let mut h = Hasher128::new();
-    h.add(x);
-    h.finish128()
 }

@@ -2,7 +2,7 @@
 //!
 //! Input: a [`Vocabulary`] (once per tokenizer) and, per automaton state, a *context*: the
 //! stack top plus the few frames below it that decide what the top can do (see
-//! [`crate::matcher`] for how the context is chosen). Output: an [`Entry`] per context, cached
+//! [`Context`] for how the context is chosen). Output: an [`Entry`] per context, cached
 //! in the [`TokenIndex`] and shared by every constraint built over that tokenizer.
 //!
 //! ## How
@@ -36,12 +36,18 @@
 //! first refused character is).
 
 mod configs;
+mod context;
 mod text;
 mod viable;
 pub(crate) mod trie;
 
 use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, CUT_FUEL, RELAXED};
+use crate::automaton::keys::NodeKeys;
 use crate::automaton::{Pda, Recognizer};
+pub(crate) use context::{Context, Target};
+pub use crate::util::is_allowed;
+pub(crate) use crate::util::set_bit;
+use crate::util::{clear_bits, hash128, or_into, Hasher128};
 use crate::vocab::Vocabulary;
 use crate::Limits;
 // Keys are already 128-bit hashes: a cheap hasher is enough.
@@ -315,13 +321,13 @@ impl TokenIndex {
     fn first_char_refused(
         &self,
         pda: &Pda,
-        node_keys: &crate::matcher::NodeKeys,
+        node_keys: &NodeKeys,
         limits: &Limits,
         context: &[Frame],
     ) -> Option<text::Refused> {
         let top = context.last()?.node;
         let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
-        let key = crate::automaton::build::hash128(&(0x7E47u16, frames));
+        let key = hash128(&(0x7E47u16, frames));
         memoized(&self.first_chars, key, MAX_FIRST_CHARS, || {
             // The quick proof first: the top's byte edges alone take any text.
             if text::text_closed(pda, top) {
@@ -355,25 +361,42 @@ impl TokenIndex {
         }
     }
 
-    pub(crate) fn max_token_len(&self) -> u32 {
-        self.max_token_len
+    /// The one entry point of the matcher: adds to `mask` the tokens allowed at each of the
+    /// stack tops `tops` of `stacks` (what its context's cached [`Entry`] accepts, plus the
+    /// stack-dependent tokens the real stack accepts), computing and caching entries on a
+    /// miss. Returns the parse limits that cut a path (bits of `exec::CUT_*`). `stacks` is
+    /// restored; `scratch` holds the buffers, so a call on cached states does not allocate.
+    pub(crate) fn fill(
+        &self,
+        target: &Target,
+        tops: &[u32],
+        stacks: &mut Stacks,
+        scratch: &mut Scratch,
+        mask: &mut [u32],
+    ) -> u8 {
+        let cap = self.max_token_len.saturating_add(1);
+        let mut cut = 0;
+        for &top in tops {
+            scratch.context.build(target, cap, &stacks.arena, top);
+            let entry = self.entry(target, &scratch.context);
+            cut |= entry.cut();
+            entry.add_accepted(mask);
+            if entry.has_suffixes() {
+                let bottom = scratch.context.bottom().unwrap_or(top);
+                entry.add_suffixes(target.pda, stacks, bottom, &mut scratch.suffixes, mask);
+            }
+        }
+        cut
     }
 
-    /// The cached entry for `key`, computing it from `context` (frames bottom first) on a miss.
-    /// With `relaxed`, one loop frame of the context is classified once with its bounds
-    /// ignored (cached under `base_key`), and the entry for its actual count is derived from
-    /// that classification.
-    #[allow(clippy::too_many_arguments)] // the cache key, the automaton and the context: all needed on a miss
-    pub(crate) fn entry(
-        &self,
-        key: u128,
-        base_key: u128,
-        relaxed: Option<RelaxedLoop>,
-        pda: &Pda,
-        node_keys: &crate::matcher::NodeKeys,
-        limits: &Limits,
-        context: &[Frame],
-    ) -> Arc<Entry> {
+    /// The cached entry for `ctx.key`, computing it from `ctx.frames` (bottom first) on a
+    /// miss. With `ctx.relaxed`, one loop frame of the context is classified once with its
+    /// bounds ignored (cached under `ctx.base_key`), and the entry for its actual count is
+    /// derived from that classification.
+    fn entry(&self, target: &Target, ctx: &Context) -> Arc<Entry> {
+        let Target { pda, keys: node_keys, limits } = *target;
+        let Context { key, base_key, relaxed, .. } = *ctx;
+        let context: &[Frame] = &ctx.frames;
         let classified = {
             let Ok(mut c) = self.cache.lock() else { return Arc::new(Entry::empty()) };
             if let Some(e) = cache_get!(&mut c, entries, &key, Entry::memory_usage) {
@@ -449,7 +472,7 @@ impl TokenIndex {
     fn excluding_entry(
         &self,
         pda: &Pda,
-        node_keys: &crate::matcher::NodeKeys,
+        node_keys: &NodeKeys,
         limits: &Limits,
         frame: &Frame,
     ) -> Option<Entry> {
@@ -465,7 +488,7 @@ impl TokenIndex {
         let first_byte = |b: u8| firsts[b as usize / 64] >> (b % 64) & 1 == 1;
         let like = Frame { node: rest, ..*frame };
         let whole_stack = like.parent == BOTTOM;
-        let key = crate::automaton::build::hash128(&(node_keys.get(pda, rest), 0x5E57u16, whole_stack, firsts));
+        let key = hash128(&(node_keys.get(pda, rest), 0x5E57u16, whole_stack, firsts));
         let cached =
             self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, classified, &key, Classified::memory_usage));
         let classified = cached.unwrap_or_else(|| {
@@ -800,7 +823,7 @@ fn by_decreasing_inside(mut candidates: Vec<(u32, u32, u32, u32)>, top: u32) -> 
 struct Walk<'a> {
     index: &'a TokenIndex,
     pda: &'a Pda,
-    node_keys: &'a crate::matcher::NodeKeys,
+    node_keys: &'a NodeKeys,
     limits: &'a Limits,
     context: &'a [Frame],
     relaxed: Option<usize>,
@@ -942,7 +965,7 @@ impl Classified {
     fn compute(
         index: &TokenIndex,
         pda: &Pda,
-        node_keys: &crate::matcher::NodeKeys,
+        node_keys: &NodeKeys,
         limits: &Limits,
         context: &[Frame],
         relaxed: Option<usize>,
@@ -1037,7 +1060,7 @@ impl Classified {
         let count = r.count as i64;
         let to_max = (r.max as i64 - count).clamp(-1, limit);
         let to_min = (r.min as i64 - count).clamp(0, limit);
-        crate::automaton::build::hash128(&(base_key, 0xC1A5u16, to_min, to_max))
+        hash128(&(base_key, 0xC1A5u16, to_min, to_max))
     }
 
     /// The entry for the relaxed loop's actual count (or the only entry, without one).
@@ -1291,23 +1314,6 @@ impl WholeSubtrees {
     }
 }
 
-/// Clears the bits of `ids` in `bits`.
-fn clear_bits(bits: &mut [u32], ids: &[u32]) {
-    for &id in ids {
-        if let Some(w) = bits.get_mut((id / 32) as usize) {
-            *w &= !(1 << (id % 32));
-        }
-    }
-}
-
-/// `*a |= b`, word by word.
-#[inline]
-fn or_into(a: &mut [u32], b: &[u32]) {
-    for (w, &s) in a.iter_mut().zip(b) {
-        *w |= s;
-    }
-}
-
 /// How many unions of first-byte subtrees [`TokenIndex::subtree_union`] keeps (a bitset over
 /// the vocabulary each, 16 KB for 129k tokens). Walks that replay whole subtrees mostly
 /// replay the same sets (every byte a string body accepts), so few are needed.
@@ -1350,13 +1356,12 @@ const MEMO_MIN_SURVIVORS: usize = 32;
 /// (and loop counts) of its frames, order-free.
 fn stacks_key(
     pda: &Pda,
-    node_keys: &crate::matcher::NodeKeys,
+    node_keys: &NodeKeys,
     arena: &[Frame],
     tops: &[u32],
     chains: &mut Vec<u128>,
 ) -> u128 {
-    use crate::automaton::build::Hasher128;
-    chains.clear();
+        chains.clear();
     chains.extend(tops.iter().map(|&top| {
         let mut h = Hasher128::new();
         let mut f = top;
@@ -1369,14 +1374,14 @@ fn stacks_key(
     }));
     chains.sort_unstable();
     chains.dedup();
-    crate::automaton::build::hash128(chains.as_slice())
+    hash128(chains.as_slice())
 }
 
 /// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
 /// `trie_node`: its stacks ([`stacks_key`]), plus the bottom crossings so far and whether the
 /// context is the whole stack. Equal keys walk the node's subtree identically.
 fn state_key(stacks: u128, crossings: &[(u32, Cond)], trie_node: usize, whole_stack: bool) -> u128 {
-    let mut h = crate::automaton::build::Hasher128::new();
+    let mut h = Hasher128::new();
     h.add(&stacks);
     h.add(&crossings.len());
     for &(j, _) in crossings {
@@ -1402,7 +1407,7 @@ impl StacksKeys {
         &mut self,
         state: State,
         pda: &Pda,
-        node_keys: &crate::matcher::NodeKeys,
+        node_keys: &NodeKeys,
         configs: &Configs,
         runner: &mut Runner,
     ) -> u128 {
@@ -1464,7 +1469,7 @@ impl TokenIndex {
         if pending.is_empty() {
             return Arc::default();
         }
-        let key = crate::automaton::build::hash128(pending);
+        let key = hash128(pending);
         let cached = self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, suffixes, &key, |_| ALIAS_BYTES));
         if let Some(trie) = cached {
             return trie;
@@ -1592,20 +1597,6 @@ impl TokenSet {
     }
 }
 
-/// Sets bit `id` of a mask (ignored past its end).
-#[inline]
-pub(crate) fn set_bit(mask: &mut [u32], id: u32) {
-    if let Some(w) = mask.get_mut((id / 32) as usize) {
-        *w |= 1 << (id % 32);
-    }
-}
-
-/// Whether token `id` is allowed in `mask`.
-#[inline]
-pub fn is_allowed(mask: &[u32], id: crate::TokenId) -> bool {
-    mask.get(id.index() / 32).is_some_and(|w| w >> (id.index() % 32) & 1 == 1)
-}
-
 /// The precomputed classification of the vocabulary for one context.
 #[derive(Debug)]
 pub(crate) struct Entry {
@@ -1693,6 +1684,17 @@ impl Entry {
     }
 }
 
+/// The buffers of mask computations, owned by the caller (one per matcher: concurrent
+/// sequences share the [`TokenIndex`], never a scratch) and passed to [`TokenIndex::fill`],
+/// so that a mask of cached states allocates nothing and takes no lock for its buffers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scratch {
+    /// The context of the top being filled.
+    context: Context,
+    /// For [`Entry::add_suffixes`].
+    suffixes: SuffixScratch,
+}
+
 /// Reusable buffers for [`Entry::add_suffixes`], so the per-token path does not allocate.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SuffixScratch {
@@ -1755,7 +1757,7 @@ mod tests {
         let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).expect("compiles");
         let limits = Limits::default();
         let pda = Pda::build(&grammar, &limits).expect("automaton");
-        let node_keys = crate::matcher::NodeKeys::new(&pda);
+        let node_keys = NodeKeys::new(&pda);
         let words = index.vocab().mask_words();
         let nodes: Vec<u32> = (0..pda.nodes.len() as u32).filter(|&n| pda.excluded.at(n).is_some()).collect();
         // The node after the quote (where the name "" ends), and one per prefix of the other
