@@ -1,0 +1,316 @@
+use super::*;
+
+/// Everything that depends only on the tokenizer: the vocabulary, its byte trie, and the cache
+/// of per-state masks shared by every constraint compiled against it. Build once per tokenizer
+/// (≈ a fraction of a second for 129k tokens) and share the `Arc`.
+pub struct TokenIndex {
+    pub(super) vocab: Vocabulary,
+    pub(super) trie: ByteTrie,
+    /// Per first byte, the tokens of two or more bytes starting with it, as a bitset over
+    /// the mask width (empty when there are none): replayed memos OR these in whole.
+    pub(super) subtree_sets: Box<[Box<[u32]>]>,
+    /// The vocabulary split into text tokens and the rest, for the string bodies and loops
+    /// that treat all text alike (see [`text`]).
+    pub(super) text: TextTokens,
+    /// What a context does with text, when its first character decides
+    /// ([`viable::first_char_refused`]), by the context's node keys: string bodies recur
+    /// across schemas.
+    pub(super) first_chars: Mutex<HashMap<u128, Option<text::Refused>>>,
+    /// The text tokens split for loops of one character an iteration, by the characters
+    /// the loop refuses ([`text::CharLists`]).
+    pub(super) char_lists: Mutex<HashMap<text::Refused, Arc<text::CharLists>>>,
+    /// Length in bytes of the longest grammar token: counted loops whose remaining bounds
+    /// exceed it behave alike for every token, which bounds the number of distinct entries.
+    pub(super) max_token_len: u32,
+    pub(super) cache: Mutex<Cache>,
+    /// Unions of first-byte subtrees by their set of first bytes (see
+    /// [`TokenIndex::subtree_union`]).
+    pub(super) unions: Mutex<HashMap<[u64; 4], Arc<[u32]>>>,
+}
+
+impl TokenIndex {
+    /// Builds the trie for `vocab`.
+    pub fn new(vocab: Vocabulary) -> Arc<TokenIndex> {
+        let trie = ByteTrie::build(vocab.grammar_tokens().map(|(id, b)| (b, id.0)));
+        let max_token_len = vocab.grammar_tokens().map(|(_, b)| b.len()).max().unwrap_or(0) as u32;
+        let mut subtree_sets: Box<[Box<[u32]>]> = vec![Box::default(); 256].into_boxed_slice();
+        let mut i = 0;
+        while let Some(node) = trie.nodes.get(i) {
+            let ids = &trie.ids[trie.descendant_ids(i)];
+            if !ids.is_empty() {
+                let mut bits = vec![0u32; vocab.mask_words()];
+                ids.iter().for_each(|&id| set_bit(&mut bits, id));
+                subtree_sets[node.byte as usize] = bits.into_boxed_slice();
+            }
+            // The next first-byte node.
+            i = (node.end as usize).max(i + 1);
+        }
+        let text = TextTokens::new(&vocab);
+        Arc::new(TokenIndex {
+            vocab,
+            trie,
+            subtree_sets,
+            text,
+            first_chars: Mutex::new(HashMap::default()),
+            char_lists: Mutex::new(HashMap::default()),
+            max_token_len,
+            cache: Mutex::new(Cache::default()),
+            unions: Mutex::new(HashMap::default()),
+        })
+    }
+
+    /// The tokens below first byte `byte` (see [`TokenIndex::subtree_sets`]).
+    pub(super) fn subtree_ids(&self, byte: u8) -> &[u32] {
+        self.subtree_sets.get(byte as usize).map_or(&[], |s| s)
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    /// Number of cached per-state entries and their approximate heap bytes.
+    pub fn cache_stats(&self) -> (usize, usize) {
+        match self.cache.lock() {
+            Ok(c) => (c.entries_len(), c.bytes()),
+            Err(_) => (0, 0),
+        }
+    }
+
+    /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets, text tokens),
+    /// without the mask cache.
+    pub fn memory_usage(&self) -> usize {
+        self.trie.memory_usage()
+            + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
+            + self.text.memory_usage()
+            + self.char_lists.lock().map_or(0, |m| m.values().map(|l| l.memory_usage()).sum())
+    }
+
+    /// [`viable::first_char_refused`] for `context`, remembered by its frames' node keys and
+    /// counts.
+    pub(super) fn first_char_refused(
+        &self,
+        pda: &Pda,
+        node_keys: &NodeKeys,
+        limits: &Limits,
+        context: &[Frame],
+    ) -> Option<text::Refused> {
+        let top = context.last()?.node;
+        let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
+        let key = hash128(&(0x7E47u16, frames));
+        memoized(&self.first_chars, key, MAX_FIRST_CHARS, || {
+            // The quick proof first: the top's byte edges alone take any text.
+            if text::text_closed(pda, top) {
+                return Some(text::Refused::default());
+            }
+            let mut configs = CONFIGS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+            let refused = viable::first_char_refused(pda, limits, context, &mut configs);
+            configs.shrink();
+            CONFIGS.with(|c| *c.borrow_mut() = configs);
+            refused
+        })
+    }
+
+    /// The text tokens split for a loop refusing `refused`, made on first use.
+    pub(super) fn char_lists(&self, refused: text::Refused) -> Arc<text::CharLists> {
+        memoized(&self.char_lists, refused, MAX_CHAR_LISTS, || Arc::new(text::CharLists::new(&self.text, &self.trie, refused)))
+    }
+
+    /// Clears from `bits` the tokens whose first byte `refused` says (as a whole token and
+    /// every longer one starting with it).
+    pub(super) fn clear_first_bytes(&self, bits: &mut [u32], refused: impl Fn(u8) -> bool) {
+        let trie = &self.trie;
+        let mut i = 0;
+        while let Some(root) = trie.nodes.get(i) {
+            if refused(root.byte) {
+                clear_bits(bits, trie.ids_at(root));
+                let below = self.subtree_ids(root.byte);
+                bits.iter_mut().zip(below).for_each(|(w, &b)| *w &= !b);
+            }
+            i = root.end as usize;
+        }
+    }
+
+    /// The one entry point of the matcher: adds to `mask` the tokens allowed at each of the
+    /// stack tops `tops` of `stacks` (what its context's cached [`Entry`] accepts, plus the
+    /// stack-dependent tokens the real stack accepts), computing and caching entries on a
+    /// miss. Returns the parse limits that cut a path (bits of `exec::CUT_*`). `stacks` is
+    /// restored; `scratch` holds the buffers, so a call on cached states does not allocate.
+    pub(crate) fn fill(
+        &self,
+        target: &Target,
+        tops: &[u32],
+        stacks: &mut Stacks,
+        scratch: &mut Scratch,
+        mask: &mut [u32],
+    ) -> u8 {
+        let cap = self.max_token_len.saturating_add(1);
+        let mut cut = 0;
+        for &top in tops {
+            scratch.context.build(target, cap, &stacks.arena, top);
+            let entry = self.entry(target, &scratch.context);
+            cut |= entry.cut();
+            entry.add_accepted(mask);
+            if entry.has_suffixes() {
+                let bottom = scratch.context.bottom().unwrap_or(top);
+                entry.add_suffixes(target.pda, stacks, bottom, &mut scratch.suffixes, mask);
+            }
+        }
+        cut
+    }
+
+    /// The cached entry for `ctx.key`, computing it from `ctx.frames` (bottom first) on a
+    /// miss. With `ctx.relaxed`, one loop frame of the context is classified once with its
+    /// bounds ignored (cached under `ctx.base_key`), and the entry for its actual count is
+    /// derived from that classification.
+    pub(super) fn entry(&self, target: &Target, ctx: &Context) -> Arc<Entry> {
+        let Target { pda, keys: node_keys, limits } = *target;
+        let Context { key, base_key, relaxed, .. } = *ctx;
+        let context: &[Frame] = &ctx.frames;
+        let classified = {
+            let Ok(mut c) = self.cache.lock() else { return Arc::new(Entry::empty()) };
+            if let Some(e) = cache_get!(&mut c, entries, &key, Entry::memory_usage) {
+                return e;
+            }
+            if relaxed.is_some() {
+                cache_get!(&mut c, classified, &base_key, Classified::memory_usage)
+            } else {
+                None
+            }
+        };
+        if let (None, [frame]) = (relaxed, context) {
+            if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame) {
+                let entry = Arc::new(entry);
+                if entry.cut & CUT_FUEL != 0 {
+                    return entry;
+                }
+                if let Ok(mut c) = self.cache.lock() {
+                    c.make_room(entry.memory_usage(), limits.max_mask_cache_bytes);
+                    c.young.entries.insert(key, entry.clone());
+                }
+                return entry;
+            }
+        }
+        let classified = classified.unwrap_or_else(|| {
+            let relaxed_index = relaxed.map(|r| r.context_index);
+            Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index))
+        });
+        if classified.cut & CUT_FUEL != 0 {
+            // Out of fuel: an error for this constraint's budget, not an entry to share with
+            // constraints whose budget may be larger.
+            return Arc::new(classified.derive(self, relaxed, limits));
+        }
+        // Counts whose conditions come out alike share one derived entry: look it up under
+        // the count's class before deriving.
+        let class_key = relaxed.map(|r| classified.count_class_key(base_key, r));
+        let shared = class_key.and_then(|k| {
+            let mut c = self.cache.lock().ok()?;
+            cache_get!(&mut c, entries, &k, Entry::memory_usage)
+        });
+        let derived = shared.is_none();
+        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed, limits)));
+        if let Ok(mut c) = self.cache.lock() {
+            let mut size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
+            let store_classified = relaxed.is_some() && !c.young.classified.contains_key(&base_key);
+            if store_classified {
+                size += classified.memory_usage();
+            }
+            c.make_room(size, limits.max_mask_cache_bytes);
+            if store_classified {
+                c.young.classified.insert(base_key, classified.clone());
+            }
+            if let (Some(k), true) = (class_key, derived) {
+                c.young.bytes += ALIAS_BYTES;
+                c.young.entries.insert(k, entry.clone());
+            }
+            c.young.entries.insert(key, entry.clone());
+        }
+        // Not kept by the cache: its bitset serves the next miss.
+        if let Ok(classified) = Arc::try_unwrap(classified) {
+            classified.recycle();
+        }
+        entry
+    }
+}
+
+thread_local! {
+    /// The configuration table of [`Classified::compute`]'s walks, kept for its buffers.
+    pub(super) static CONFIGS: std::cell::RefCell<Configs> = std::cell::RefCell::new(Configs::default());
+    /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
+    /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
+    pub(super) static SPARE_BITS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The conditional list of the last walk, emptied and kept for its buffer: a `maxLength`
+    /// string lists most of the vocabulary (2 MB), and growing a fresh one faults in its
+    /// pages every time.
+    pub(super) static SPARE_CONDITIONAL: std::cell::RefCell<Vec<(u32, Cond)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A zeroed bitset of `words` words, the spare one when it fits.
+pub(super) fn zeroed_bits(words: usize) -> Vec<u32> {
+    let spare = SPARE_BITS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if spare.len() == words {
+        spare
+    } else {
+        vec![0; words]
+    }
+}
+
+/// `memo`'s value for `key`, computed and kept on a miss (all forgotten at once when `max` are
+/// kept); computed without keeping when the lock is poisoned.
+pub(super) fn memoized<K: std::hash::Hash + Eq, V: Clone>(
+    memo: &Mutex<HashMap<K, V>>,
+    key: K,
+    max: usize,
+    compute: impl FnOnce() -> V,
+) -> V {
+    if let Some(known) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
+    }
+    let value = compute();
+    if let Ok(mut m) = memo.lock() {
+        if m.len() >= max {
+            m.clear();
+        }
+        m.insert(key, value.clone());
+    }
+    value
+}
+
+/// How many refused sets' [`TokenIndex::char_lists`] are kept (up to 0.5 MB each for a 129k
+/// vocabulary; a schema's loops refuse a few sets).
+pub(super) const MAX_CHAR_LISTS: usize = 32;
+
+/// How many contexts' [`TokenIndex::first_char_refused`] answers are remembered (then
+/// forgotten at once: recomputing one costs tens of microseconds).
+pub(super) const MAX_FIRST_CHARS: usize = 1 << 16;
+
+/// How many unions of first-byte subtrees [`TokenIndex::subtree_union`] keeps (a bitset over
+/// the vocabulary each, 16 KB for 129k tokens). Walks that replay whole subtrees mostly
+/// replay the same sets (every byte a string body accepts), so few are needed.
+pub(super) const MAX_SUBTREE_UNIONS: usize = 256;
+
+impl TokenIndex {
+    /// The tokens below any of the first bytes `bytes` (sorted, distinct), as one bitset:
+    /// computed once per set, so replaying two hundred whole subtrees is one pass over the
+    /// mask instead of two hundred.
+    pub(super) fn subtree_union(&self, bytes: &[u8]) -> Arc<[u32]> {
+        let mut key = [0u64; 4];
+        for &b in bytes {
+            key[b as usize / 64] |= 1 << (b % 64);
+        }
+        if let Some(u) = self.unions.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return u;
+        }
+        let mut union = vec![0u32; self.vocab.mask_words()];
+        for &b in bytes {
+            or_into(&mut union, self.subtree_ids(b));
+        }
+        let union: Arc<[u32]> = union.into();
+        if let Ok(mut m) = self.unions.lock() {
+            if m.len() < MAX_SUBTREE_UNIONS {
+                m.insert(key, union.clone());
+            }
+        }
+        union
+    }
+}
