@@ -2,6 +2,8 @@
 //! and token bitsets (the masks). They sit below [`crate::automaton`] and [`crate::mask`] so
 //! that neither needs to reach into the other for them.
 
+pub(crate) mod cache;
+
 use std::hash::Hash;
 
 /// A streaming form of [`hash128`], for keys built from many parts without collecting them

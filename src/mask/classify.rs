@@ -138,10 +138,10 @@ impl Classified {
     }
 
     /// The entry for the relaxed loop's actual count (or the only entry, without one).
-    pub(super) fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>, limits: &Limits) -> Entry {
+    pub(super) fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>) -> Entry {
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|(_, _, c)| c.holds(relaxed)).map(|&(id, j, _)| (id, j)).collect();
-        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending, limits), cut: self.cut }
+        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending), cut: self.cut }
     }
 
     /// Drops the tokens whose first byte `first_byte` rejects. For classifications without a
@@ -157,7 +157,7 @@ impl Classified {
     /// The entry of a context that accepts what this classification's context does except
     /// the tokens starting with one of `words` followed by a quote. For classifications
     /// without a relaxed loop, like [`Classified::keep_first_bytes`].
-    pub(super) fn derive_excluding<'w>(&self, index: &TokenIndex, words: impl Iterator<Item = &'w [u8]>, limits: &Limits) -> Entry {
+    pub(super) fn derive_excluding<'w>(&self, index: &TokenIndex, words: impl Iterator<Item = &'w [u8]>) -> Entry {
         let trie = &index.trie;
         let mut dropped: Vec<u32> = Vec::new();
         let mut quoted: Vec<u8> = Vec::new();
@@ -177,7 +177,7 @@ impl Classified {
             self.pending.iter().filter(|p| dropped.binary_search(&p.0).is_err()).map(|&(id, j, _)| (id, j)).collect();
         Entry {
             accepted: TokenSet::from_bits_and_ids(&always, count, None, Vec::new()),
-            suffixes: index.suffix_trie(&pending, limits),
+            suffixes: index.suffix_trie(&pending),
             cut: self.cut,
         }
     }
@@ -225,6 +225,7 @@ impl Classified {
 mod tests {
     use super::*;
     use crate::mask::relaxed::conditions_adjacent;
+    use rustc_hash::FxHashMap as HashMap;
     use proptest::prelude::*;
 
     fn cond() -> impl Strategy<Value = Cond> {

@@ -5,22 +5,18 @@ impl TokenIndex {
     /// `j`), shared by every entry with the same list: lists recur across contexts (object
     /// key positions of different schemas share their closing-quote tokens), and building
     /// the trie sorts the list. Its bytes are accounted by the entries holding it.
-    pub(super) fn suffix_trie(&self, pending: &[(u32, u32)], limits: &Limits) -> Arc<ByteTrie> {
+    pub(super) fn suffix_trie(&self, pending: &[(u32, u32)]) -> Arc<ByteTrie> {
         if pending.is_empty() {
             return Arc::default();
         }
         let key = hash128(pending);
-        let cached = self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, suffixes, &key, |_| ALIAS_BYTES));
-        if let Some(trie) = cached {
+        if let Some(trie) = self.cache.suffixes(key) {
             return trie;
         }
         let vocab = &self.vocab;
         let suffix = |&(id, j): &(u32, u32)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id);
         let trie = Arc::new(ByteTrie::build(pending.iter().map(suffix)));
-        if let Ok(mut c) = self.cache.lock() {
-            c.make_room(ALIAS_BYTES, limits.max_mask_cache_bytes);
-            c.young.suffixes.insert(key, trie.clone());
-        }
+        self.cache.insert(key, Cached::Suffixes(trie.clone()), ALIAS_BYTES);
         trie
     }
 }
@@ -94,11 +90,6 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    /// An entry allowing nothing (used only if the cache lock is poisoned).
-    pub(super) fn empty() -> Entry {
-        Entry { accepted: TokenSet::List(Box::new([])), suffixes: Arc::default(), cut: 0 }
-    }
-
     /// The parse limits that cut a path while this entry was classified (bits of
     /// `exec::CUT_*`; 0 when the entry is exact).
     pub fn cut(&self) -> u8 {

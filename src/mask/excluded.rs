@@ -26,8 +26,7 @@ impl TokenIndex {
         let like = Frame { node: rest, ..*frame };
         let whole_stack = like.parent == BOTTOM;
         let key = hash128(&(node_keys.get(pda, rest), 0x5E57u16, whole_stack, firsts));
-        let cached =
-            self.cache.lock().ok().and_then(|mut c| cache_get!(&mut c, classified, &key, Classified::memory_usage));
+        let cached = self.cache.classified(key);
         let classified = cached.unwrap_or_else(|| {
             let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None);
             classified.keep_first_bytes(self, first_byte);
@@ -35,13 +34,10 @@ impl TokenIndex {
             if classified.cut & CUT_FUEL != 0 {
                 return classified;
             }
-            if let Ok(mut c) = self.cache.lock() {
-                c.make_room(classified.memory_usage(), limits.max_mask_cache_bytes);
-                c.young.classified.insert(key, classified.clone());
-            }
+            self.cache.insert(key, Cached::Classified(classified.clone()), classified.memory_usage());
             classified
         });
-        Some(classified.derive_excluding(self, words, limits))
+        Some(classified.derive_excluding(self, words))
     }
 }
 
@@ -92,7 +88,7 @@ mod tests {
                 let frame = Frame { node, count: 0, parent, depth: 1 };
                 let derived = index.excluding_entry(&pda, &node_keys, &limits, &frame).expect("an exclusion node");
                 let walked = Classified::compute(&index, &pda, &node_keys, &limits, &[frame], None);
-                let walked = walked.derive(&index, None, &limits);
+                let walked = walked.derive(&index, None);
                 let (d, w) = (ids_of(&derived.accepted, words), ids_of(&walked.accepted, words));
                 let vocab = index.vocab();
                 let text = |id: &u32| String::from_utf8_lossy(vocab.token_bytes(crate::TokenId(*id))).into_owned();

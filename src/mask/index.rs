@@ -15,22 +15,28 @@ pub struct TokenIndex {
     /// What a context does with text, when its first character decides
     /// ([`viable::first_char_refused`]), by the context's node keys: string bodies recur
     /// across schemas.
-    pub(super) first_chars: Mutex<HashMap<u128, Option<text::Refused>>>,
+    pub(super) first_chars: Memo<u128, Option<text::Refused>>,
     /// The text tokens split for loops of one character an iteration, by the characters
     /// the loop refuses ([`text::CharLists`]).
-    pub(super) char_lists: Mutex<HashMap<text::Refused, Arc<text::CharLists>>>,
+    pub(super) char_lists: Memo<text::Refused, Arc<text::CharLists>>,
     /// Length in bytes of the longest grammar token: counted loops whose remaining bounds
     /// exceed it behave alike for every token, which bounds the number of distinct entries.
     pub(super) max_token_len: u32,
-    pub(super) cache: Mutex<Cache>,
+    /// The shared mask cache (bounded by [`IndexConfig::cache_bytes`]).
+    pub(super) cache: Cache,
     /// Unions of first-byte subtrees by their set of first bytes (see
     /// [`TokenIndex::subtree_union`]).
-    pub(super) unions: Mutex<HashMap<[u64; 4], Arc<[u32]>>>,
+    pub(super) unions: Memo<[u64; 4], Arc<[u32]>>,
 }
 
 impl TokenIndex {
-    /// Builds the trie for `vocab`.
+    /// Builds the trie for `vocab`, with the default [`IndexConfig`].
     pub fn new(vocab: Vocabulary) -> Arc<TokenIndex> {
+        Self::with_config(vocab, IndexConfig::default())
+    }
+
+    /// Builds the trie for `vocab`, with the cache bounds of `config`.
+    pub fn with_config(vocab: Vocabulary, config: IndexConfig) -> Arc<TokenIndex> {
         let trie = ByteTrie::build(vocab.grammar_tokens().map(|(id, b)| (b, id.0)));
         let max_token_len = vocab.grammar_tokens().map(|(_, b)| b.len()).max().unwrap_or(0) as u32;
         let mut subtree_sets: Box<[Box<[u32]>]> = vec![Box::default(); 256].into_boxed_slice();
@@ -51,11 +57,11 @@ impl TokenIndex {
             trie,
             subtree_sets,
             text,
-            first_chars: Mutex::new(HashMap::default()),
-            char_lists: Mutex::new(HashMap::default()),
+            first_chars: Memo::new(MAX_FIRST_CHARS),
+            char_lists: Memo::new(MAX_CHAR_LISTS),
             max_token_len,
-            cache: Mutex::new(Cache::default()),
-            unions: Mutex::new(HashMap::default()),
+            cache: Cache::new(config.cache_bytes),
+            unions: Memo::new(MAX_SUBTREE_UNIONS),
         })
     }
 
@@ -71,10 +77,7 @@ impl TokenIndex {
 
     /// Number of cached per-state entries and their approximate heap bytes.
     pub fn cache_stats(&self) -> (usize, usize) {
-        match self.cache.lock() {
-            Ok(c) => (c.entries_len(), c.bytes()),
-            Err(_) => (0, 0),
-        }
+        self.cache.stats()
     }
 
     /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets, text tokens),
@@ -83,7 +86,7 @@ impl TokenIndex {
         self.trie.memory_usage()
             + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
             + self.text.memory_usage()
-            + self.char_lists.lock().map_or(0, |m| m.values().map(|l| l.memory_usage()).sum())
+            + self.char_lists.sum(|l| l.memory_usage())
     }
 
     /// [`viable::first_char_refused`] for `context`, remembered by its frames' node keys and
@@ -98,7 +101,7 @@ impl TokenIndex {
         let top = context.last()?.node;
         let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
         let key = hash128(&(0x7E47u16, frames));
-        memoized(&self.first_chars, key, MAX_FIRST_CHARS, || {
+        self.first_chars.get_or_compute(key, || {
             // The quick proof first: the top's byte edges alone take any text.
             if text::text_closed(pda, top) {
                 return Some(text::Refused::default());
@@ -113,7 +116,7 @@ impl TokenIndex {
 
     /// The text tokens split for a loop refusing `refused`, made on first use.
     pub(super) fn char_lists(&self, refused: text::Refused) -> Arc<text::CharLists> {
-        memoized(&self.char_lists, refused, MAX_CHAR_LISTS, || Arc::new(text::CharLists::new(&self.text, &self.trie, refused)))
+        self.char_lists.get_or_compute(refused, || Arc::new(text::CharLists::new(&self.text, &self.trie, refused)))
     }
 
     /// Clears from `bits` the tokens whose first byte `refused` says (as a whole token and
@@ -167,27 +170,17 @@ impl TokenIndex {
         let Target { pda, keys: node_keys, limits } = *target;
         let Context { key, base_key, relaxed, .. } = *ctx;
         let context: &[Frame] = &ctx.frames;
-        let classified = {
-            let Ok(mut c) = self.cache.lock() else { return Arc::new(Entry::empty()) };
-            if let Some(e) = cache_get!(&mut c, entries, &key, Entry::memory_usage) {
-                return e;
-            }
-            if relaxed.is_some() {
-                cache_get!(&mut c, classified, &base_key, Classified::memory_usage)
-            } else {
-                None
-            }
-        };
+        if let Some(e) = self.cache.entry(key) {
+            return e;
+        }
+        let classified = if relaxed.is_some() { self.cache.classified(base_key) } else { None };
         if let (None, [frame]) = (relaxed, context) {
             if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame) {
                 let entry = Arc::new(entry);
                 if entry.cut & CUT_FUEL != 0 {
                     return entry;
                 }
-                if let Ok(mut c) = self.cache.lock() {
-                    c.make_room(entry.memory_usage(), limits.max_mask_cache_bytes);
-                    c.young.entries.insert(key, entry.clone());
-                }
+                self.cache.insert(key, Cached::Entry(entry.clone()), entry.memory_usage());
                 return entry;
             }
         }
@@ -198,33 +191,22 @@ impl TokenIndex {
         if classified.cut & CUT_FUEL != 0 {
             // Out of fuel: an error for this constraint's budget, not an entry to share with
             // constraints whose budget may be larger.
-            return Arc::new(classified.derive(self, relaxed, limits));
+            return Arc::new(classified.derive(self, relaxed));
         }
         // Counts whose conditions come out alike share one derived entry: look it up under
         // the count's class before deriving.
         let class_key = relaxed.map(|r| classified.count_class_key(base_key, r));
-        let shared = class_key.and_then(|k| {
-            let mut c = self.cache.lock().ok()?;
-            cache_get!(&mut c, entries, &k, Entry::memory_usage)
-        });
+        let shared = class_key.and_then(|k| self.cache.entry(k));
         let derived = shared.is_none();
-        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed, limits)));
-        if let Ok(mut c) = self.cache.lock() {
-            let mut size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
-            let store_classified = relaxed.is_some() && !c.young.classified.contains_key(&base_key);
-            if store_classified {
-                size += classified.memory_usage();
-            }
-            c.make_room(size, limits.max_mask_cache_bytes);
-            if store_classified {
-                c.young.classified.insert(base_key, classified.clone());
-            }
-            if let (Some(k), true) = (class_key, derived) {
-                c.young.bytes += ALIAS_BYTES;
-                c.young.entries.insert(k, entry.clone());
-            }
-            c.young.entries.insert(key, entry.clone());
+        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed)));
+        if relaxed.is_some() && !self.cache.has_classified(base_key) {
+            self.cache.insert(base_key, Cached::Classified(classified.clone()), classified.memory_usage());
         }
+        if let (Some(k), true) = (class_key, derived) {
+            self.cache.insert(k, Cached::Entry(entry.clone()), ALIAS_BYTES);
+        }
+        let size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
+        self.cache.insert(key, Cached::Entry(entry.clone()), size);
         // Not kept by the cache: its bitset serves the next miss.
         if let Ok(classified) = Arc::try_unwrap(classified) {
             classified.recycle();
@@ -255,27 +237,6 @@ pub(super) fn zeroed_bits(words: usize) -> Vec<u32> {
     }
 }
 
-/// `memo`'s value for `key`, computed and kept on a miss (all forgotten at once when `max` are
-/// kept); computed without keeping when the lock is poisoned.
-pub(super) fn memoized<K: std::hash::Hash + Eq, V: Clone>(
-    memo: &Mutex<HashMap<K, V>>,
-    key: K,
-    max: usize,
-    compute: impl FnOnce() -> V,
-) -> V {
-    if let Some(known) = memo.lock().ok().and_then(|m| m.get(&key).cloned()) {
-        return known;
-    }
-    let value = compute();
-    if let Ok(mut m) = memo.lock() {
-        if m.len() >= max {
-            m.clear();
-        }
-        m.insert(key, value.clone());
-    }
-    value
-}
-
 /// How many refused sets' [`TokenIndex::char_lists`] are kept (up to 0.5 MB each for a 129k
 /// vocabulary; a schema's loops refuse a few sets).
 pub(super) const MAX_CHAR_LISTS: usize = 32;
@@ -285,8 +246,9 @@ pub(super) const MAX_CHAR_LISTS: usize = 32;
 pub(super) const MAX_FIRST_CHARS: usize = 1 << 16;
 
 /// How many unions of first-byte subtrees [`TokenIndex::subtree_union`] keeps (a bitset over
-/// the vocabulary each, 16 KB for 129k tokens). Walks that replay whole subtrees mostly
-/// replay the same sets (every byte a string body accepts), so few are needed.
+/// the vocabulary each, 16 KB for 129k tokens; then all are forgotten at once). Walks that
+/// replay whole subtrees mostly replay the same sets (every byte a string body accepts), so
+/// few are needed.
 pub(super) const MAX_SUBTREE_UNIONS: usize = 256;
 
 impl TokenIndex {
@@ -298,19 +260,38 @@ impl TokenIndex {
         for &b in bytes {
             key[b as usize / 64] |= 1 << (b % 64);
         }
-        if let Some(u) = self.unions.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return u;
-        }
-        let mut union = vec![0u32; self.vocab.mask_words()];
-        for &b in bytes {
-            or_into(&mut union, self.subtree_ids(b));
-        }
-        let union: Arc<[u32]> = union.into();
-        if let Ok(mut m) = self.unions.lock() {
-            if m.len() < MAX_SUBTREE_UNIONS {
-                m.insert(key, union.clone());
+        self.unions.get_or_compute(key, || {
+            let mut union = vec![0u32; self.vocab.mask_words()];
+            for &b in bytes {
+                or_into(&mut union, self.subtree_ids(b));
             }
-        }
-        union
+            union.into()
+        })
+    }
+}
+
+/// The bounds of a [`TokenIndex`]'s caches, shared by every constraint compiled against it
+/// (not per constraint, as [`crate::Limits`] are). Build with `IndexConfig::default()` and
+/// the setters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexConfig {
+    /// Approximate heap bytes of the shared mask cache, both generations together
+    /// (default 1 GiB). Past half of it the young generation becomes the old one and the
+    /// previous old one is dropped (recomputing a dropped entry costs a trie walk).
+    pub cache_bytes: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig { cache_bytes: 1 << 30 }
+    }
+}
+
+impl IndexConfig {
+    /// Sets [`IndexConfig::cache_bytes`].
+    pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
+        self.cache_bytes = bytes;
+        self
     }
 }

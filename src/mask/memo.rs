@@ -170,13 +170,11 @@ impl SubtreeMemo {
 
 impl TokenIndex {
     pub(super) fn subtree(&self, key: u128) -> Option<Arc<SubtreeMemo>> {
-        let mut c = self.cache.lock().ok()?;
-        cache_get!(&mut c, subtrees, &key, SubtreeMemo::memory_usage)
+        self.cache.subtree(key)
     }
 
-    pub(super) fn store_subtree(&self, key: u128, memo: SubtreeMemo, limits: &Limits) {
-        let Ok(mut c) = self.cache.lock() else { return };
-        c.make_room(memo.memory_usage(), limits.max_mask_cache_bytes);
-        c.young.subtrees.insert(key, Arc::new(memo));
+    pub(super) fn store_subtree(&self, key: u128, memo: SubtreeMemo) {
+        let bytes = memo.memory_usage();
+        self.cache.insert(key, Cached::Subtree(Arc::new(memo)), bytes);
     }
 }

@@ -40,7 +40,8 @@
 //! - `index`: [`TokenIndex`], its tokenizer-wide tables, and [`TokenIndex::fill`], the one
 //!   entry point of the matcher; `context`: which frames a top's entry is classified for,
 //!   and its cache keys.
-//! - `cache`: the shared cache of entries, classifications, subtree memos and suffix tries.
+//! - `cache`: the shared cache of entries, classifications, subtree memos and suffix tries
+//!   (a [`crate::util::cache::GenCache`] bounded by [`IndexConfig::cache_bytes`]).
 //! - `walk`: the trie walk from a context; `classify`: its result (`Classified` in the
 //!   code), and how entries derive from it; `relaxed`: the loop whose count is derived
 //!   instead of classified (conditions, and their index by count).
@@ -50,7 +51,6 @@
 //! - `configs`, `text`, `viable`, `trie`: the walk's configurations, the text shortcuts, and
 //!   the byte trie.
 
-#[macro_use]
 mod cache;
 mod classify;
 mod configs;
@@ -74,15 +74,14 @@ pub(crate) use crate::util::set_bit;
 use crate::util::{clear_bits, hash128, or_into, Hasher128};
 use crate::vocab::Vocabulary;
 use crate::Limits;
-// Keys are already 128-bit hashes: a cheap hasher is enough.
-use rustc_hash::FxHashMap as HashMap;
 use configs::{Configs, State};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use text::TextTokens;
 use trie::ByteTrie;
-use cache::{Cache, ALIAS_BYTES};
+use cache::{Cache, Cached, ALIAS_BYTES};
+use crate::util::cache::Memo;
 use memo::{state_key, StacksKeys, SubtreeMemo, MEMO_MIN_SURVIVORS};
-pub use index::TokenIndex;
+pub use index::{IndexConfig, TokenIndex};
 use index::{zeroed_bits, CONFIGS, SPARE_BITS, SPARE_CONDITIONAL};
 pub(crate) use relaxed::RelaxedLoop;
 use relaxed::{ByCount, Cond, ONLY_EXITS};

@@ -52,7 +52,7 @@ impl Walk<'_> {
                     // A limit may have cut this subtree short: such a walk is not replayed.
                     if survivors >= MEMO_MIN_SURVIVORS && runner.stacks.overflow_what == 0 {
                         let memo = SubtreeMemo::record(&trie.ids[ids], acc, &pending[pending_start..]);
-                        index.store_subtree(key, memo, limits);
+                        index.store_subtree(key, memo);
                     }
                 }
             }

@@ -526,6 +526,11 @@ mod tests {
     /// A toy vocabulary with single bytes, multi-byte tokens that cross rule ends, duplicate
     /// byte strings, a special token and two EOS ids.
     fn vocab() -> Arc<TokenIndex> {
+        vocab_with(crate::mask::IndexConfig::default())
+    }
+
+    /// [`vocab`] with the cache bounds of `config`.
+    fn vocab_with(config: crate::mask::IndexConfig) -> Arc<TokenIndex> {
         let mut toks: Vec<Vec<u8>> = Vec::new();
         for b in [b'a', b'b', b'"', b',', b'[', b']', b'1', b'2', b' ', b'x', b'{', b'}', b':'] {
             toks.push(vec![b]);
@@ -540,7 +545,7 @@ mod tests {
         let eos2 = toks.len() as u32;
         toks.push(Vec::new());
         let v = Vocabulary::new(toks, &[TokenId(special)], &[TokenId(eos1), TokenId(eos2)]).unwrap();
-        TokenIndex::new(v.with_mask_len(70).unwrap())
+        TokenIndex::with_config(v.with_mask_len(70).unwrap(), config)
     }
 
     fn string_rule(b: &mut GrammarBuilder, min: u32, max: Option<u32>) -> RuleId {
@@ -637,17 +642,17 @@ mod tests {
 
     #[test]
     fn masks_agree_with_brute_force_on_random_walks() {
-        masks_agree_with_brute_force(&Limits::default());
+        masks_agree_with_brute_force(vocab());
     }
 
     #[test]
     fn masks_agree_with_brute_force_while_the_cache_rotates() {
         // A budget of a few entries: generations rotate every few masks.
-        masks_agree_with_brute_force(&Limits { max_mask_cache_bytes: 2_000, ..Limits::default() });
+        masks_agree_with_brute_force(vocab_with(crate::mask::IndexConfig::default().with_cache_bytes(2_000)));
     }
 
-    fn masks_agree_with_brute_force(limits: &Limits) {
-        let index = vocab();
+    fn masks_agree_with_brute_force(index: Arc<TokenIndex>) {
+        let limits = &Limits::default();
         let mask_words = index.vocab().mask_words();
         for (gi, g) in grammars().iter().enumerate() {
             let c = Constraint::new(g, index.clone(), limits).unwrap();
