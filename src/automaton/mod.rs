@@ -35,6 +35,7 @@ pub(crate) mod keys;
 use crate::grammar::Grammar;
 use crate::Limits;
 
+pub use build::{RuleCache, RULE_CACHE_BYTES};
 pub use exec::Recognizer;
 
 /// Identifies a node (state) of a [`Pda`].
@@ -252,8 +253,16 @@ impl ExcludedWords {
 impl Pda {
     /// Compiles a grammar. Fails with a typed error when the grammar is empty (matches no
     /// string), left-recursive, or over a limit.
+    /// Rules are determinised afresh (a private [`RuleCache`]); see [`Pda::build_with`].
     pub fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
-        build::build(grammar, limits)
+        build::build(grammar, limits, &RuleCache::default())
+    }
+
+    /// [`Pda::build`] sharing the determinised rules of `rules` (rules equal up to which
+    /// rules they call are determinised once per cache), and drawing the salt of recursive
+    /// rules' fingerprints from it.
+    pub fn build_with(grammar: &Grammar, limits: &Limits, rules: &RuleCache) -> Result<Pda, Error> {
+        build::build(grammar, limits, rules)
     }
 
     /// Whether `bytes` is, as a whole, a string of the grammar's language.

@@ -24,6 +24,9 @@ pub struct TokenIndex {
     pub(super) max_token_len: u32,
     /// The shared mask cache (bounded by [`IndexConfig::cache_bytes`]).
     pub(super) cache: Cache,
+    /// The determinised rules of the constraints compiled against this index, and the
+    /// salts of their fingerprints (which the mask cache keys are made of).
+    pub(super) rules: RuleCache,
     /// Unions of first-byte subtrees by their set of first bytes (see
     /// [`TokenIndex::subtree_union`]).
     pub(super) unions: Memo<[u64; 4], Arc<[u32]>>,
@@ -61,6 +64,7 @@ impl TokenIndex {
             char_lists: Memo::new(MAX_CHAR_LISTS),
             max_token_len,
             cache: Cache::new(config.cache_bytes),
+            rules: RuleCache::new(config.rule_cache_bytes),
             unions: Memo::new(MAX_SUBTREE_UNIONS),
         })
     }
@@ -73,6 +77,12 @@ impl TokenIndex {
     /// The vocabulary.
     pub fn vocab(&self) -> &Vocabulary {
         &self.vocab
+    }
+
+    /// The cache of determinised rules shared by the constraints compiled against this
+    /// index (see [`crate::automaton::Pda::build_with`]).
+    pub fn rule_cache(&self) -> &RuleCache {
+        &self.rules
     }
 
     /// Number of cached per-state entries and their approximate heap bytes.
@@ -280,11 +290,14 @@ pub struct IndexConfig {
     /// (default 1 GiB). Past half of it the young generation becomes the old one and the
     /// previous old one is dropped (recomputing a dropped entry costs a trie walk).
     pub cache_bytes: usize,
+    /// Approximate heap bytes of the determinised rules kept for the constraints compiled
+    /// against the index (default [`crate::automaton::RULE_CACHE_BYTES`], 96 MiB).
+    pub rule_cache_bytes: usize,
 }
 
 impl Default for IndexConfig {
     fn default() -> Self {
-        IndexConfig { cache_bytes: 1 << 30 }
+        IndexConfig { cache_bytes: 1 << 30, rule_cache_bytes: crate::automaton::RULE_CACHE_BYTES }
     }
 }
 
@@ -292,6 +305,12 @@ impl IndexConfig {
     /// Sets [`IndexConfig::cache_bytes`].
     pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
+        self
+    }
+
+    /// Sets [`IndexConfig::rule_cache_bytes`].
+    pub fn with_rule_cache_bytes(mut self, bytes: usize) -> Self {
+        self.rule_cache_bytes = bytes;
         self
     }
 }

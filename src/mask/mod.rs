@@ -67,7 +67,7 @@ pub(crate) mod trie;
 
 use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, CUT_FUEL, RELAXED};
 use crate::automaton::keys::NodeKeys;
-use crate::automaton::{Pda, Recognizer};
+use crate::automaton::{Pda, Recognizer, RuleCache};
 pub(crate) use context::{Context, Target};
 pub use crate::util::is_allowed;
 pub(crate) use crate::util::set_bit;

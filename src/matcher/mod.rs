@@ -49,12 +49,20 @@ struct Inner {
 impl Constraint {
     /// Compiles `grammar` into an automaton and binds it to the token index.
     pub fn new(grammar: &Grammar, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, Error> {
-        let pda = Pda::build(grammar, limits)?;
-        Ok(Constraint::from_pda(pda, index, limits))
+        let pda = Pda::build_with(grammar, limits, index.rule_cache())?;
+        Ok(Constraint::bind(pda, index, limits))
     }
 
-    /// Binds an already built automaton to the token index.
-    pub fn from_pda(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
+    /// Binds an already built automaton to the token index. Its recursive rules are salted
+    /// again from the index's rule cache (one linear pass over the automaton), so that they
+    /// never share a fingerprint, and so cached masks, with another grammar's.
+    pub fn from_pda(mut pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
+        pda.fingerprint(index.rule_cache().next_salt());
+        Constraint::bind(pda, index, limits)
+    }
+
+    /// Binds `pda`, whose fingerprints were salted from `index`'s rule cache.
+    fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
         let node_key = NodeKeys::new(&pda);
         Constraint {
             inner: Arc::new(Inner {
@@ -758,6 +766,26 @@ mod tests {
         });
         assert_eq!(masks[0], masks[1]);
         assert!(masks[0].iter().any(|&w| w != 0));
+    }
+
+    /// Recursive rules are fingerprinted with a salt: automata built apart (each with a
+    /// fresh rule cache, so the same salt) are salted again when bound to one index, and
+    /// constraints compiled against one index draw distinct salts, so equal fingerprints
+    /// never alias two recursive grammars in the shared mask cache.
+    #[test]
+    fn recursive_rules_never_share_fingerprints_in_one_index() {
+        let index = vocab();
+        let g = &grammars()[1];
+        let built = || Pda::build(g, &Limits::default()).unwrap();
+        let (a, b) = (built(), built());
+        let value = a.rules.iter().position(|r| r.name == "value").expect("the recursive rule");
+        assert_eq!(a.rules[value].fingerprint, b.rules[value].fingerprint, "same salt in fresh caches");
+        let bound = [a, b].map(|p| Constraint::from_pda(p, index.clone(), &Limits::default()));
+        let compiled = [(), ()].map(|()| Constraint::new(g, index.clone(), &Limits::default()).unwrap());
+        let fps: Vec<u128> = bound.iter().chain(&compiled).map(|c| c.pda().rules[value].fingerprint).collect();
+        for (i, x) in fps.iter().enumerate() {
+            assert!(fps[i + 1..].iter().all(|y| y != x), "fingerprints {fps:x?}");
+        }
     }
 
     #[test]
