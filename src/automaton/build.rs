@@ -398,7 +398,10 @@ pub struct RuleCache {
 impl RuleCache {
     /// An empty cache of about `max_bytes` of determinised rules.
     pub fn new(max_bytes: usize) -> RuleCache {
-        RuleCache { rules: GenCache::new(max_bytes), salts: AtomicU64::new(1) }
+        // One shard: determinised rules are large and unevenly sized (a 64-way split made
+        // shards holding a big rule rotate all the time, and JSONSchemaBench's compile
+        // slower), and they are looked up while compiling, not while filling masks.
+        RuleCache { rules: GenCache::new(max_bytes, 1), salts: AtomicU64::new(1) }
     }
 
     /// A salt no other grammar built with (or salted from) this cache has.

@@ -35,7 +35,7 @@ pub(super) struct Cache(GenCache<(Kind, u128), Cached>);
 impl Cache {
     /// An empty cache of about `max_bytes`.
     pub(super) fn new(max_bytes: usize) -> Cache {
-        Cache(GenCache::new(max_bytes))
+        Cache(GenCache::new(max_bytes, SHARDS))
     }
 
     /// The entry of context key `key`.
@@ -91,6 +91,10 @@ impl Cache {
         self.0.stats(|v| matches!(v, Cached::Entry(_)))
     }
 }
+
+/// Shards of the mask cache: masks are filled from every sequence of a server at once, and
+/// its values are small next to a shard's share of the budget.
+const SHARDS: usize = 64;
 
 /// What the cache accounts for a second key of an entry it already holds (the map slot and
 /// the `Arc`).

@@ -13,10 +13,6 @@ use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
-/// Shards of a [`GenCache`]: each has its own lock and its own two generations, so that
-/// concurrent sequences rarely contend, and a growing map rehashes one small shard at a
-/// time (a single map of 300k entries doubling took one mask call 20–50 ms).
-const SHARDS: usize = 64;
 
 /// A generation at least this large is dropped on a background thread: freeing many
 /// entries takes far longer than a mask.
@@ -25,9 +21,15 @@ const DROP_OFF_THREAD_BYTES: usize = 1 << 20;
 /// A cache bounded in (approximate) bytes, in two generations per shard, like
 /// `regex-automata`'s lazy DFA cache but shared: new values go to the shard's young
 /// generation; when it would pass its share of half the budget it becomes the old one and
-/// the previous old one is dropped. A hit in the old generation is copied back into the
-/// young one, so what is still in use survives a rotation, and no single call ever pays
-/// for clearing the whole cache. Values are cheap to clone (an `Arc`, typically).
+/// the previous old one is dropped. A hit in the old generation moves back into the young
+/// one, so what is still in use survives a rotation, and no single call ever pays for
+/// clearing the whole cache. Values are cheap to clone (an `Arc`, typically).
+///
+/// Shards: each has its own lock and its own two generations, so that concurrent
+/// sequences rarely contend, and a growing map rehashes one small shard at a time (a
+/// single map of 300k entries doubling took one mask call 20–50 ms). A shard rotates on
+/// its own share of the budget, so values much larger than that share call for fewer
+/// shards.
 ///
 /// The cache is only a cache: a poisoned shard lock is recovered (the maps are consistent
 /// between calls), and whatever is evicted is recomputed by the caller.
@@ -56,10 +58,13 @@ impl<K, V> Default for Generation<K, V> {
 }
 
 impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<K, V> {
-    /// An empty cache holding about `max_bytes` (both generations together).
-    pub fn new(max_bytes: usize) -> Self {
-        let shards = (0..SHARDS).map(|_| Mutex::new(Shard { young: Generation::default(), old: Generation::default() }));
-        GenCache { shards: shards.collect(), young_limit: max_bytes / 2 / SHARDS }
+    /// An empty cache holding about `max_bytes` (both generations together) in `shards`
+    /// shards (at least one).
+    pub fn new(max_bytes: usize, shards: usize) -> Self {
+        let shards = shards.max(1);
+        let young_limit = max_bytes / 2 / shards;
+        let shards = (0..shards).map(|_| Mutex::new(Shard { young: Generation::default(), old: Generation::default() }));
+        GenCache { shards: shards.collect(), young_limit }
     }
 
     /// The shard of `key`, locked (recovered if a panic poisoned it).
@@ -67,12 +72,15 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
         let mut h = FxHasher::default();
         key.hash(&mut h);
         // The high bits of the multiplicative hash are the well-mixed ones.
-        let i = (h.finish() >> 32) as usize % SHARDS;
-        let shard = &self.shards[i];
-        shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let i = (h.finish() >> 32) as usize % self.shards.len();
+        match self.shards.get(i) {
+            Some(shard) => shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            // `new` makes at least one shard, and `i` is below their number.
+            None => unreachable!("shard index out of range"),
+        }
     }
 
-    /// The value of `key`, copying an old-generation hit into the young generation.
+    /// The value of `key`, moving an old-generation hit into the young generation.
     pub fn get<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
@@ -82,8 +90,8 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
         if let Some((v, _)) = s.young.map.get(key) {
             return Some(v.clone());
         }
-        let (k, (v, bytes)) = s.old.map.get_key_value(key)?;
-        let (k, v, bytes) = (k.clone(), v.clone(), *bytes);
+        let (k, (v, bytes)) = s.old.map.remove_entry(key)?;
+        s.old.bytes = s.old.bytes.saturating_sub(bytes);
         s.young.bytes += bytes;
         s.young.map.insert(k, (v.clone(), bytes));
         Some(v)
@@ -122,7 +130,7 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
         }
     }
 
-    /// The number of values (both generations; one kept in both counts twice) that `count`
+    /// The number of values (both generations) that `count`
     /// says to count, and the accounted bytes. Scans the whole cache: for reports.
     pub fn stats(&self, count: impl Fn(&V) -> bool) -> (usize, usize) {
         let (mut n, mut bytes) = (0, 0);
