@@ -43,9 +43,11 @@ impl Classified {
         limits: &Limits,
         context: &[Frame],
         relaxed: Option<usize>,
+        scratch: &mut WalkScratch,
     ) -> Classified {
-        let spare = SPARE_CONDITIONAL.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        let mut acc = Accepted::new(zeroed_bits(index.vocab.mask_words()), spare);
+        let spare = std::mem::take(&mut scratch.spare_conditional);
+        let mut acc = Accepted::new(scratch.zeroed_bits(index.vocab.mask_words()), spare);
+        let configs = &mut scratch.configs;
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         let cut = std::cell::Cell::new(0u8);
         let walk = Walk { index, pda, node_keys, limits, context, relaxed, cut: &cut };
@@ -58,7 +60,7 @@ impl Classified {
             pda.nodes.get(top.node as usize).is_some_and(|n| n.bytes.iter().any(|e| e.hi >= 0xC2 && e.lo <= 0xF4))
         };
         let first_chars = match relaxed {
-            None if context.last().is_some_and(string_body) => index.first_char_refused(pda, node_keys, limits, context),
+            None if context.last().is_some_and(string_body) => index.first_char_refused(pda, node_keys, limits, context, configs),
             _ => None,
         };
         match relaxed {
@@ -70,7 +72,7 @@ impl Classified {
                     index.clear_first_bytes(&mut acc.always, |b| refused.refuses(b));
                 }
                 acc.always_count = acc.always.iter().map(|w| w.count_ones() as usize).sum();
-                walk.run(&text.others, false, &mut acc, &mut pending);
+                walk.run(&text.others, false, &mut acc, &mut pending, configs);
             }
             // Each text character is one iteration of the relaxed loop: a text token's
             // conditions depend only on its number of characters, read off the probe.
@@ -79,24 +81,24 @@ impl Classified {
                     let exit = match exit {
                         text::Exit::Below => None,
                         text::Exit::NoText => Some(text::Refused::ALL),
-                        text::Exit::Plain => Some(index.first_char_refused(pda, node_keys, limits, &context[..i])?),
+                        text::Exit::Plain => Some(index.first_char_refused(pda, node_keys, limits, &context[..i], configs)?),
                     };
-                    Some((walk.probe(i, refused, walked, exit)?, walked))
+                    Some((walk.probe(i, refused, walked, exit, configs)?, walked))
                 });
                 match units {
                     Some((by_chars, walked)) => {
-                        walk.run(&text.others, false, &mut acc, &mut pending);
+                        walk.run(&text.others, false, &mut acc, &mut pending, configs);
                         if walked != 0 {
-                            walk.run(&text.holding_leads(&index.vocab, walked), false, &mut acc, &mut pending);
+                            walk.run(&text.holding_leads(&index.vocab, walked), false, &mut acc, &mut pending, configs);
                         }
                         by_chars.add_always(text, &mut acc);
                         grouped = Some(by_chars);
                     }
-                    None => walk.run(&index.trie, false, &mut acc, &mut pending),
+                    None => walk.run(&index.trie, false, &mut acc, &mut pending, configs),
                 }
             }
             // Memos need unconditional results: not with a relaxed loop.
-            _ => walk.run(&index.trie, relaxed.is_none(), &mut acc, &mut pending),
+            _ => walk.run(&index.trie, relaxed.is_none(), &mut acc, &mut pending, configs),
         }
         let always_ids = if acc.always_ids.len() == acc.always_count { Some(acc.always_ids) } else { None };
         let max_iterations = acc
@@ -118,7 +120,7 @@ impl Classified {
         };
         let mut spare = acc.conditional;
         spare.clear();
-        SPARE_CONDITIONAL.with(|s| *s.borrow_mut() = spare);
+        scratch.spare_conditional = spare;
         let cut = cut.get();
         Classified { always: acc.always, always_count: acc.always_count, always_ids, conditional, pending, max_iterations, cut }
     }
@@ -196,8 +198,8 @@ impl Classified {
         }
     }
 
-    /// Clears the bitset and keeps it as the thread's spare (see [`zeroed_bits`]).
-    pub(super) fn recycle(self) {
+    /// Clears the bitset and keeps it as `scratch`'s spare (see [`WalkScratch::zeroed_bits`]).
+    pub(super) fn recycle(self, scratch: &mut WalkScratch) {
         let mut bits = self.always;
         match &self.always_ids {
             Some(ids) => ids.iter().for_each(|&id| {
@@ -207,7 +209,7 @@ impl Classified {
             }),
             None => bits.fill(0),
         }
-        SPARE_BITS.with(|s| *s.borrow_mut() = bits);
+        scratch.spare_bits = bits;
     }
 
     pub(super) fn memory_usage(&self) -> usize {
@@ -218,6 +220,34 @@ impl Classified {
                 Conditional::ByCount(by_count) => by_count.memory_usage(),
             }
             + self.pending.len() * std::mem::size_of::<(u32, u32, Cond)>()
+    }
+}
+
+/// The buffers of a classification's walks (a cache miss), owned by the caller's
+/// [`Scratch`] and kept from one miss to the next, so that a miss does not allocate (and
+/// fault in) them afresh.
+#[derive(Default)]
+pub(super) struct WalkScratch {
+    /// The configuration table of [`Classified::compute`]'s walks, kept for its buffers.
+    pub(super) configs: Configs,
+    /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
+    /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
+    pub(super) spare_bits: Vec<u32>,
+    /// The conditional list of the last walk, emptied and kept for its buffer: a `maxLength`
+    /// string lists most of the vocabulary (2 MB), and growing a fresh one faults in its
+    /// pages every time.
+    pub(super) spare_conditional: Vec<(u32, Cond)>,
+}
+
+impl WalkScratch {
+    /// A zeroed bitset of `words` words, the spare one when it fits.
+    pub(super) fn zeroed_bits(&mut self, words: usize) -> Vec<u32> {
+        let spare = std::mem::take(&mut self.spare_bits);
+        if spare.len() == words {
+            spare
+        } else {
+            vec![0; words]
+        }
     }
 }
 

@@ -163,12 +163,14 @@ impl Entry {
 /// The buffers of mask computations, owned by the caller (one per matcher: concurrent
 /// sequences share the [`TokenIndex`], never a scratch) and passed to [`TokenIndex::fill`],
 /// so that a mask of cached states allocates nothing and takes no lock for its buffers.
-#[derive(Clone, Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Scratch {
     /// The context of the top being filled.
     pub(super) context: Context,
     /// For [`Entry::add_suffixes`].
     pub(super) suffixes: SuffixScratch,
+    /// For the walks of a cache miss.
+    pub(super) walk: WalkScratch,
 }
 
 /// Reusable buffers for [`Entry::add_suffixes`], so the per-token path does not allocate.

@@ -12,6 +12,7 @@ impl TokenIndex {
         node_keys: &NodeKeys,
         limits: &Limits,
         frame: &Frame,
+        scratch: &mut WalkScratch,
     ) -> Option<Entry> {
         let (rest, words) = pda.excluded.at(frame.node)?;
         // The frame's own byte edges take the first byte; its calls are tops of their own.
@@ -28,7 +29,7 @@ impl TokenIndex {
         let key = hash128(&(node_keys.get(pda, rest), 0x5E57u16, whole_stack, firsts));
         let cached = self.cache.classified(key);
         let classified = cached.unwrap_or_else(|| {
-            let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None);
+            let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None, scratch);
             classified.keep_first_bytes(self, first_byte);
             let classified = Arc::new(classified);
             if classified.cut & CUT_FUEL != 0 {
@@ -86,8 +87,9 @@ mod tests {
         for node in nodes {
             for parent in [BOTTOM, 0] {
                 let frame = Frame { node, count: 0, parent, depth: 1 };
-                let derived = index.excluding_entry(&pda, &node_keys, &limits, &frame).expect("an exclusion node");
-                let walked = Classified::compute(&index, &pda, &node_keys, &limits, &[frame], None);
+                let scratch = &mut WalkScratch::default();
+                let derived = index.excluding_entry(&pda, &node_keys, &limits, &frame, scratch).expect("an exclusion node");
+                let walked = Classified::compute(&index, &pda, &node_keys, &limits, &[frame], None, scratch);
                 let walked = walked.derive(&index, None);
                 let (d, w) = (ids_of(&derived.accepted, words), ids_of(&walked.accepted, words));
                 let vocab = index.vocab();

@@ -30,6 +30,10 @@ pub struct TokenIndex {
     /// Unions of first-byte subtrees by their set of first bytes (see
     /// [`TokenIndex::subtree_union`]).
     pub(super) unions: Memo<[u64; 4], Arc<[u32]>>,
+    /// Walk buffers left by dropped matchers, handed to new ones ([`TokenIndex::scratch`]):
+    /// a matcher per schema would otherwise grow them afresh on its first miss. Locked once
+    /// per matcher created or dropped, never while filling a mask.
+    pub(super) spare_walks: std::sync::Mutex<Vec<WalkScratch>>,
 }
 
 impl TokenIndex {
@@ -66,6 +70,7 @@ impl TokenIndex {
             cache: Cache::new(config.cache_bytes),
             rules: RuleCache::new(config.rule_cache_bytes),
             unions: Memo::new(MAX_SUBTREE_UNIONS),
+            spare_walks: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -77,6 +82,21 @@ impl TokenIndex {
     /// The vocabulary.
     pub fn vocab(&self) -> &Vocabulary {
         &self.vocab
+    }
+
+    /// A scratch for a new matcher, holding the walk buffers a dropped one left, if any.
+    pub(crate) fn scratch(&self) -> Scratch {
+        let walk = self.spare_walks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).pop();
+        Scratch { walk: walk.unwrap_or_default(), ..Scratch::default() }
+    }
+
+    /// Keeps the walk buffers of a dropped matcher's `scratch` for the next matcher (at
+    /// most [`MAX_SPARE_WALKS`]: one per concurrent sequence is enough).
+    pub(crate) fn recycle_scratch(&self, scratch: Scratch) {
+        let mut spare = self.spare_walks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if spare.len() < MAX_SPARE_WALKS {
+            spare.push(scratch.walk);
+        }
     }
 
     /// The cache of determinised rules shared by the constraints compiled against this
@@ -107,6 +127,7 @@ impl TokenIndex {
         node_keys: &NodeKeys,
         limits: &Limits,
         context: &[Frame],
+        configs: &mut Configs,
     ) -> Option<text::Refused> {
         let top = context.last()?.node;
         let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
@@ -116,10 +137,8 @@ impl TokenIndex {
             if text::text_closed(pda, top) {
                 return Some(text::Refused::default());
             }
-            let mut configs = CONFIGS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-            let refused = viable::first_char_refused(pda, limits, context, &mut configs);
+            let refused = viable::first_char_refused(pda, limits, context, configs);
             configs.shrink();
-            CONFIGS.with(|c| *c.borrow_mut() = configs);
             refused
         })
     }
@@ -161,7 +180,7 @@ impl TokenIndex {
         let mut cut = 0;
         for &top in tops {
             scratch.context.build(target, cap, &stacks.arena, top);
-            let entry = self.entry(target, &scratch.context);
+            let entry = self.entry(target, &scratch.context, &mut scratch.walk);
             cut |= entry.cut();
             entry.add_accepted(mask);
             if entry.has_suffixes() {
@@ -176,7 +195,7 @@ impl TokenIndex {
     /// miss. With `ctx.relaxed`, one loop frame of the context is classified once with its
     /// bounds ignored (cached under `ctx.base_key`), and the entry for its actual count is
     /// derived from that classification.
-    pub(super) fn entry(&self, target: &Target, ctx: &Context) -> Arc<Entry> {
+    pub(super) fn entry(&self, target: &Target, ctx: &Context, scratch: &mut WalkScratch) -> Arc<Entry> {
         let Target { pda, keys: node_keys, limits } = *target;
         let Context { key, base_key, relaxed, .. } = *ctx;
         let context: &[Frame] = &ctx.frames;
@@ -185,7 +204,7 @@ impl TokenIndex {
         }
         let classified = if relaxed.is_some() { self.cache.classified(base_key) } else { None };
         if let (None, [frame]) = (relaxed, context) {
-            if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame) {
+            if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame, scratch) {
                 let entry = Arc::new(entry);
                 if entry.cut & CUT_FUEL != 0 {
                     return entry;
@@ -196,7 +215,7 @@ impl TokenIndex {
         }
         let classified = classified.unwrap_or_else(|| {
             let relaxed_index = relaxed.map(|r| r.context_index);
-            Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index))
+            Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index, scratch))
         });
         if classified.cut & CUT_FUEL != 0 {
             // Out of fuel: an error for this constraint's budget, not an entry to share with
@@ -219,33 +238,14 @@ impl TokenIndex {
         self.cache.insert(key, Cached::Entry(entry.clone()), size);
         // Not kept by the cache: its bitset serves the next miss.
         if let Ok(classified) = Arc::try_unwrap(classified) {
-            classified.recycle();
+            classified.recycle(scratch);
         }
         entry
     }
 }
 
-thread_local! {
-    /// The configuration table of [`Classified::compute`]'s walks, kept for its buffers.
-    pub(super) static CONFIGS: std::cell::RefCell<Configs> = std::cell::RefCell::new(Configs::default());
-    /// A zeroed bitset over the mask width for [`Classified::compute`]: a miss reuses it
-    /// instead of allocating (and faulting in) a fresh 16 KB for a 129k vocabulary.
-    pub(super) static SPARE_BITS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The conditional list of the last walk, emptied and kept for its buffer: a `maxLength`
-    /// string lists most of the vocabulary (2 MB), and growing a fresh one faults in its
-    /// pages every time.
-    pub(super) static SPARE_CONDITIONAL: std::cell::RefCell<Vec<(u32, Cond)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A zeroed bitset of `words` words, the spare one when it fits.
-pub(super) fn zeroed_bits(words: usize) -> Vec<u32> {
-    let spare = SPARE_BITS.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if spare.len() == words {
-        spare
-    } else {
-        vec![0; words]
-    }
-}
+/// How many dropped matchers' walk buffers a [`TokenIndex`] keeps for new ones.
+pub(super) const MAX_SPARE_WALKS: usize = 8;
 
 /// How many refused sets' [`TokenIndex::char_lists`] are kept (up to 0.5 MB each for a 129k
 /// vocabulary; a schema's loops refuse a few sets).

@@ -18,7 +18,14 @@ impl Walk<'_> {
     /// Walks `trie` from the context, adding to `acc` and `pending`. With `use_memo`, walks
     /// of first-byte subtrees are recorded and replayed ([`SubtreeMemo`]): only for the whole
     /// vocabulary's trie, and only without a relaxed loop (memos hold unconditional results).
-    pub(super) fn run(&self, trie: &ByteTrie, use_memo: bool, acc: &mut Accepted, pending: &mut Vec<(u32, u32, Cond)>) {
+    pub(super) fn run(
+        &self,
+        trie: &ByteTrie,
+        use_memo: bool,
+        acc: &mut Accepted,
+        pending: &mut Vec<(u32, u32, Cond)>,
+        configs: &mut Configs,
+    ) {
         let Walk { index, pda, node_keys, limits, context, relaxed, cut } = *self;
         let mut frames = context.to_vec();
         if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
@@ -31,7 +38,6 @@ impl Walk<'_> {
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut stacks_keys = StacksKeys::default();
-        let mut configs = CONFIGS.with(|c| std::mem::take(&mut *c.borrow_mut()));
         // The configuration after each byte of the current path: `path[d]` after `d` bytes.
         let mut path: Vec<State> = vec![configs.reset(pda, &runner, relaxed.is_some())];
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
@@ -108,7 +114,6 @@ impl Walk<'_> {
             i = end;
         }
         configs.shrink();
-        CONFIGS.with(|c| *c.borrow_mut() = configs);
         whole.apply(index, &mut acc.always);
         cut.set(cut.get() | runner.stacks.overflow_what);
     }
@@ -120,7 +125,14 @@ impl Walk<'_> {
     /// loop does with the rest of such a probe (see [`text::ByChars::new`]).
     /// With `walked` lead bytes, the tokens holding such a character are left out (they are
     /// walked instead), and only a loop followed by no text is answered.
-    pub(super) fn probe(&self, i: usize, refused: text::Refused, walked: u128, exit: Option<text::Refused>) -> Option<text::ByChars> {
+    pub(super) fn probe(
+        &self,
+        i: usize,
+        refused: text::Refused,
+        walked: u128,
+        exit: Option<text::Refused>,
+        configs: &mut Configs,
+    ) -> Option<text::ByChars> {
         // Prefix groups only where something follows that takes text, and the loop refuses
         // some: otherwise a token holding a refused character is rejected.
         let prefixes = !refused.is_empty() && exit.is_some_and(|e| e != text::Refused::ALL);
@@ -134,7 +146,7 @@ impl Walk<'_> {
         let mut acc = Accepted::new(vec![0; probes.ids.len().div_ceil(32)], Vec::new());
         let mut pending = Vec::new();
         let from_loop = Walk { context: self.context.get(i..)?, relaxed: Some(0), ..*self };
-        from_loop.run(&probes, false, &mut acc, &mut pending);
+        from_loop.run(&probes, false, &mut acc, &mut pending, configs);
         text::ByChars::new(&acc, &pending, refused, exit, lists)
     }
 }

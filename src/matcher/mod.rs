@@ -158,6 +158,7 @@ pub struct Matcher {
 impl Matcher {
     fn new(constraint: Constraint) -> Matcher {
         let stacks = Stacks::new(&constraint.inner.limits);
+        let scratch = constraint.index().scratch();
         let mut m = Matcher {
             constraint,
             stacks,
@@ -165,7 +166,7 @@ impl Matcher {
             levels: Vec::new(),
             cur: Vec::new(),
             next: Vec::new(),
-            scratch: Scratch::default(),
+            scratch,
             mask_cut: 0,
         };
         m.reset();
@@ -462,6 +463,14 @@ impl Matcher {
     fn clear_cut(&mut self) {
         self.stacks.overflow = false;
         self.stacks.overflow_what = 0;
+    }
+}
+
+impl Drop for Matcher {
+    /// Hands the mask scratch buffers back to the token index, for the next matcher.
+    fn drop(&mut self) {
+        let scratch = std::mem::take(&mut self.scratch);
+        self.constraint.inner.index.recycle_scratch(scratch);
     }
 }
 
