@@ -463,7 +463,11 @@ impl CanonicalRule {
         let mut bytes = self.key.len() + std::mem::size_of::<CachedRule>();
         for (_, edges, calls) in dfa.nodes.iter_mut() {
             for c in calls.iter_mut() {
-                c.callee = self.local.get(&c.callee).copied().unwrap_or(u32::MAX);
+                let local = self.local.get(&c.callee).copied();
+                // Every callee the DFA names was numbered while encoding the key; u32::MAX
+                // (no rule) would make the call edge dead: fewer strings, never more.
+                debug_assert!(local.is_some(), "call edge to callee {} the canonical key did not number", c.callee);
+                c.callee = local.unwrap_or(u32::MAX);
             }
             bytes += 32 + edges.len() * std::mem::size_of::<ByteEdge>() + calls.len() * std::mem::size_of::<CallEdge>();
         }

@@ -29,6 +29,40 @@
 //! shared string rest's, minus the tokens that spell a declared name and its closing quote,
 //! so each schema's set of names costs a few trie look-ups instead of a walk.
 //!
+//! ## Example
+//!
+//! A schema compiled against a toy vocabulary: the mask allows exactly the tokens that keep
+//! the output a prefix of a valid document.
+//!
+//! ```rust
+//! use constrain::mask::{is_allowed, TokenIndex};
+//! use constrain::{Constraint, Limits, TokenId, Vocabulary};
+//!
+//! // Four tokens and an end-of-generation id (no bytes of its own).
+//! let pieces = ["true", "false", "t", "rue"];
+//! let mut tokens: Vec<Vec<u8>> = pieces.iter().map(|p| p.as_bytes().to_vec()).collect();
+//! tokens.push(Vec::new());
+//! let vocab = Vocabulary::new(tokens, &[], &[TokenId(4)])?;
+//! let index = TokenIndex::new(vocab); // once per tokenizer; its mask cache is shared
+//!
+//! let schema = serde_json::json!({"type": "boolean"});
+//! let grammar = constrain::schema::compile(&schema, &Default::default())?;
+//! let constraint = Constraint::new(&grammar, index, &Limits::default())?;
+//! let mut matcher = constraint.matcher(); // one per sequence
+//! let mut mask = vec![0u32; constraint.index().vocab().mask_words()];
+//!
+//! matcher.fill_mask(&mut mask)?;
+//! let allowed = |mask: &[u32]| (0..5).filter(|&i| is_allowed(mask, TokenId(i))).collect::<Vec<_>>();
+//! assert_eq!(allowed(&mask), [0, 1, 2]); // "true", "false", "t"
+//! matcher.accept_token(TokenId(2))?;
+//! matcher.fill_mask(&mut mask)?;
+//! assert_eq!(allowed(&mask), [3]); // "rue"
+//! matcher.accept_token(TokenId(3))?;
+//! matcher.fill_mask(&mut mask)?;
+//! assert_eq!(allowed(&mask), [4]); // the end
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Two kinds of context walk only the tokens that are not text ([`text`]): a string body
 //! that takes any text once its first character is allowed (every text token starting
 //! with another is accepted; [`viable`] finds these), and a loop of one character an

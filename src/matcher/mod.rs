@@ -188,6 +188,7 @@ impl Matcher {
 
     fn level(&self) -> Level {
         // `levels` is never empty: `reset` pushes the first level and rollback keeps it.
+        debug_assert!(!self.levels.is_empty(), "a matcher without its first level");
         self.levels.last().copied().unwrap_or(Level { tops_start: 0, arena_len: 0, accepting: false, finished: true, cut: 0 })
     }
 
