@@ -84,7 +84,7 @@ impl Walk<'_> {
                 if use_memo && depth == 1 {
                     let end = node.end as usize;
                     let ids = trie.descendant_ids(i);
-                    let stacks = stacks_keys.get(next, pda, node_keys, &configs, &mut runner);
+                    let stacks = stacks_keys.get(next, pda, node_keys, configs, &mut runner);
                     let key = state_key(stacks, &crossings, i, whole_stack);
                     if let Some(memo) = index.subtree(key) {
                         memo.replay(node.byte, &trie.ids[ids], acc, &mut whole);
