@@ -55,6 +55,7 @@ pub mod limits;
 pub mod mask;
 pub mod matcher;
 pub mod sampling;
+mod util;
 pub mod schema;
 pub mod vocab;
 

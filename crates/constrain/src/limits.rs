@@ -16,10 +16,12 @@
 //! | [`Limits::max_stack_depth`] | 2 000 | parse stack depth while matching |
 //! | [`Limits::max_parse_stacks`] | 256 | simultaneous parse stacks (ambiguity) |
 //! | [`Limits::mask_fuel`] | 10 M | stack steps of one mask computation, or of one accepted byte |
-//! | [`Limits::max_mask_cache_bytes`] | 1 GiB | the shared per-tokenizer mask cache |
 //!
 //! Set them with the `with_*` methods (the struct is `#[non_exhaustive]`, so new budgets can
 //! be added without breaking callers); the command line has a flag for the compile ones.
+//!
+//! The shared per-tokenizer mask cache is bounded by the token index that owns it
+//! (`mask::IndexConfig::cache_bytes`, 1 GiB by default), not per constraint.
 //!
 //! ## Example
 //!
@@ -71,8 +73,6 @@ pub struct Limits {
     /// Running out is [`crate::matcher::Error::Limit`], never a silently smaller mask.
     /// Flag: `--max-mask-fuel`.
     pub mask_fuel: u64,
-    /// Bytes the shared per-tokenizer mask cache may hold before it is cleared.
-    pub max_mask_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -88,7 +88,6 @@ impl Default for Limits {
             max_stack_depth: 2_000,
             max_parse_stacks: 256,
             mask_fuel: 10_000_000,
-            max_mask_cache_bytes: 1 << 30,
         }
     }
 }
@@ -125,8 +124,6 @@ setters! {
     with_max_parse_stacks => max_parse_stacks: usize;
     /// Sets [`Limits::mask_fuel`].
     with_mask_fuel => mask_fuel: u64;
-    /// Sets [`Limits::max_mask_cache_bytes`].
-    with_max_mask_cache_bytes => max_mask_cache_bytes: usize;
 }
 
 /// Which budget an input went over: carried by the stage errors so a caller can tell a

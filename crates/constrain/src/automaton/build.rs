@@ -3,10 +3,12 @@
 
 use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
 use crate::grammar::{Expr, Grammar};
+use crate::util::cache::GenCache;
+use crate::util::hash128;
+use std::sync::atomic::{AtomicU64, Ordering};
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::hash::Hash;
 use std::rc::Rc;
 
 /// Deepest expression nesting accepted (guards the recursive construction), whatever
@@ -359,7 +361,7 @@ fn intern(ids: &mut HashMap<Rc<[u32]>, u32>, sets: &mut Vec<Rc<[u32]>>, set: &[u
 /// A rule body in canonical form: its expression serialised with rule references numbered
 /// by first appearance, so bodies that differ only in which rules they call (the JSON string
 /// of every schema, most enums, many objects) have equal keys and share one determinisation
-/// through [`RULE_CACHE`]. Buffers are reused from rule to rule.
+/// through a [`RuleCache`]. Buffers are reused from rule to rule.
 #[derive(Default)]
 struct CanonicalRule {
     key: Vec<u8>,
@@ -368,69 +370,73 @@ struct CanonicalRule {
     local: HashMap<u32, u32>,
 }
 
-/// A determinised rule kept in [`RULE_CACHE`]; its call edges name local callees.
+/// A determinised rule kept in a [`RuleCache`]; its call edges name local callees.
 struct CachedRule {
     nfa_states: usize,
     dfa: Dfa,
 }
 
-/// Determinised rule bodies shared by every grammar built in this process, by canonical key,
-/// in two generations like the mask cache: new rules go to the young one; when it holds half
-/// of [`RULE_CACHE_BYTES`] it becomes the old one and the previous old one is dropped. A hit
-/// in the old one moves back to the young one, so rules still in use survive a rotation.
-static RULE_CACHE: std::sync::LazyLock<std::sync::Mutex<[RuleGeneration; 2]>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// One generation of [`RULE_CACHE`] and its approximate heap bytes.
-#[derive(Default)]
-struct RuleGeneration {
-    rules: HashMap<Box<[u8]>, (std::sync::Arc<CachedRule>, usize)>,
-    bytes: usize,
+/// Determinised rule bodies by canonical key, shared by the grammars built with one cache,
+/// and the salts of their fingerprints. Owned by the caller: a token index holds one for
+/// every constraint compiled against it ([`Pda::build_with`]); [`Pda::build`] uses a fresh
+/// one. Bounded in bytes like the mask cache (a generational [`GenCache`]): new rules go to
+/// the young generation; when it holds half of the bound it becomes the old one and the
+/// previous old one is dropped. A hit in the old one is copied back to the young one, so
+/// rules still in use survive a rotation.
+///
+/// Salts: rules in or above a call cycle cannot be fingerprinted by structure alone, so
+/// each grammar built with this cache draws a new salt for them, and two grammars never
+/// share such a fingerprint. A cache keyed by fingerprints (the mask cache) must hold only
+/// automata whose salts come from one `RuleCache`, which is why binding an automaton built
+/// elsewhere to a token index salts it again from the index's cache.
+pub struct RuleCache {
+    rules: GenCache<Box<[u8]>, std::sync::Arc<CachedRule>>,
+    /// The next salt (never 0: 0 marks the rules fingerprinted by structure).
+    salts: AtomicU64,
 }
 
-/// Bound on the approximate heap bytes of [`RULE_CACHE`]. Determinising every rule of all
-/// of JSONSchemaBench's 8.5k schemas adds up to about 340 MB; a quarter of it keeps what
+impl RuleCache {
+    /// An empty cache of about `max_bytes` of determinised rules.
+    pub fn new(max_bytes: usize) -> RuleCache {
+        // One shard: determinised rules are large and unevenly sized (a 64-way split made
+        // shards holding a big rule rotate all the time, and JSONSchemaBench's compile
+        // slower), and they are looked up while compiling, not while filling masks.
+        RuleCache { rules: GenCache::new(max_bytes, 1), salts: AtomicU64::new(1) }
+    }
+
+    /// A salt no other grammar built with (or salted from) this cache has.
+    pub(crate) fn next_salt(&self) -> u64 {
+        self.salts.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl Default for RuleCache {
+    /// An empty cache of [`RULE_CACHE_BYTES`].
+    fn default() -> Self {
+        RuleCache::new(RULE_CACHE_BYTES)
+    }
+}
+
+/// The default bound of a [`RuleCache`]'s heap bytes. Determinising every rule of all of
+/// JSONSchemaBench's 8.5k schemas adds up to about 340 MB; a quarter of it keeps what
 /// schemas share.
-const RULE_CACHE_BYTES: usize = 96 << 20;
-
-/// Looks `key` up in [`RULE_CACHE`], moving an old hit to the young generation.
-fn cached_rule(key: &[u8]) -> Option<std::sync::Arc<CachedRule>> {
-    let mut c = RULE_CACHE.lock().ok()?;
-    let [young, old] = &mut *c;
-    if let Some((rule, _)) = young.rules.get(key) {
-        return Some(rule.clone());
-    }
-    let (key, (rule, bytes)) = old.rules.remove_entry(key)?;
-    old.bytes = old.bytes.saturating_sub(bytes);
-    young.bytes += bytes;
-    young.rules.insert(key, (rule.clone(), bytes));
-    Some(rule)
-}
-
-/// Adds a rule of about `bytes` heap bytes to [`RULE_CACHE`], rotating generations first when
-/// the young one is full.
-fn cache_rule(key: &[u8], rule: std::sync::Arc<CachedRule>, bytes: usize) {
-    let Ok(mut c) = RULE_CACHE.lock() else { return };
-    if c[0].bytes + bytes > RULE_CACHE_BYTES / 2 {
-        let young = std::mem::take(&mut c[0]);
-        let dropped = std::mem::replace(&mut c[1], young);
-        // Freeing thousands of automata takes longer than compiling a schema: do it off
-        // this thread when one can be started (else right here: slower, never wrong).
-        let _ = std::thread::Builder::new().name("constrain-rule-drop".into()).spawn(move || drop(dropped));
-    }
-    c[0].bytes += bytes;
-    c[0].rules.insert(key.into(), (rule, bytes));
-}
+pub const RULE_CACHE_BYTES: usize = 96 << 20;
 
 impl CanonicalRule {
     /// The automaton of `expr` with local callees (see [`CanonicalRule::refs`]), from the
     /// cache or determinised now; `Err` if it needs more than `budget` states.
-    fn determinised(&mut self, expr: &Expr, budget: usize, fuel: &mut u64) -> Result<std::sync::Arc<CachedRule>, Exceeded> {
+    fn determinised(
+        &mut self,
+        expr: &Expr,
+        budget: usize,
+        fuel: &mut u64,
+        cache: &RuleCache,
+    ) -> Result<std::sync::Arc<CachedRule>, Exceeded> {
         self.key.clear();
         self.refs.clear();
         self.local.clear();
         self.encode(expr);
-        if let Some(rule) = cached_rule(&self.key) {
+        if let Some(rule) = cache.rules.get(self.key.as_slice()) {
             // A fresh build fails exactly when the automaton exceeds the budget. The NFA guard
             // is checked while the NFA grows, so when this NFA came near it, build afresh:
             // either way the outcome is the one a fresh build gives.
@@ -457,12 +463,16 @@ impl CanonicalRule {
         let mut bytes = self.key.len() + std::mem::size_of::<CachedRule>();
         for (_, edges, calls) in dfa.nodes.iter_mut() {
             for c in calls.iter_mut() {
-                c.callee = self.local.get(&c.callee).copied().unwrap_or(u32::MAX);
+                let local = self.local.get(&c.callee).copied();
+                // Every callee the DFA names was numbered while encoding the key; u32::MAX
+                // (no rule) would make the call edge dead: fewer strings, never more.
+                debug_assert!(local.is_some(), "call edge to callee {} the canonical key did not number", c.callee);
+                c.callee = local.unwrap_or(u32::MAX);
             }
             bytes += 32 + edges.len() * std::mem::size_of::<ByteEdge>() + calls.len() * std::mem::size_of::<CallEdge>();
         }
         let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa });
-        cache_rule(&self.key, rule.clone(), bytes);
+        cache.rules.insert(self.key.as_slice().into(), rule.clone(), bytes);
         Ok(rule)
     }
 
@@ -523,7 +533,7 @@ impl CanonicalRule {
     }
 }
 
-pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
+pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Result<Pda, Error> {
     let start_name = grammar.rule(grammar.start()).name.clone();
     if grammar.size() > limits.max_grammar_size {
         return Err(Error::Budget { limit: crate::limits::LimitExceeded::GrammarSize, rule: start_name });
@@ -567,7 +577,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
                 ..Node::default()
             }),
             Lifted::Body(expr) => {
-                let dfa = canonical.determinised(expr, budget, &mut fuel).map_err(|e| match e {
+                let dfa = canonical.determinised(expr, budget, &mut fuel, cache).map_err(|e| match e {
                     Exceeded::States => Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states },
                     Exceeded::Fuel => Error::Budget { limit: crate::limits::LimitExceeded::CompileFuel, rule: name.clone() },
                 })?;
@@ -591,7 +601,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
     let mut pda = Pda { nodes, rules, start_rule: grammar.start().0, excluded: Default::default() };
     let nullable = pda.trim()?;
     pda.check_left_recursion(&nullable)?;
-    pda.fingerprint();
+    pda.fingerprint(cache.next_salt());
     pda.add_dense_tables();
     pda.excluded = super::ExcludedWords::locate(&pda, grammar.exclusions());
     Ok(pda)
@@ -866,10 +876,11 @@ impl Pda {
 
     /// Gives every rule a structural fingerprint: rules outside call cycles hash their own
     /// structure plus their callees' fingerprints (so equal fingerprints ⇒ equal behaviour,
-    /// across grammars too); rules in or above a cycle get a per-grammar salt.
-    fn fingerprint(&mut self) {
-        static SALT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let salt = SALT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// across grammars too); rules in or above a cycle get `salt` (non-zero, unique per
+    /// grammar among those sharing a [`RuleCache`]). Called again with a new salt when an
+    /// automaton is bound to another cache's owner.
+    pub(crate) fn fingerprint(&mut self, salt: u64) {
+        debug_assert!(salt != 0, "salt 0 is the one of rules outside cycles");
         let n = self.rules.len();
         let callees: Vec<Vec<u32>> = (0..n)
             .map(|r| {
@@ -924,19 +935,7 @@ impl Pda {
         let base = self.rules[r].first_node;
         let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
         for i in self.rule_nodes(r) {
-            let node = &self.nodes[i];
-            buf.push(0xF1 + node.is_final as u64);
-            for e in node.bytes.iter() {
-                buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | (e.target - base) as u64);
-            }
-            for c in node.calls.iter() {
-                let fp = callee_fp(c.callee);
-                buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, (c.ret - base) as u64]);
-            }
-            if let Some(l) = node.repeat {
-                let fp = callee_fp(l.body);
-                buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
-            }
+            super::keys::encode_node(&mut buf, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
         }
         hash128(&buf)
     }
@@ -957,32 +956,4 @@ impl Callers {
         let end = self.offsets.get(r + 1).copied().unwrap_or(0) as usize;
         self.callers.get(start..end).unwrap_or(&[])
     }
-}
-
-/// A streaming form of [`hash128`], for keys built from many parts without collecting them
-/// first.
-pub(crate) struct Hasher128(xxhash_rust::xxh3::Xxh3);
-
-impl Hasher128 {
-    /// A hasher with nothing fed yet.
-    pub(crate) fn new() -> Self {
-        Hasher128(xxhash_rust::xxh3::Xxh3::new())
-    }
-
-    /// Feeds `x`.
-    pub(crate) fn add<T: Hash + ?Sized>(&mut self, x: &T) {
-        x.hash(&mut self.0);
-    }
-
-    /// The 128-bit hash of what was fed.
-    pub(crate) fn finish128(&self) -> u128 {
-        self.0.digest128()
-    }
-}
-
-/// A 128-bit hash (XXH3-128, the same in every process) of `x`.
-pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
-    let mut h = Hasher128::new();
-    h.add(x);
-    h.finish128()
 }

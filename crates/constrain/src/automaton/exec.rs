@@ -73,7 +73,7 @@ pub(crate) struct Stacks {
 }
 
 /// Marks a loop frame whose bounds are ignored (`count` then counts iterations started since
-/// the mask context began). Set only by [`crate::mask`] while classifying tokens; the count
+/// the mask context began). Set only by the mask stage while classifying tokens; the count
 /// travels to the frames that continue after the loop so the final iteration count is known.
 pub(crate) const RELAXED: u32 = 1 << 31;
 
@@ -385,7 +385,7 @@ pub struct ByteStep {
     pub reached_end: bool,
 }
 
-/// The narrow interface [`crate::mask`] walks token tries with: push a byte, pop bytes.
+/// The narrow interface the mask stage walks token tries with: push a byte, pop bytes.
 pub trait Recognizer {
     /// Consumes one more byte after everything pushed so far.
     fn push_byte(&mut self, byte: u8) -> ByteStep;

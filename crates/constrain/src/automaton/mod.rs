@@ -1,8 +1,8 @@
 //! Stage 3: [`Grammar`] → [`Pda`], a byte-level pushdown automaton.
 //!
 //! Input: a [`Grammar`] (rules whose bodies are regular expressions over bytes and rule
-//! references). Output: a [`Pda`], shared read-only by every [`crate::matcher::Matcher`] and
-//! by the mask precomputation in [`crate::mask`].
+//! references). Output: a [`Pda`], shared read-only by every matcher (`crate::Matcher`) and
+//! by the mask precomputation (the `mask` stage, which depends on this one, not the reverse).
 //!
 //! ## How
 //!
@@ -21,7 +21,8 @@
 //! match nothing), and rejected if it is empty or left-recursive (a rule that can reach itself
 //! without consuming a byte: prediction would never terminate). Each rule gets a structural
 //! **fingerprint** so that identical rules in different grammars (every JSON string, every
-//! number) share their cached token masks in [`crate::mask::TokenIndex`].
+//! number) share their cached token masks in the mask stage's `TokenIndex`.
+//! [`keys`] holds the one encoding of a node's shape that fingerprints and node keys share.
 //!
 //! Cost: linear in the grammar for most rules; subset construction is exponential in the worst
 //! case, which [`Limits::max_automaton_states`] turns into an error.
@@ -46,10 +47,12 @@
 pub(crate) mod build;
 pub mod distance;
 pub(crate) mod exec;
+pub(crate) mod keys;
 
 use crate::grammar::Grammar;
 use crate::Limits;
 
+pub use build::{RuleCache, RULE_CACHE_BYTES};
 pub use exec::Recognizer;
 
 /// Identifies a node (state) of a [`Pda`].
@@ -186,7 +189,7 @@ pub struct Pda {
 /// automaton: each node reached from such a rule's start by a quote and a prefix `u` of some
 /// excluded word, with the words starting with `u`. From such a node the rule matches what
 /// a JSON string's rest matches except those words' remainders followed by a quote, which lets
-/// the mask stage derive its masks from the shared string rest's (see [`crate::mask`]).
+/// the mask stage derive its masks from the shared string rest's (see the mask stage).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ExcludedWords {
     /// Sorted by node.
@@ -267,8 +270,16 @@ impl ExcludedWords {
 impl Pda {
     /// Compiles a grammar. Fails with a typed error when the grammar is empty (matches no
     /// string), left-recursive, or over a limit.
+    /// Rules are determinised afresh (a private [`RuleCache`]); see [`Pda::build_with`].
     pub fn build(grammar: &Grammar, limits: &Limits) -> Result<Pda, Error> {
-        build::build(grammar, limits)
+        build::build(grammar, limits, &RuleCache::default())
+    }
+
+    /// [`Pda::build`] sharing the determinised rules of `rules` (rules equal up to which
+    /// rules they call are determinised once per cache), and drawing the salt of recursive
+    /// rules' fingerprints from it.
+    pub fn build_with(grammar: &Grammar, limits: &Limits, rules: &RuleCache) -> Result<Pda, Error> {
+        build::build(grammar, limits, rules)
     }
 
     /// Whether `bytes` is, as a whole, a string of the grammar's language.

@@ -56,14 +56,12 @@
 //! assert!(is_allowed(&mask, TokenId(6))); // only the end may follow
 //! assert!(m.is_accepting());
 //! ```
-use crate::automaton::exec::{Frame, Stacks, BOTTOM};
 use crate::automaton::distance::{Distances, UNREACHABLE};
-use crate::automaton::{Pda, UNBOUNDED};
+use crate::automaton::exec::{Stacks, BOTTOM};
+use crate::automaton::keys::NodeKeys;
+use crate::automaton::Pda;
 use crate::grammar::Grammar;
-use crate::mask::{set_bit, RelaxedLoop, SuffixScratch, TokenIndex};
-
-/// How many frames below the top (beyond counted loops) a mask context may include.
-const MAX_EXTRA_FRAMES: usize = 3;
+use crate::mask::{set_bit, Scratch, Target, TokenIndex};
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
 
@@ -80,10 +78,6 @@ struct Inner {
     limits: Limits,
     /// Per node: its mask-cache key, computed on first use.
     node_key: NodeKeys,
-    /// Per node: for loop nodes, a hash of the loop's body (bounds excluded).
-    loop_shape: Vec<u128>,
-    /// Loop distances are capped here: the longest token length + 1.
-    class_cap: u32,
     /// Distances to the end (see [`crate::automaton::distance`]), over the bytes the
     /// vocabulary has single-byte tokens for; computed on first use (closing mode).
     distances: OnceLock<Distances>,
@@ -92,31 +86,27 @@ struct Inner {
 impl Constraint {
     /// Compiles `grammar` into an automaton and binds it to the token index.
     pub fn new(grammar: &Grammar, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, Error> {
-        let pda = Pda::build(grammar, limits)?;
-        Ok(Constraint::from_pda(pda, index, limits))
+        let pda = Pda::build_with(grammar, limits, index.rule_cache())?;
+        Ok(Constraint::bind(pda, index, limits))
     }
 
-    /// Binds an already built automaton to the token index.
-    pub fn from_pda(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
-        use crate::automaton::build::hash128;
+    /// Binds an already built automaton to the token index. Its recursive rules are salted
+    /// again from the index's rule cache (one linear pass over the automaton), so that they
+    /// never share a fingerprint, and so cached masks, with another grammar's.
+    pub fn from_pda(mut pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
+        pda.fingerprint(index.rule_cache().next_salt());
+        Constraint::bind(pda, index, limits)
+    }
+
+    /// Binds `pda`, whose fingerprints were salted from `index`'s rule cache.
+    fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
         let node_key = NodeKeys::new(&pda);
-        let loop_shape = pda
-            .nodes
-            .iter()
-            .map(|n| match n.repeat {
-                Some(l) => hash128(&(0x100Fu32, pda.rules[l.body as usize].fingerprint)),
-                None => 0,
-            })
-            .collect();
-        let class_cap = index.max_token_len().saturating_add(1);
         Constraint {
             inner: Arc::new(Inner {
                 pda,
                 index,
                 limits: limits.clone(),
                 node_key,
-                loop_shape,
-                class_cap,
                 distances: OnceLock::new(),
             }),
         }
@@ -154,7 +144,7 @@ impl Constraint {
 
     /// Approximate heap bytes of this constraint (the shared mask cache excluded).
     pub fn memory_usage(&self) -> usize {
-        self.inner.pda.memory_usage() + self.inner.node_key.memory_usage() + self.inner.loop_shape.len() * 16
+        self.inner.pda.memory_usage() + self.inner.node_key.memory_usage()
     }
 }
 
@@ -171,80 +161,6 @@ fn single_byte_tokens(vocab: &crate::Vocabulary) -> [bool; 256] {
     }
     out
 }
-
-/// Identifies what each node can do, for the mask cache: the canonical shape of the part of
-/// its rule's automaton reachable from it (callees by fingerprint). Isomorphic pieces — the
-/// tail of every JSON string, whatever keys came before it — get the same key across rules
-/// and grammars. Nodes reaching more than [`MAX_CANONICAL_NODES`] nodes fall back to (rule
-/// fingerprint, position in the rule). Computed on first use: a decode visits a small part
-/// of a large schema's automaton, so computing every key up front would dominate compile time.
-pub(crate) struct NodeKeys {
-    keys: Box<[OnceLock<u128>]>,
-}
-
-impl NodeKeys {
-    /// Room for the keys of `pda`'s nodes, none computed yet.
-    pub fn new(pda: &Pda) -> NodeKeys {
-        NodeKeys { keys: (0..pda.nodes.len()).map(|_| OnceLock::new()).collect() }
-    }
-
-    /// The key of `node` (0 for a node outside the automaton).
-    pub fn get(&self, pda: &Pda, node: u32) -> u128 {
-        match self.keys.get(node as usize) {
-            Some(slot) => *slot.get_or_init(|| node_key(pda, node)),
-            None => 0,
-        }
-    }
-
-    /// Approximate heap bytes.
-    pub fn memory_usage(&self) -> usize {
-        self.keys.len() * std::mem::size_of::<OnceLock<u128>>()
-    }
-}
-
-/// See [`NodeKeys`]: a breadth-first walk of the nodes reachable from `start` inside its
-/// rule, numbering them in visit order, hashed with their edges.
-fn node_key(pda: &Pda, start: u32) -> u128 {
-    use crate::automaton::build::hash128;
-    // Nodes in BFS order, and each one's number.
-    let mut order: Vec<u32> = vec![start];
-    let mut number: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
-    number.insert(start, 0);
-    let mut buf: Vec<u64> = Vec::new();
-    let mut k = 0;
-    while k < order.len() {
-        if order.len() > MAX_CANONICAL_NODES {
-            let rule = &pda.rules[pda.nodes[start as usize].rule as usize];
-            return hash128(&(rule.fingerprint, start - rule.first_node));
-        }
-        let node = &pda.nodes[order[k] as usize];
-        k += 1;
-        let mut visit = |t: u32, order: &mut Vec<u32>| -> u64 {
-            *number.entry(t).or_insert_with(|| {
-                order.push(t);
-                order.len() as u64 - 1
-            })
-        };
-        buf.push(0xF1 + node.is_final as u64);
-        for e in node.bytes.iter() {
-            let t = visit(e.target, &mut order);
-            buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | t);
-        }
-        for c in node.calls.iter() {
-            let fp = pda.rules[c.callee as usize].fingerprint;
-            let t = visit(c.ret, &mut order);
-            buf.extend([0xCA11, fp as u64, (fp >> 64) as u64, t]);
-        }
-        if let Some(l) = node.repeat {
-            let fp = pda.rules[l.body as usize].fingerprint;
-            buf.extend([0x100F, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
-        }
-    }
-    hash128(&buf)
-}
-
-/// See [`NodeKeys`].
-const MAX_CANONICAL_NODES: usize = 64;
 
 /// One accepted token's worth of parse state.
 #[derive(Clone, Copy, Debug)]
@@ -270,9 +186,8 @@ pub struct Matcher {
     levels: Vec<Level>,
     cur: Vec<u32>,
     next: Vec<u32>,
-    chain: Vec<u32>,
-    context: Vec<Frame>,
-    scratch: SuffixScratch,
+    /// The buffers of mask computations.
+    scratch: Scratch,
     /// Limits that cut a token's run-time check in the last [`Matcher::fill_mask`].
     mask_cut: u8,
 }
@@ -280,6 +195,7 @@ pub struct Matcher {
 impl Matcher {
     fn new(constraint: Constraint) -> Matcher {
         let stacks = Stacks::new(&constraint.inner.limits);
+        let scratch = constraint.index().scratch();
         let mut m = Matcher {
             constraint,
             stacks,
@@ -287,9 +203,7 @@ impl Matcher {
             levels: Vec::new(),
             cur: Vec::new(),
             next: Vec::new(),
-            chain: Vec::new(),
-            context: Vec::new(),
-            scratch: SuffixScratch::default(),
+            scratch,
             mask_cut: 0,
         };
         m.reset();
@@ -311,6 +225,7 @@ impl Matcher {
 
     fn level(&self) -> Level {
         // `levels` is never empty: `reset` pushes the first level and rollback keeps it.
+        debug_assert!(!self.levels.is_empty(), "a matcher without its first level");
         self.levels.last().copied().unwrap_or(Level { tops_start: 0, arena_len: 0, accepting: false, finished: true, cut: 0 })
     }
 
@@ -340,21 +255,9 @@ impl Matcher {
         }
         self.clear_cut();
         self.stacks.refuel();
-        let mut cut = 0;
-        for k in level.tops_start..self.tops.len() {
-            let top = self.tops[k];
-            let (key, base_key, relaxed) = self.context_of(&inner, top);
-            self.context.clear();
-            self.context.extend(self.chain.iter().rev().map(|&f| self.stacks.arena[f as usize]));
-            let entry =
-                inner.index.entry(key, base_key, relaxed, &inner.pda, &inner.node_key, &inner.limits, &self.context);
-            cut |= entry.cut();
-            entry.add_accepted(mask);
-            if entry.has_suffixes() {
-                let bottom = self.chain.last().copied().unwrap_or(top);
-                entry.add_suffixes(&inner.pda, &mut self.stacks, bottom, &mut self.scratch, mask);
-            }
-        }
+        let target = Target { pda: &inner.pda, keys: &inner.node_key, limits: &inner.limits };
+        let tops = self.tops.get(level.tops_start..).unwrap_or(&[]);
+        let cut = inner.index.fill(&target, tops, &mut self.stacks, &mut self.scratch, mask);
         if level.accepting {
             for &eos in vocab.eos_tokens() {
                 set_bit(mask, eos.0);
@@ -368,73 +271,6 @@ impl Matcher {
             return Err(Error::Limit(limit_message(self.mask_cut, &self.constraint.inner.limits)));
         }
         Ok(())
-    }
-
-    /// The cache keys of `top`'s context (the entry's key, and the key of the classification
-    /// it derives from); leaves the context's frames (top first) in `chain`.
-    ///
-    /// The context is the top frame; then every counted-loop frame directly below it (the
-    /// innermost one *relaxed*: classified once whatever its count, see [`crate::mask`]; outer
-    /// ones by count class); then, if there was a loop or the top's rule may end here, the
-    /// frames below while their rule may end right after (at most [`MAX_EXTRA_FRAMES`]), so
-    /// that what follows a string or a number is part of the classification.
-    fn context_of(&mut self, inner: &Inner, top: u32) -> (u128, u128, Option<RelaxedLoop>) {
-        use crate::automaton::build::hash128;
-        let arena = &self.stacks.arena;
-        let cap = inner.class_cap;
-        let class = |frame: &Frame, l: &crate::automaton::Loop| {
-            let below_min = if frame.count < l.min { (l.min - frame.count).min(cap) } else { 0 };
-            let to_max = if l.max == UNBOUNDED { cap } else { l.max.saturating_sub(frame.count).min(cap) };
-            (below_min, to_max)
-        };
-        self.chain.clear();
-        self.chain.push(top);
-        let top_frame = arena[top as usize];
-        let mut key = inner.node_key.get(&inner.pda, top_frame.node);
-        let mut relaxed: Option<(usize, RelaxedLoop)> = None;
-        let mut f = top_frame.parent;
-        while f != BOTTOM {
-            let frame = arena[f as usize];
-            let Some(l) = inner.pda.nodes[frame.node as usize].repeat else { break };
-            if relaxed.is_none() {
-                key = hash128(&(key, 0x4E1Au16, inner.loop_shape[frame.node as usize]));
-                let r = RelaxedLoop { context_index: 0, count: frame.count, min: l.min, max: l.max };
-                relaxed = Some((self.chain.len(), r));
-            } else {
-                key = hash128(&(key, inner.loop_shape[frame.node as usize], class(&frame, &l)));
-            }
-            self.chain.push(f);
-            f = frame.parent;
-        }
-        let mut extend = relaxed.is_some() || inner.pda.nodes[top_frame.node as usize].is_final;
-        let mut extra = 0;
-        while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
-            let frame = arena[f as usize];
-            let node = &inner.pda.nodes[frame.node as usize];
-            key = match node.repeat {
-                Some(l) => hash128(&(key, 0xB1u8, inner.loop_shape[frame.node as usize], class(&frame, &l))),
-                None => hash128(&(key, 0xB0u8, inner.node_key.get(&inner.pda, frame.node))),
-            };
-            extend = node.is_final || node.repeat.is_some();
-            self.chain.push(f);
-            extra += 1;
-            f = frame.parent;
-        }
-        if f == BOTTOM {
-            // The context is the whole stack: nothing can follow its bottom, which changes
-            // its classification (see `Classified::compute`).
-            key = hash128(&(key, 0xB07u16));
-        }
-        match relaxed {
-            Some((pos, mut r)) => {
-                // Positions count from the bottom of the context.
-                r.context_index = self.chain.len() - 1 - pos;
-                let below_min = r.min.saturating_sub(r.count).min(cap);
-                let to_max = if r.max == UNBOUNDED { cap } else { r.max.saturating_sub(r.count).min(cap) };
-                (hash128(&(key, below_min, to_max)), key, Some(r))
-            }
-            None => (key, key, None),
-        }
     }
 
     /// Advances by one token. An end-of-generation id is accepted only where the grammar may
@@ -668,6 +504,14 @@ impl Matcher {
     }
 }
 
+impl Drop for Matcher {
+    /// Hands the mask scratch buffers back to the token index, for the next matcher.
+    fn drop(&mut self) {
+        let scratch = std::mem::take(&mut self.scratch);
+        self.constraint.inner.index.recycle_scratch(scratch);
+    }
+}
+
 /// Names the limits in `cut` (bits of `exec::CUT_*`) and how to raise each.
 fn limit_message(cut: u8, limits: &Limits) -> String {
     use crate::automaton::exec::{CUT_CLOSURE, CUT_DEPTH, CUT_FUEL, CUT_STACKS};
@@ -747,6 +591,11 @@ mod tests {
     /// A toy vocabulary with single bytes, multi-byte tokens that cross rule ends, duplicate
     /// byte strings, a special token and two EOS ids.
     fn vocab() -> Arc<TokenIndex> {
+        vocab_with(crate::mask::IndexConfig::default())
+    }
+
+    /// [`vocab`] with the cache bounds of `config`.
+    fn vocab_with(config: crate::mask::IndexConfig) -> Arc<TokenIndex> {
         let mut toks: Vec<Vec<u8>> = Vec::new();
         for b in [b'a', b'b', b'"', b',', b'[', b']', b'1', b'2', b' ', b'x', b'{', b'}', b':'] {
             toks.push(vec![b]);
@@ -761,7 +610,7 @@ mod tests {
         let eos2 = toks.len() as u32;
         toks.push(Vec::new());
         let v = Vocabulary::new(toks, &[TokenId(special)], &[TokenId(eos1), TokenId(eos2)]).unwrap();
-        TokenIndex::new(v.with_mask_len(70).unwrap())
+        TokenIndex::with_config(v.with_mask_len(70).unwrap(), config)
     }
 
     fn string_rule(b: &mut GrammarBuilder, min: u32, max: Option<u32>) -> RuleId {
@@ -858,17 +707,17 @@ mod tests {
 
     #[test]
     fn masks_agree_with_brute_force_on_random_walks() {
-        masks_agree_with_brute_force(&Limits::default());
+        masks_agree_with_brute_force(vocab());
     }
 
     #[test]
     fn masks_agree_with_brute_force_while_the_cache_rotates() {
         // A budget of a few entries: generations rotate every few masks.
-        masks_agree_with_brute_force(&Limits { max_mask_cache_bytes: 2_000, ..Limits::default() });
+        masks_agree_with_brute_force(vocab_with(crate::mask::IndexConfig::default().with_cache_bytes(2_000)));
     }
 
-    fn masks_agree_with_brute_force(limits: &Limits) {
-        let index = vocab();
+    fn masks_agree_with_brute_force(index: Arc<TokenIndex>) {
+        let limits = &Limits::default();
         let mask_words = index.vocab().mask_words();
         for (gi, g) in grammars().iter().enumerate() {
             let c = Constraint::new(g, index.clone(), limits).unwrap();
@@ -974,6 +823,26 @@ mod tests {
         });
         assert_eq!(masks[0], masks[1]);
         assert!(masks[0].iter().any(|&w| w != 0));
+    }
+
+    /// Recursive rules are fingerprinted with a salt: automata built apart (each with a
+    /// fresh rule cache, so the same salt) are salted again when bound to one index, and
+    /// constraints compiled against one index draw distinct salts, so equal fingerprints
+    /// never alias two recursive grammars in the shared mask cache.
+    #[test]
+    fn recursive_rules_never_share_fingerprints_in_one_index() {
+        let index = vocab();
+        let g = &grammars()[1];
+        let built = || Pda::build(g, &Limits::default()).unwrap();
+        let (a, b) = (built(), built());
+        let value = a.rules.iter().position(|r| r.name == "value").expect("the recursive rule");
+        assert_eq!(a.rules[value].fingerprint, b.rules[value].fingerprint, "same salt in fresh caches");
+        let bound = [a, b].map(|p| Constraint::from_pda(p, index.clone(), &Limits::default()));
+        let compiled = [(), ()].map(|()| Constraint::new(g, index.clone(), &Limits::default()).unwrap());
+        let fps: Vec<u128> = bound.iter().chain(&compiled).map(|c| c.pda().rules[value].fingerprint).collect();
+        for (i, x) in fps.iter().enumerate() {
+            assert!(fps[i + 1..].iter().all(|y| y != x), "fingerprints {fps:x?}");
+        }
     }
 
     #[test]

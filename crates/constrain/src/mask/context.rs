@@ -1,0 +1,130 @@
+//! The mask context of a stack top: which frames of the real stack an entry is classified
+//! for, and the cache keys that identify it (see [`Context::build`]).
+
+use super::RelaxedLoop;
+use crate::automaton::exec::{Frame, BOTTOM};
+use crate::automaton::keys::NodeKeys;
+use crate::automaton::{Pda, UNBOUNDED};
+use crate::util::hash128;
+use crate::Limits;
+
+/// How many frames below the top (beyond counted loops) a mask context may include.
+const MAX_EXTRA_FRAMES: usize = 3;
+
+/// Salt of the key step adding the relaxed loop (the innermost counted loop below the top).
+const SALT_RELAXED: u16 = 0x4E1A;
+/// Salt of the key step adding a counted-loop frame below the loops (by shape and class).
+const SALT_LOOP_BELOW: u8 = 0xB1;
+/// Salt of the key step adding an ordinary frame below the loops (by node key).
+const SALT_FRAME_BELOW: u8 = 0xB0;
+/// Salt marking a context that is the whole stack (nothing can follow its bottom).
+const SALT_WHOLE_STACK: u16 = 0xB07;
+
+/// The automaton a mask is computed for, as the mask stage sees it: the automaton, the
+/// structural keys of its nodes (what the shared cache keys are made of) and the limits of
+/// the constraint. Borrowed for one [`super::TokenIndex::fill`] call.
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'a> {
+    /// The automaton.
+    pub pda: &'a Pda,
+    /// Its node keys (computed on first use, kept by the constraint).
+    pub keys: &'a NodeKeys,
+    /// The parse limits of the constraint (stack depth, parallel stacks, mask fuel).
+    pub limits: &'a Limits,
+}
+
+/// The context of one stack top, rebuilt for each top by [`Context::build`] (its buffers
+/// are kept): the frames the entry is classified from and the keys of the shared cache.
+///
+/// The context is the top frame; then every counted-loop frame directly below it (the
+/// innermost one *relaxed*: classified once whatever its count, see [`crate::mask`]; outer
+/// ones by count class); then, if there was a loop or the top's rule may end here, the
+/// frames below while their rule may end right after (at most [`MAX_EXTRA_FRAMES`]), so
+/// that what follows a string or a number is part of the classification.
+///
+/// Keys: the top's node key, then each frame below hashed in with a named salt
+/// (`SALT_*`), then a salt when the context is the whole stack; a relaxed loop's count
+/// class is hashed in last, so `key` names the entry and `base_key` the classification it
+/// derives from (equal without a relaxed loop).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Context {
+    /// The context's frames as arena indices, top first.
+    chain: Vec<u32>,
+    /// The context's frames, bottom first.
+    pub(super) frames: Vec<Frame>,
+    /// The entry's cache key.
+    pub(super) key: u128,
+    /// The key of the classification the entry derives from.
+    pub(super) base_key: u128,
+    /// The loop whose count the entry derives from the classification, if any.
+    pub(super) relaxed: Option<RelaxedLoop>,
+}
+
+impl Context {
+    /// Sets this context to `top`'s in the stacks' `arena`; `cap` caps loop distances
+    /// (the longest token length + 1: no token can tell two counts apart beyond that).
+    pub(super) fn build(&mut self, target: &Target, cap: u32, arena: &[Frame], top: u32) {
+        let Target { pda, keys, .. } = *target;
+        let class = |frame: &Frame, l: &crate::automaton::Loop| {
+            let below_min = if frame.count < l.min { (l.min - frame.count).min(cap) } else { 0 };
+            let to_max = if l.max == UNBOUNDED { cap } else { l.max.saturating_sub(frame.count).min(cap) };
+            (below_min, to_max)
+        };
+        self.chain.clear();
+        self.chain.push(top);
+        let top_frame = arena[top as usize];
+        let mut key = keys.get(pda, top_frame.node);
+        let mut relaxed: Option<(usize, RelaxedLoop)> = None;
+        let mut f = top_frame.parent;
+        while f != BOTTOM {
+            let frame = arena[f as usize];
+            let Some(l) = pda.nodes[frame.node as usize].repeat else { break };
+            if relaxed.is_none() {
+                key = hash128(&(key, SALT_RELAXED, keys.loop_shape(frame.node)));
+                let r = RelaxedLoop { context_index: 0, count: frame.count, min: l.min, max: l.max };
+                relaxed = Some((self.chain.len(), r));
+            } else {
+                key = hash128(&(key, keys.loop_shape(frame.node), class(&frame, &l)));
+            }
+            self.chain.push(f);
+            f = frame.parent;
+        }
+        let mut extend = relaxed.is_some() || pda.nodes[top_frame.node as usize].is_final;
+        let mut extra = 0;
+        while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
+            let frame = arena[f as usize];
+            let node = &pda.nodes[frame.node as usize];
+            key = match node.repeat {
+                Some(l) => hash128(&(key, SALT_LOOP_BELOW, keys.loop_shape(frame.node), class(&frame, &l))),
+                None => hash128(&(key, SALT_FRAME_BELOW, keys.get(pda, frame.node))),
+            };
+            extend = node.is_final || node.repeat.is_some();
+            self.chain.push(f);
+            extra += 1;
+            f = frame.parent;
+        }
+        if f == BOTTOM {
+            // The context is the whole stack: nothing can follow its bottom, which changes
+            // its classification (see `Classified::compute`).
+            key = hash128(&(key, SALT_WHOLE_STACK));
+        }
+        (self.key, self.base_key, self.relaxed) = match relaxed {
+            Some((pos, mut r)) => {
+                // Positions count from the bottom of the context.
+                r.context_index = self.chain.len() - 1 - pos;
+                let below_min = r.min.saturating_sub(r.count).min(cap);
+                let to_max = if r.max == UNBOUNDED { cap } else { r.max.saturating_sub(r.count).min(cap) };
+                (hash128(&(key, below_min, to_max)), key, Some(r))
+            }
+            None => (key, key, None),
+        };
+        self.frames.clear();
+        self.frames.extend(self.chain.iter().rev().map(|&f| arena[f as usize]));
+    }
+
+    /// The arena index of the context's bottom frame (where its stack-dependent tokens
+    /// continue on the real stack).
+    pub(super) fn bottom(&self) -> Option<u32> {
+        self.chain.last().copied()
+    }
+}

@@ -1,0 +1,316 @@
+use super::*;
+
+/// Everything that depends only on the tokenizer: the vocabulary, its byte trie, and the cache
+/// of per-state masks shared by every constraint compiled against it. Build once per tokenizer
+/// (≈ a fraction of a second for 129k tokens) and share the `Arc`.
+pub struct TokenIndex {
+    pub(super) vocab: Vocabulary,
+    pub(super) trie: ByteTrie,
+    /// Per first byte, the tokens of two or more bytes starting with it, as a bitset over
+    /// the mask width (empty when there are none): replayed memos OR these in whole.
+    pub(super) subtree_sets: Box<[Box<[u32]>]>,
+    /// The vocabulary split into text tokens and the rest, for the string bodies and loops
+    /// that treat all text alike (see [`text`]).
+    pub(super) text: TextTokens,
+    /// What a context does with text, when its first character decides
+    /// ([`viable::first_char_refused`]), by the context's node keys: string bodies recur
+    /// across schemas.
+    pub(super) first_chars: Memo<u128, Option<text::Refused>>,
+    /// The text tokens split for loops of one character an iteration, by the characters
+    /// the loop refuses ([`text::CharLists`]).
+    pub(super) char_lists: Memo<text::Refused, Arc<text::CharLists>>,
+    /// Length in bytes of the longest grammar token: counted loops whose remaining bounds
+    /// exceed it behave alike for every token, which bounds the number of distinct entries.
+    pub(super) max_token_len: u32,
+    /// The shared mask cache (bounded by [`IndexConfig::cache_bytes`]).
+    pub(super) cache: Cache,
+    /// The determinised rules of the constraints compiled against this index, and the
+    /// salts of their fingerprints (which the mask cache keys are made of).
+    pub(super) rules: RuleCache,
+    /// Unions of first-byte subtrees by their set of first bytes (see
+    /// [`TokenIndex::subtree_union`]).
+    pub(super) unions: Memo<[u64; 4], Arc<[u32]>>,
+    /// Walk buffers left by dropped matchers, handed to new ones ([`TokenIndex::scratch`]):
+    /// a matcher per schema would otherwise grow them afresh on its first miss. Locked once
+    /// per matcher created or dropped, never while filling a mask.
+    pub(super) spare_walks: std::sync::Mutex<Vec<WalkScratch>>,
+}
+
+impl TokenIndex {
+    /// Builds the trie for `vocab`, with the default [`IndexConfig`].
+    pub fn new(vocab: Vocabulary) -> Arc<TokenIndex> {
+        Self::with_config(vocab, IndexConfig::default())
+    }
+
+    /// Builds the trie for `vocab`, with the cache bounds of `config`.
+    pub fn with_config(vocab: Vocabulary, config: IndexConfig) -> Arc<TokenIndex> {
+        let trie = ByteTrie::build(vocab.grammar_tokens().map(|(id, b)| (b, id.0)));
+        let max_token_len = vocab.grammar_tokens().map(|(_, b)| b.len()).max().unwrap_or(0) as u32;
+        let mut subtree_sets: Box<[Box<[u32]>]> = vec![Box::default(); 256].into_boxed_slice();
+        let mut i = 0;
+        while let Some(node) = trie.nodes.get(i) {
+            let ids = &trie.ids[trie.descendant_ids(i)];
+            if !ids.is_empty() {
+                let mut bits = vec![0u32; vocab.mask_words()];
+                ids.iter().for_each(|&id| set_bit(&mut bits, id));
+                subtree_sets[node.byte as usize] = bits.into_boxed_slice();
+            }
+            // The next first-byte node.
+            i = (node.end as usize).max(i + 1);
+        }
+        let text = TextTokens::new(&vocab);
+        Arc::new(TokenIndex {
+            vocab,
+            trie,
+            subtree_sets,
+            text,
+            first_chars: Memo::new(MAX_FIRST_CHARS),
+            char_lists: Memo::new(MAX_CHAR_LISTS),
+            max_token_len,
+            cache: Cache::new(config.cache_bytes),
+            rules: RuleCache::new(config.rule_cache_bytes),
+            unions: Memo::new(MAX_SUBTREE_UNIONS),
+            spare_walks: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The tokens below first byte `byte` (see [`TokenIndex::subtree_sets`]).
+    pub(super) fn subtree_ids(&self, byte: u8) -> &[u32] {
+        self.subtree_sets.get(byte as usize).map_or(&[], |s| s)
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Vocabulary {
+        &self.vocab
+    }
+
+    /// A scratch for a new matcher, holding the walk buffers a dropped one left, if any.
+    pub(crate) fn scratch(&self) -> Scratch {
+        let walk = self.spare_walks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).pop();
+        Scratch { walk: walk.unwrap_or_default(), ..Scratch::default() }
+    }
+
+    /// Keeps the walk buffers of a dropped matcher's `scratch` for the next matcher (at
+    /// most [`MAX_SPARE_WALKS`]: one per concurrent sequence is enough).
+    pub(crate) fn recycle_scratch(&self, scratch: Scratch) {
+        let mut spare = self.spare_walks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if spare.len() < MAX_SPARE_WALKS {
+            spare.push(scratch.walk);
+        }
+    }
+
+    /// The cache of determinised rules shared by the constraints compiled against this
+    /// index (see [`crate::automaton::Pda::build_with`]).
+    pub fn rule_cache(&self) -> &RuleCache {
+        &self.rules
+    }
+
+    /// Number of cached per-state entries and their approximate heap bytes.
+    pub fn cache_stats(&self) -> (usize, usize) {
+        self.cache.stats()
+    }
+
+    /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets, text tokens),
+    /// without the mask cache.
+    pub fn memory_usage(&self) -> usize {
+        self.trie.memory_usage()
+            + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
+            + self.text.memory_usage()
+            + self.char_lists.sum(|l| l.memory_usage())
+    }
+
+    /// [`viable::first_char_refused`] for `context`, remembered by its frames' node keys and
+    /// counts.
+    pub(super) fn first_char_refused(
+        &self,
+        pda: &Pda,
+        node_keys: &NodeKeys,
+        limits: &Limits,
+        context: &[Frame],
+        configs: &mut Configs,
+    ) -> Option<text::Refused> {
+        let top = context.last()?.node;
+        let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
+        let key = hash128(&(0x7E47u16, frames));
+        self.first_chars.get_or_compute(key, || {
+            // The quick proof first: the top's byte edges alone take any text.
+            if text::text_closed(pda, top) {
+                return Some(text::Refused::default());
+            }
+            let refused = viable::first_char_refused(pda, limits, context, configs);
+            configs.shrink();
+            refused
+        })
+    }
+
+    /// The text tokens split for a loop refusing `refused`, made on first use.
+    pub(super) fn char_lists(&self, refused: text::Refused) -> Arc<text::CharLists> {
+        self.char_lists.get_or_compute(refused, || Arc::new(text::CharLists::new(&self.text, &self.trie, refused)))
+    }
+
+    /// Clears from `bits` the tokens whose first byte `refused` says (as a whole token and
+    /// every longer one starting with it).
+    pub(super) fn clear_first_bytes(&self, bits: &mut [u32], refused: impl Fn(u8) -> bool) {
+        let trie = &self.trie;
+        let mut i = 0;
+        while let Some(root) = trie.nodes.get(i) {
+            if refused(root.byte) {
+                clear_bits(bits, trie.ids_at(root));
+                let below = self.subtree_ids(root.byte);
+                bits.iter_mut().zip(below).for_each(|(w, &b)| *w &= !b);
+            }
+            i = root.end as usize;
+        }
+    }
+
+    /// The one entry point of the matcher: adds to `mask` the tokens allowed at each of the
+    /// stack tops `tops` of `stacks` (what its context's cached [`Entry`] accepts, plus the
+    /// stack-dependent tokens the real stack accepts), computing and caching entries on a
+    /// miss. Returns the parse limits that cut a path (bits of `exec::CUT_*`). `stacks` is
+    /// restored; `scratch` holds the buffers, so a call on cached states does not allocate.
+    pub(crate) fn fill(
+        &self,
+        target: &Target,
+        tops: &[u32],
+        stacks: &mut Stacks,
+        scratch: &mut Scratch,
+        mask: &mut [u32],
+    ) -> u8 {
+        let cap = self.max_token_len.saturating_add(1);
+        let mut cut = 0;
+        for &top in tops {
+            scratch.context.build(target, cap, &stacks.arena, top);
+            let entry = self.entry(target, &scratch.context, &mut scratch.walk);
+            cut |= entry.cut();
+            entry.add_accepted(mask);
+            if entry.has_suffixes() {
+                let bottom = scratch.context.bottom().unwrap_or(top);
+                entry.add_suffixes(target.pda, stacks, bottom, &mut scratch.suffixes, mask);
+            }
+        }
+        cut
+    }
+
+    /// The cached entry for `ctx.key`, computing it from `ctx.frames` (bottom first) on a
+    /// miss. With `ctx.relaxed`, one loop frame of the context is classified once with its
+    /// bounds ignored (cached under `ctx.base_key`), and the entry for its actual count is
+    /// derived from that classification.
+    pub(super) fn entry(&self, target: &Target, ctx: &Context, scratch: &mut WalkScratch) -> Arc<Entry> {
+        let Target { pda, keys: node_keys, limits } = *target;
+        let Context { key, base_key, relaxed, .. } = *ctx;
+        let context: &[Frame] = &ctx.frames;
+        if let Some(e) = self.cache.entry(key) {
+            return e;
+        }
+        let classified = if relaxed.is_some() { self.cache.classified(base_key) } else { None };
+        if let (None, [frame]) = (relaxed, context) {
+            if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame, scratch) {
+                let entry = Arc::new(entry);
+                if entry.cut & CUT_FUEL != 0 {
+                    return entry;
+                }
+                self.cache.insert(key, Cached::Entry(entry.clone()), entry.memory_usage());
+                return entry;
+            }
+        }
+        let classified = classified.unwrap_or_else(|| {
+            let relaxed_index = relaxed.map(|r| r.context_index);
+            Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index, scratch))
+        });
+        if classified.cut & CUT_FUEL != 0 {
+            // Out of fuel: an error for this constraint's budget, not an entry to share with
+            // constraints whose budget may be larger.
+            return Arc::new(classified.derive(self, relaxed));
+        }
+        // Counts whose conditions come out alike share one derived entry: look it up under
+        // the count's class before deriving.
+        let class_key = relaxed.map(|r| classified.count_class_key(base_key, r));
+        let shared = class_key.and_then(|k| self.cache.entry(k));
+        let derived = shared.is_none();
+        let entry = shared.unwrap_or_else(|| Arc::new(classified.derive(self, relaxed)));
+        if relaxed.is_some() && !self.cache.has_classified(base_key) {
+            self.cache.insert(base_key, Cached::Classified(classified.clone()), classified.memory_usage());
+        }
+        if let (Some(k), true) = (class_key, derived) {
+            self.cache.insert(k, Cached::Entry(entry.clone()), ALIAS_BYTES);
+        }
+        let size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
+        self.cache.insert(key, Cached::Entry(entry.clone()), size);
+        // Not kept by the cache: its bitset serves the next miss.
+        if let Ok(classified) = Arc::try_unwrap(classified) {
+            classified.recycle(scratch);
+        }
+        entry
+    }
+}
+
+/// How many dropped matchers' walk buffers a [`TokenIndex`] keeps for new ones.
+pub(super) const MAX_SPARE_WALKS: usize = 8;
+
+/// How many refused sets' [`TokenIndex::char_lists`] are kept (up to 0.5 MB each for a 129k
+/// vocabulary; a schema's loops refuse a few sets).
+pub(super) const MAX_CHAR_LISTS: usize = 32;
+
+/// How many contexts' [`TokenIndex::first_char_refused`] answers are remembered (then
+/// forgotten at once: recomputing one costs tens of microseconds).
+pub(super) const MAX_FIRST_CHARS: usize = 1 << 16;
+
+/// How many unions of first-byte subtrees [`TokenIndex::subtree_union`] keeps (a bitset over
+/// the vocabulary each, 16 KB for 129k tokens; then all are forgotten at once). Walks that
+/// replay whole subtrees mostly replay the same sets (every byte a string body accepts), so
+/// few are needed.
+pub(super) const MAX_SUBTREE_UNIONS: usize = 256;
+
+impl TokenIndex {
+    /// The tokens below any of the first bytes `bytes` (sorted, distinct), as one bitset:
+    /// computed once per set, so replaying two hundred whole subtrees is one pass over the
+    /// mask instead of two hundred.
+    pub(super) fn subtree_union(&self, bytes: &[u8]) -> Arc<[u32]> {
+        let mut key = [0u64; 4];
+        for &b in bytes {
+            key[b as usize / 64] |= 1 << (b % 64);
+        }
+        self.unions.get_or_compute(key, || {
+            let mut union = vec![0u32; self.vocab.mask_words()];
+            for &b in bytes {
+                or_into(&mut union, self.subtree_ids(b));
+            }
+            union.into()
+        })
+    }
+}
+
+/// The bounds of a [`TokenIndex`]'s caches, shared by every constraint compiled against it
+/// (not per constraint, as [`crate::Limits`] are). Build with `IndexConfig::default()` and
+/// the setters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexConfig {
+    /// Approximate heap bytes of the shared mask cache, both generations together
+    /// (default 1 GiB). Past half of it the young generation becomes the old one and the
+    /// previous old one is dropped (recomputing a dropped entry costs a trie walk).
+    pub cache_bytes: usize,
+    /// Approximate heap bytes of the determinised rules kept for the constraints compiled
+    /// against the index (default [`crate::automaton::RULE_CACHE_BYTES`], 96 MiB).
+    pub rule_cache_bytes: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig { cache_bytes: 1 << 30, rule_cache_bytes: crate::automaton::RULE_CACHE_BYTES }
+    }
+}
+
+impl IndexConfig {
+    /// Sets [`IndexConfig::cache_bytes`].
+    pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// Sets [`IndexConfig::rule_cache_bytes`].
+    pub fn with_rule_cache_bytes(mut self, bytes: usize) -> Self {
+        self.rule_cache_bytes = bytes;
+        self
+    }
+}

@@ -1,0 +1,66 @@
+//! Small helpers shared by the stages: 128-bit structural hashing (the keys of every cache)
+//! and token bitsets (the masks). They sit below [`crate::automaton`] and [`crate::mask`] so
+//! that neither needs to reach into the other for them.
+
+pub(crate) mod cache;
+
+use std::hash::Hash;
+
+/// A streaming form of [`hash128`], for keys built from many parts without collecting them
+/// first.
+pub(crate) struct Hasher128(xxhash_rust::xxh3::Xxh3);
+
+impl Hasher128 {
+    /// A hasher with nothing fed yet.
+    pub(crate) fn new() -> Self {
+        Hasher128(xxhash_rust::xxh3::Xxh3::new())
+    }
+
+    /// Feeds `x`.
+    pub(crate) fn add<T: Hash + ?Sized>(&mut self, x: &T) {
+        x.hash(&mut self.0);
+    }
+
+    /// The 128-bit hash of what was fed.
+    pub(crate) fn finish128(&self) -> u128 {
+        self.0.digest128()
+    }
+}
+
+/// A 128-bit hash (XXH3-128, the same in every process) of `x`.
+pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
+    let mut h = Hasher128::new();
+    h.add(x);
+    h.finish128()
+}
+
+/// Sets bit `id` of a mask (ignored past its end).
+#[inline]
+pub(crate) fn set_bit(mask: &mut [u32], id: u32) {
+    if let Some(w) = mask.get_mut((id / 32) as usize) {
+        *w |= 1 << (id % 32);
+    }
+}
+
+/// Whether token `id` is allowed in `mask`.
+#[inline]
+pub fn is_allowed(mask: &[u32], id: crate::TokenId) -> bool {
+    mask.get(id.index() / 32).is_some_and(|w| w >> (id.index() % 32) & 1 == 1)
+}
+
+/// Clears the bits of `ids` in `bits`.
+pub(crate) fn clear_bits(bits: &mut [u32], ids: &[u32]) {
+    for &id in ids {
+        if let Some(w) = bits.get_mut((id / 32) as usize) {
+            *w &= !(1 << (id % 32));
+        }
+    }
+}
+
+/// `*a |= b`, word by word.
+#[inline]
+pub(crate) fn or_into(a: &mut [u32], b: &[u32]) {
+    for (w, &s) in a.iter_mut().zip(b) {
+        *w |= s;
+    }
+}
