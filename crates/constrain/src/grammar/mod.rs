@@ -143,7 +143,16 @@ impl Expr {
             Some(m) if m < min => Expr::Nothing,
             Some(0) => Expr::Empty,
             Some(1) if min == 1 => expr,
-            _ => Expr::Repeat { expr: Box::new(expr), min, max },
+            _ => match expr {
+                // A repetition of a repetition that may be empty or is unbounded collapses:
+                // `(x*){b,c}` is `x*`, `(x+){b,c}` is `x{b,}`, `(x?){b,}` is `x*` and
+                // `(x?){b,c}` is `x{0,c}`. Left nested, `((x+)+)+…` would double at every
+                // level when the automaton unrolls `x{1,}` as `x x*` (17 levels: 12 s).
+                Expr::Repeat { expr: inner, min: 0, max: None } => Expr::Repeat { expr: inner, min: 0, max: None },
+                Expr::Repeat { expr: inner, min: 1, max: None } => Expr::Repeat { expr: inner, min, max: None },
+                Expr::Repeat { expr: inner, min: 0, max: Some(1) } => Expr::Repeat { expr: inner, min: 0, max },
+                expr => Expr::Repeat { expr: Box::new(expr), min, max },
+            },
         }
     }
 
@@ -551,6 +560,30 @@ mod tests {
         let err = b.build(root).unwrap_err();
         assert_eq!(err.kind(), &ErrorKind::UndefinedRule);
         assert_eq!(err.rule(), "other");
+    }
+
+    /// Collapsing nested repetitions keeps the language: every string over {a, b} up to
+    /// length 7 is judged alike by the automaton and by regex-automata.
+    #[test]
+    fn nested_repetitions_collapse_exactly() {
+        use regex_automata::meta::Regex;
+        let patterns = [
+            "(a+)+b", "(a+)*", "(a*)+", "(a*){2,3}", "(a+){2,3}", "(a+){0,2}b", "(a?)+", "(a?){2,3}", "(a?){0,2}",
+            "((ab)+)+", "((ab)*){3}", "((a|b)+){2}a", "(a+)?", "(a*)?b", "((a+)+)+", "(((a?)+)?)+",
+        ];
+        let strings: Vec<Vec<u8>> = (0..=7usize)
+            .flat_map(|n| (0..1u32 << n).map(move |bits| (0..n).map(|i| if bits >> i & 1 == 1 { b'b' } else { b'a' }).collect()))
+            .collect();
+        for p in patterns {
+            let g = crate::grammar::regex::compile_anchored(p).unwrap();
+            let pda = crate::automaton::Pda::build(&g, &crate::Limits::default()).unwrap();
+            let re = Regex::new(&format!("^(?:{p})$")).unwrap();
+            for s in &strings {
+                assert_eq!(pda.matches(s), re.is_match(s), "{p} on {:?}", String::from_utf8_lossy(s));
+            }
+        }
+        let nested = Expr::repeat(Expr::repeat(Expr::repeat(Expr::lit("a"), 1, None), 1, None), 2, Some(5));
+        assert_eq!(nested, Expr::repeat(Expr::lit("a"), 2, None));
     }
 
     #[test]
