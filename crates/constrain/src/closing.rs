@@ -20,6 +20,25 @@
 //!
 //! So every run ends complete within the budget. The engine and the tests drive this same
 //! type, so the property test covers the engine's policy, not a copy of it.
+//!
+//! ## Example
+//!
+//! ```rust
+//! use constrain::closing::Closer;
+//! use constrain::grammar::gbnf;
+//! use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+//!
+//! let tokens: Vec<Vec<u8>> = ["[", "]", ",", "1", "11", "<eos>"].iter().map(|t| t.as_bytes().to_vec()).collect();
+//! let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(5)]).unwrap());
+//! let g = gbnf::parse("root ::= \"[\" \"1\"+ (\",\" \"1\"+)* \"]\"\n").unwrap();
+//! let c = Constraint::new(&g, index, &Limits::default()).unwrap();
+//!
+//! // The shortest output, `[1]`, needs 3 tokens: a budget of 2 is refused up front.
+//! let err = Closer::new(&c, true, 2, 4096).unwrap_err();
+//! assert_eq!(err.needed, 3);
+//! let closer = Closer::new(&c, true, 16, 4096).unwrap();
+//! assert!(closer.is_enabled() && !closer.is_closing());
+//! ```
 
 use crate::matcher::{Constraint, Error as MatchError, Matcher};
 use crate::TokenId;

@@ -35,17 +35,53 @@
 //!
 //! ## The decode loop
 //!
-//! ```text
+//! Compile a schema once; per sequence, mask the logits, sample, accept. Here a toy
+//! vocabulary and made-up logits stand in for the model:
+//!
+//! ```rust
+//! use constrain::sampling::{Sampler, SamplerSettings};
+//! use constrain::schema::{self, Options};
+//! use constrain::{mask, Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+//!
+//! let pieces = ["{", "}", "\"name\"", ":", "\"Ann\"", "\"Bo\"", ",", "42", "<eos>"];
+//! let tokens: Vec<Vec<u8>> = pieces.iter().map(|p| p.as_bytes().to_vec()).collect();
+//! let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(8)])?);
+//! let schema = serde_json::json!({
+//!     "type": "object",
+//!     "properties": {"name": {"enum": ["Ann", "Bo"]}},
+//!     "required": ["name"],
+//!     "additionalProperties": false
+//! });
+//! let options = Options { whitespace: schema::Whitespace::Compact, ..Options::default() };
+//! let constraint = Constraint::new(&schema::compile(&schema, &options)?, index.clone(), &Limits::default())?;
+//!
 //! let mut m = constraint.matcher();
+//! let mut sampler = Sampler::new(SamplerSettings { seed: Some(7), ..SamplerSettings::default() })?;
+//! let mut bits = vec![0u32; index.vocab().mask_words()];
+//! let mut out = Vec::new();
 //! loop {
-//!     m.fill_mask(&mut mask)?;            // cached per state; a few µs
-//!     logits[i] = -inf where mask bit i is 0
-//!     apply warpers, draw token t
-//!     if vocab.is_eos(t) { break }        // only allowed where the grammar accepts
+//!     m.fill_mask(&mut bits)?; // cached per state: a few µs
+//!     // The model's logits; the mask sets every disallowed one to -inf before the warpers.
+//!     let mut logits: Vec<f32> = (0..pieces.len()).map(|i| (i % 3) as f32).collect();
+//!     for (i, l) in logits.iter_mut().enumerate() {
+//!         if !mask::is_allowed(&bits, TokenId(i as u32)) {
+//!             *l = f32::NEG_INFINITY;
+//!         }
+//!     }
+//!     let t = sampler.sample(&mut logits)?;
+//!     if index.vocab().is_eos(t) {
+//!         break; // allowed only where the grammar accepts
+//!     }
 //!     m.accept_token(t)?;
-//!     if m.is_finished() { break }        // nothing but EOS could follow
+//!     out.extend_from_slice(index.vocab().token_bytes(t));
 //! }
+//! let value: serde_json::Value = serde_json::from_slice(&out)?;
+//! assert!(value["name"] == "Ann" || value["name"] == "Bo");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod automaton;
 pub mod closing;

@@ -11,7 +11,7 @@
 //!    order, not strict) or the `--grammar-file` GBNF instead, then `Constraint::new`, then the
 //!    first `fill_mask`: together the time-to-first-mask (ttfm).
 //! 2. **Each test instance** — serialised exactly like Python's
-//!    `json.dumps(data, ensure_ascii=False)` (see [`python_json`]), tokenized with the
+//!    `json.dumps(data, ensure_ascii=False)` (see `python_json`), tokenized with the
 //!    `tokenizers` crate (no special tokens). A fresh matcher then, before every token, fills
 //!    the mask, checks the token's bit and accepts the token; these three together are one
 //!    timed "mask step". After the last token one more mask is filled and must allow an EOS id

@@ -1,7 +1,7 @@
 //! Writing to stdout without panicking.
 //!
 //! `print!` panics when stdout is closed (`constrain … | head -c 1`) or full (`> /dev/full`).
-//! Every write of the command line to stdout goes through [`write`] instead: a closed pipe
+//! Every write of the command line to stdout goes through [`write`](fn@write) instead: a closed pipe
 //! ends the program quietly (exit 0: the reader has all it wanted), any other write error
 //! ends it with one line on stderr and exit code 1. Neither unwinds or aborts.
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! Input: a [`Pda`] and the set of bytes a path may use (the bytes the vocabulary has a
 //! single-byte token for, so that a path of `d` bytes is also a path of at most `d` tokens).
 //! Output: [`Distances`], one number per node and per rule, from which the distance of any
-//! parse stack is a sum over its frames (see [`Distances::of_frame`]).
+//! parse stack is a sum over its frames (see `Distances::of_frame`).
 //!
 //! How: a fixpoint. `node(n)` is the minimum of 0 (if `n` is final), `1 + node(t)` over each
 //! allowed byte edge `n → t`, `rule(c) + node(r)` over each call edge (callee `c`, return `r`),

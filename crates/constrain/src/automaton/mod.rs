@@ -11,7 +11,7 @@
 //! has byte edges (sorted, disjoint ranges), call edges (`callee`, `return node`) and a final
 //! flag. Running the PDA keeps a stack of frames; a call pushes the return node and enters the
 //! callee's start, reaching a final node pops. Different call edges out of one node make the
-//! PDA nondeterministic, so the runtime keeps a small *set* of stacks (see [`exec`]).
+//! PDA nondeterministic, so the runtime keeps a small *set* of stacks (see `exec`).
 //!
 //! Counted repetition `e{m,n}` with small bounds (≤ [`Limits::unroll_limit`]) is unrolled.
 //! Larger bounds become a *loop rule*: a single node that calls the body rule and keeps the
@@ -22,7 +22,7 @@
 //! without consuming a byte: prediction would never terminate). Each rule gets a structural
 //! **fingerprint** so that identical rules in different grammars (every JSON string, every
 //! number) share their cached token masks in the mask stage's `TokenIndex`.
-//! [`keys`] holds the one encoding of a node's shape that fingerprints and node keys share.
+//! `keys` holds the one encoding of a node's shape that fingerprints and node keys share.
 //!
 //! Cost: linear in the grammar for most rules; subset construction is exponential in the worst
 //! case, which [`Limits::max_automaton_states`] turns into an error.

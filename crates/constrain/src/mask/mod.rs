@@ -2,15 +2,15 @@
 //!
 //! Input: a [`Vocabulary`] (once per tokenizer) and, per automaton state, a *context*: the
 //! stack top plus the few frames below it that decide what the top can do (see
-//! [`Context`] for how the context is chosen). Output: an [`Entry`] per context, cached
+//! `Context` for how the context is chosen). Output: an `Entry` per context, cached
 //! in the [`TokenIndex`] and shared by every constraint built over that tokenizer.
 //!
 //! ## How
 //!
-//! An entry is computed once by walking the vocabulary's byte trie ([`trie::ByteTrie`]) from
+//! An entry is computed once by walking the vocabulary's byte trie (`trie::ByteTrie`) from
 //! the context: shared prefixes are fed once, and a byte that kills every stack skips its
 //! whole subtree. The parse state after each trie node is an interned configuration whose
-//! steps are computed once and then read from a table ([`configs`]), and a single stack that
+//! steps are computed once and then read from a table (`configs`), and a single stack that
 //! only consumes bytes (a string body) runs as a tight loop of automaton steps (`PlainRun`).
 //! Each token lands in one of three classes:
 //!
@@ -63,24 +63,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Two kinds of context walk only the tokens that are not text ([`text`]): a string body
+//! Two kinds of context walk only the tokens that are not text (`text`): a string body
 //! that takes any text once its first character is allowed (every text token starting
-//! with another is accepted; [`viable`] finds these), and a loop of one character an
+//! with another is accepted; `viable` finds these), and a loop of one character an
 //! iteration (a text token's conditions depend on its number of characters and where its
 //! first refused character is).
 //!
 //! ## Files
 //!
-//! - `index`: [`TokenIndex`], its tokenizer-wide tables, and [`TokenIndex::fill`], the one
+//! - `index`: [`TokenIndex`], its tokenizer-wide tables, and `TokenIndex::fill`, the one
 //!   entry point of the matcher; `context`: which frames a top's entry is classified for,
 //!   and its cache keys.
 //! - `cache`: the shared cache of entries, classifications, subtree memos and suffix tries
-//!   (a [`crate::util::cache::GenCache`] bounded by [`IndexConfig::cache_bytes`]).
+//!   (a `crate::util::cache::GenCache` bounded by [`IndexConfig::cache_bytes`]).
 //! - `walk`: the trie walk from a context; `classify`: its result (`Classified` in the
 //!   code), and how entries derive from it; `relaxed`: the loop whose count is derived
 //!   instead of classified (conditions, and their index by count).
 //! - `excluded`: the entries of "other property name" contexts, derived, not walked.
-//! - `entry`: [`Entry`] (accepted set, stack-dependent suffixes checked at run time).
+//! - `entry`: `Entry` (accepted set, stack-dependent suffixes checked at run time).
 //! - `memo`: `SubtreeMemo`, and the keys of walk states.
 //! - `configs`, `text`, `viable`, `trie`: the walk's configurations, the text shortcuts, and
 //!   the byte trie.

@@ -5,7 +5,7 @@
 //!
 //! ## How
 //!
-//! The matcher keeps the parse as a set of stacks in an arena ([`Stacks`]): each accepted
+//! The matcher keeps the parse as a set of stacks in an arena (`Stacks`): each accepted
 //! token appends a *level* (the new stack tops) and rolling back truncates. A mask is the
 //! union, over the current tops, of the cached [`crate::mask`] entry of each top's *context*:
 //!

@@ -3,7 +3,7 @@
 //! Input: a JSON Schema of draft-04, -06, -07, 2019-09 or 2020-12 (by `$schema`, or
 //! [`Options::draft`]) as a `serde_json::Value`, plus [`Options`]. It is first rewritten into
 //! one canonical form ([`dialect`]: every `$ref` resolved to a local pointer, each dialect's
-//! meaning made explicit), then `unevaluated*` into plain keywords ([`unevaluated`]). Output: a [`Grammar`] whose start rule matches JSON texts (under the
+//! meaning made explicit), then `unevaluated*` into plain keywords (`unevaluated`). Output: a [`Grammar`] whose start rule matches JSON texts (under the
 //! whitespace policy) that validate against the schema — never one that does not. A keyword
 //! or combination that cannot be enforced exactly is an [`Error`] naming the keyword and its
 //! JSON pointer, unless [`Options::lenient`] is set. Where the grammar accepts less than the
@@ -14,7 +14,7 @@
 //! rule; every plain string, number, integer and "any JSON value" is one shared rule, so the
 //! automaton's fingerprints share their mask work. Every `$ref` target is one rule (compiled
 //! once, from a work list), which is how recursive schemas work. `allOf` is merged into one
-//! schema first ([`merge`]); `anyOf` is an alternation; `oneOf` is an alternation only when
+//! schema first (`merge`); `anyOf` is an alternation; `oneOf` is an alternation only when
 //! its branches are provably disjoint.
 //!
 //! Deviations from the spec (all make the grammar accept *less*, never more):
@@ -27,7 +27,7 @@
 //! - `pattern` with `minLength`/`maxLength` that cannot be intersected exactly is an error;
 //!   extra properties are not accepted next to `patternProperties`;
 //! - bounded numbers are written without exponent; `format`s accept a documented subset
-//!   ([`format`]); constrained strings accept only the escapes JSON requires.
+//!   ([`format`](mod@format)); constrained strings accept only the escapes JSON requires.
 //!
 //! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
 //! must be filtered by sibling keywords.
