@@ -153,7 +153,7 @@ impl Generator {
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
         let schema = super::json_schema_for::<T>();
-        let options = constrain::schema::Options { strict: true, ..constrain::schema::Options::default() };
+        let options = constrain::schema::Options::default().with_strict(true);
         let constraint = self.constraint(&constrain::schema::compile(&schema, &options)?)?;
         let out = self.generate(Prompt::user(prompt).with_schema(&schema), &constraint)?;
         serde_json::from_str(&out.text).map_err(|e| Error::Deserialize(e.to_string()))

@@ -52,7 +52,7 @@
 //!     "required": ["name"],
 //!     "additionalProperties": false
 //! });
-//! let options = Options { whitespace: schema::Whitespace::Compact, ..Options::default() };
+//! let options = Options::default().with_whitespace(schema::Whitespace::Compact);
 //! let constraint = Constraint::new(&schema::compile(&schema, &options)?, index.clone(), &Limits::default())?;
 //!
 //! let mut m = constraint.matcher();

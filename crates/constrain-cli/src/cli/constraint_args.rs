@@ -146,7 +146,7 @@ impl ConstraintArgs {
             }
         }
         if let Some(schema) = self.schema_value()? {
-            let options = constrain::schema::Options { whitespace: self.whitespace.into(), strict: self.strict, lenient: false, draft: self.draft };
+            let options = constrain::schema::Options::default().with_whitespace(self.whitespace.into()).with_strict(self.strict).with_draft(self.draft);
             let (grammar, notes) = constrain::schema::compile_with_notes(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())

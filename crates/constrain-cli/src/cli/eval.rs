@@ -169,7 +169,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             constrain::limits::read_capped(path, args.limits.limits().max_input_bytes)
                 .with_context(|| format!("cannot read grammar file {}", path.display()))?,
         ),
-        None => Source::Schemas(schema::Options { whitespace: args.whitespace.into(), strict: false, lenient: args.lenient, draft: args.draft }),
+        None => Source::Schemas(schema::Options::default().with_whitespace(args.whitespace.into()).with_lenient(args.lenient).with_draft(args.draft)),
     };
     println!(
         "dialect: {}; lenient: {}",

@@ -386,7 +386,7 @@ pub struct ByteStep {
 }
 
 /// The narrow interface the mask stage walks token tries with: push a byte, pop bytes.
-pub trait Recognizer {
+pub(crate) trait Recognizer {
     /// Consumes one more byte after everything pushed so far.
     fn push_byte(&mut self, byte: u8) -> ByteStep;
     /// Forgets the last `n` pushed bytes (only bytes whose push was alive may be popped).

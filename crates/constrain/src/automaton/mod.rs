@@ -53,7 +53,7 @@ use crate::grammar::Grammar;
 use crate::Limits;
 
 pub use build::{RuleCache, RULE_CACHE_BYTES};
-pub use exec::Recognizer;
+pub(crate) use exec::Recognizer;
 
 /// Identifies a node (state) of a [`Pda`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -38,7 +38,7 @@
 //!     "required": ["ok"],
 //!     "additionalProperties": false
 //! });
-//! let options = Options { whitespace: schema::Whitespace::Compact, ..Options::default() };
+//! let options = Options::default().with_whitespace(schema::Whitespace::Compact);
 //! let grammar = schema::compile(&schema, &options).unwrap();
 //! let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).unwrap();
 //!

@@ -56,7 +56,7 @@
 //!     "required": ["name"],
 //!     "additionalProperties": false
 //! });
-//! let options = Options { whitespace: Whitespace::Compact, ..Options::default() };
+//! let options = Options::default().with_whitespace(Whitespace::Compact);
 //! let grammar = schema::compile(&schema, &options)?;
 //! let gbnf = grammar.to_string();
 //! assert!(gbnf.starts_with("root ::= "), "{gbnf}");
@@ -112,8 +112,10 @@ pub enum Whitespace {
     Unbounded,
 }
 
-/// Options for compiling a schema.
+/// Options for compiling a schema. `#[non_exhaustive]`: build it from `Options::default()`
+/// and the `with_*` methods, so new options do not break callers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Options {
     /// Whitespace policy between JSON tokens.
     pub whitespace: Whitespace,
@@ -127,6 +129,32 @@ pub struct Options {
     /// Forces a dialect; `None`: the one `$schema` names (2020-12 without it). See
     /// [`dialect`].
     pub draft: Option<dialect::Draft>,
+}
+
+impl Options {
+    /// Sets [`Options::whitespace`].
+    pub fn with_whitespace(mut self, whitespace: Whitespace) -> Self {
+        self.whitespace = whitespace;
+        self
+    }
+
+    /// Sets [`Options::strict`].
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Sets [`Options::lenient`].
+    pub fn with_lenient(mut self, lenient: bool) -> Self {
+        self.lenient = lenient;
+        self
+    }
+
+    /// Sets [`Options::draft`].
+    pub fn with_draft(mut self, draft: Option<dialect::Draft>) -> Self {
+        self.draft = draft;
+        self
+    }
 }
 
 /// A message about one keyword of a schema: the keyword's JSON pointer (in the schema as
