@@ -7,8 +7,11 @@ use serde_json::{json, Value};
 
 /// `anyOf` of 300 objects, each with its own required key: 300 parse stacks after `{`.
 fn any_of_300() -> Value {
-    let alts: Vec<Value> =
-        (0..300).map(|i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]})).collect();
+    let alts: Vec<Value> = (0..300)
+        .map(
+            |i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]}),
+        )
+        .collect();
     json!({ "anyOf": alts })
 }
 
@@ -18,7 +21,11 @@ fn check(schema: &Value, doc: &str, limits: LimitArgs) -> u8 {
     let path = dir.join("doc.json");
     std::fs::write(&path, doc).unwrap();
     let args = CheckArgs {
-        constraint: constrain_cli::cli::constraint_args::ConstraintArgs { json_schema: Some(schema.to_string()), limits, ..Default::default() },
+        constraint: constrain_cli::cli::constraint_args::ConstraintArgs {
+            json_schema: Some(schema.to_string()),
+            limits,
+            ..Default::default()
+        },
         doc: path,
         tokenizer: None,
     };
@@ -31,7 +38,10 @@ fn check(schema: &Value, doc: &str, limits: LimitArgs) -> u8 {
 fn check_exit_codes() {
     let schema = any_of_300();
     assert_eq!(check(&schema, r#"{"k299":299}"#, LimitArgs::default()), 0);
-    assert_eq!(check(&schema, r#"{"k5":6}"#, LimitArgs { max_parse_stacks: Some(1000), ..Default::default() }), EXIT_REJECTED);
+    assert_eq!(
+        check(&schema, r#"{"k5":6}"#, LimitArgs { max_parse_stacks: Some(1000), ..Default::default() }),
+        EXIT_REJECTED
+    );
     assert_eq!(check(&schema, r#"{"k5":5}"#, LimitArgs::default()), EXIT_LIMIT);
     assert_eq!(check(&schema, r#"{"k5":5}"#, LimitArgs { max_parse_stacks: Some(1000), ..Default::default() }), 0);
     assert_eq!(check(&json!({"type": "string"}), "\"ab", LimitArgs::default()), EXIT_REJECTED);

@@ -208,15 +208,24 @@ fn limit_hits_are_counted_and_fail_the_run() {
     // alternatives' stacks are cut.
     let root = temp_dir("limits");
     let set = root.join("SetL");
-    let alts: Vec<Value> =
-        (0..300).map(|i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]})).collect();
+    let alts: Vec<Value> = (0..300)
+        .map(
+            |i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]}),
+        )
+        .collect();
     write(&set.join("any.json"), &json!({ "anyOf": alts }).to_string());
-    write(&set.join("tests/any.json"), &tests_file(&[(true, json!({"k5": 5})), (true, json!({"k299": 299})), (false, json!({"k5": 6}))]));
+    write(
+        &set.join("tests/any.json"),
+        &tests_file(&[(true, json!({"k5": 5})), (true, json!({"k299": 299})), (false, json!({"k5": 6}))]),
+    );
     write(&root.join("tokenizer.json"), &tokenizer_json());
     let mut a = args(set.clone(), &root);
     a.explain = true;
     let code = run(&a).unwrap();
-    assert_eq!(format!("{code:?}"), format!("{:?}", std::process::ExitCode::from(constrain_cli::cli::check::EXIT_LIMIT)));
+    assert_eq!(
+        format!("{code:?}"),
+        format!("{:?}", std::process::ExitCode::from(constrain_cli::cli::check::EXIT_LIMIT))
+    );
     let r = report(&root);
     assert_eq!(r["details"]["totals"]["limit_hits"], 1);
     assert_eq!(r["totals"]["wrong_rejects"], 1);

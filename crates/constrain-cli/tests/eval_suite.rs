@@ -55,7 +55,8 @@ fn former_wrong_accepts_are_gone_in_every_draft() {
 #[test]
 fn hostname_under_approximation_is_reported() {
     let r = eval("d2020", "notes");
-    let host = r["schemas"].as_array().unwrap().iter().find(|s| s["id"].as_str().unwrap().contains("hostname")).unwrap();
+    let host =
+        r["schemas"].as_array().unwrap().iter().find(|s| s["id"].as_str().unwrap().contains("hostname")).unwrap();
     assert!(host["notes"][0].as_str().unwrap().contains("A-labels"), "{host}");
     assert!(r["details"]["totals"]["schemas_with_notes"].as_u64().unwrap() >= 1);
 }

@@ -36,7 +36,8 @@ fn bounded_run_finds_no_soundness_failure() {
 fn stored_findings_replay() {
     let index = byte_index().expect("byte vocabulary");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("fixtures").filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(&dir).expect("fixtures").filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     let mut fixed = 0;
     for path in files {

@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run --release --example generate -- "Invent a person who lives in Lyon."
 //! ```
-use constrain_llama::{Generator, GeneratorSettings, Prompt};
 use constrain::sampling::SamplerSettings;
+use constrain_llama::{Generator, GeneratorSettings, Prompt};
 
 fn main() -> anyhow::Result<()> {
     let prompt = std::env::args().nth(1).unwrap_or_else(|| "Invent a person who lives in Lyon.".into());

@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run --release --example stream -- "Describe the weather in Oslo."
 //! ```
-use constrain_llama::{Generator, GeneratorSettings, Prompt};
 use constrain::sampling::SamplerSettings;
+use constrain_llama::{Generator, GeneratorSettings, Prompt};
 use std::io::Write;
 
 fn main() -> anyhow::Result<()> {

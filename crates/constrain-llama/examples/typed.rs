@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run --release --example typed
 //! ```
-use constrain_llama::{Generator, GeneratorSettings};
 use constrain::sampling::SamplerSettings;
+use constrain_llama::{Generator, GeneratorSettings};
 use serde::Deserialize;
 
 /// A book recommendation; the derived JSON Schema constrains the model's output.

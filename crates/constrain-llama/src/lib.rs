@@ -25,6 +25,8 @@
 //! [`Matcher`]: constrain::matcher::Matcher
 //! [`Constraint`]: constrain::matcher::Constraint
 
+#![forbid(unsafe_code)]
+
 mod llama;
 mod model_path;
 
@@ -278,7 +280,12 @@ pub enum Error {
 
 impl From<constrain::closing::BudgetTooSmall> for Error {
     fn from(e: constrain::closing::BudgetTooSmall) -> Error {
-        Error::BudgetTooSmall { needed: e.needed, available: e.available, max_tokens: e.max_tokens, context_left: e.context_left }
+        Error::BudgetTooSmall {
+            needed: e.needed,
+            available: e.available,
+            max_tokens: e.max_tokens,
+            context_left: e.context_left,
+        }
     }
 }
 

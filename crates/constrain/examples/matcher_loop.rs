@@ -26,7 +26,8 @@ fn main() -> anyhow::Result<()> {
     let nonzero = Expr::Bytes(vec![(b'1', b'9')]);
     let number = g.add("number", Expr::alt([Expr::lit("0"), Expr::seq([nonzero, Expr::repeat(digit, 0, Some(2))])]));
     let root = g.declare("root");
-    let items = Expr::seq([Expr::Ref(number), Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(number)]), 0, Some(4))]);
+    let items =
+        Expr::seq([Expr::Ref(number), Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(number)]), 0, Some(4))]);
     g.define(root, Expr::seq([Expr::lit("["), items, Expr::lit("]")]));
     let grammar = g.build(root)?;
     println!("grammar:\n{grammar}");

@@ -21,7 +21,13 @@ use serde_json::Value;
 /// Python `repr(float)` as `json.dumps` prints it.
 fn py_float(f: f64) -> String {
     if !f.is_finite() {
-        return if f.is_nan() { "NaN".into() } else if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if f.is_nan() {
+            "NaN".into()
+        } else if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     constrain::schema::python_float_repr(f)
 }
@@ -131,7 +137,10 @@ fn main() -> anyhow::Result<()> {
         Some(p) => Some(std::fs::File::create(p)?),
         None => None,
     };
-    let mut subsets: Vec<PathBuf> = std::fs::read_dir(&dir)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("tests").is_dir()).collect();
+    let mut subsets: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("tests").is_dir())
+        .collect();
     subsets.sort();
     if dir.join("tests").is_dir() {
         // A single set folder.
@@ -147,7 +156,10 @@ fn main() -> anyhow::Result<()> {
             continue;
         }
         let mut counts = Counts::default();
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&sub)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&sub)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
         files.sort();
         for f in files {
             let Some(stem) = f.file_name() else { continue };
@@ -201,10 +213,16 @@ fn main() -> anyhow::Result<()> {
             counts.compiled += 1;
             let build_ms = schema_started.elapsed().as_secs_f64() * 1e3 - compile_ms;
             if trace {
-                eprint!("compile {compile_ms:.1} ms, pda {build_ms:.1} ms ({} states, {} rules, grammar size {}), ", pda.num_states(), pda.num_rules(), grammar.size());
+                eprint!(
+                    "compile {compile_ms:.1} ms, pda {build_ms:.1} ms ({} states, {} rules, grammar size {}), ",
+                    pda.num_states(),
+                    pda.num_rules(),
+                    grammar.size()
+                );
             }
             if std::env::var("SHOW_RULES").is_ok() {
-                let mut sizes: Vec<(usize, &str)> = grammar.rules().iter().map(|r| (r.expr.size(), r.name.as_str())).collect();
+                let mut sizes: Vec<(usize, &str)> =
+                    grammar.rules().iter().map(|r| (r.expr.size(), r.name.as_str())).collect();
                 sizes.sort_by(|a, b| b.cmp(a));
                 let mut names: BTreeMap<String, usize> = BTreeMap::new();
                 for r in grammar.rules() {
@@ -239,7 +257,12 @@ fn main() -> anyhow::Result<()> {
                             }
                             let from = lo.saturating_sub(60);
                             let to = (lo + 40).min(bytes.len());
-                            writeln!(o, "  stops at byte {lo}: {}<<HERE>>{}", String::from_utf8_lossy(&bytes[from..lo]), String::from_utf8_lossy(&bytes[lo..to]))?;
+                            writeln!(
+                                o,
+                                "  stops at byte {lo}: {}<<HERE>>{}",
+                                String::from_utf8_lossy(&bytes[from..lo]),
+                                String::from_utf8_lossy(&bytes[lo..to])
+                            )?;
                         }
                         let shown: String = text.chars().take(400).collect();
                         writeln!(o, "{} {id} #{i} {shown}", if valid { "WRONG-REJECT" } else { "WRONG-ACCEPT" })?;

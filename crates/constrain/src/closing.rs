@@ -82,7 +82,12 @@ impl Closer {
     /// of context after the prompt. Fails with the minimum needed when the budget is below
     /// the start's distance. `enabled = false`, or a grammar with no path to its end over
     /// single-byte tokens, gives a closer that does nothing.
-    pub fn new(constraint: &Constraint, enabled: bool, max_tokens: usize, context_left: usize) -> Result<Closer, BudgetTooSmall> {
+    pub fn new(
+        constraint: &Constraint,
+        enabled: bool,
+        max_tokens: usize,
+        context_left: usize,
+    ) -> Result<Closer, BudgetTooSmall> {
         let start = if enabled { constraint.min_bytes_from_start() } else { None };
         if let Some(needed) = start {
             let available = max_tokens.min(context_left);
@@ -133,8 +138,19 @@ impl Closer {
     /// Soft closing: when the budget is within `margin` tokens of the distance (and not yet
     /// closing), writes into `soft` the tokens of `mask` that shorten the distance and
     /// returns the logit bonus to give them (growing as the hard limit nears).
-    pub fn soft(&self, m: &mut Matcher, mask: &[u32], soft: &mut Vec<u32>, remaining: usize, margin: usize) -> Result<Option<f32>, MatchError> {
-        if !self.enabled || self.closing || margin == 0 || remaining as u64 > self.distance.saturating_add(margin as u64) {
+    pub fn soft(
+        &self,
+        m: &mut Matcher,
+        mask: &[u32],
+        soft: &mut Vec<u32>,
+        remaining: usize,
+        margin: usize,
+    ) -> Result<Option<f32>, MatchError> {
+        if !self.enabled
+            || self.closing
+            || margin == 0
+            || remaining as u64 > self.distance.saturating_add(margin as u64)
+        {
             return Ok(None);
         }
         soft.clear();
@@ -147,7 +163,13 @@ impl Closer {
     /// After `token` was accepted into `m` with `remaining` tokens of budget before it:
     /// keeps it if the distance after it fits the budget left; otherwise rolls it back,
     /// enters closing mode and rewrites `mask` to the shortening tokens.
-    pub fn check(&mut self, m: &mut Matcher, token: TokenId, mask: &mut [u32], remaining: usize) -> Result<Verdict, MatchError> {
+    pub fn check(
+        &mut self,
+        m: &mut Matcher,
+        token: TokenId,
+        mask: &mut [u32],
+        remaining: usize,
+    ) -> Result<Verdict, MatchError> {
         if !self.enabled || self.closing || m.constraint().index().vocab().is_eos(token) {
             return Ok(Verdict::Keep);
         }

@@ -205,7 +205,8 @@ pub fn byte_classes(allowed: &[bool]) -> Vec<String> {
             b += 1;
         }
         let hi = b;
-        let range = if lo == hi { show_byte(lo as u8) } else { format!("{}-{}", show_byte(lo as u8), show_byte(hi as u8)) };
+        let range =
+            if lo == hi { show_byte(lo as u8) } else { format!("{}-{}", show_byte(lo as u8), show_byte(hi as u8)) };
         out.push(match lo {
             0x80..=0xBF => format!("UTF-8 continuation bytes {range}"),
             0xC0..=0xFF => format!("non-ASCII characters (lead bytes {range})"),
@@ -360,9 +361,7 @@ mod tests {
             a[b as usize] = true;
         }
         a[b'"' as usize] = true;
-        for b in 0xC2..=0xF4 {
-            a[b] = true;
-        }
+        a[0xC2..=0xF4].fill(true);
         assert_eq!(byte_classes(&a), vec!["'\"'", "'0'-'9'", "non-ASCII characters (lead bytes 0xC2-0xF4)"]);
         assert_eq!(line_column(b"ab\ncd\xC3\xA9"), (2, 4));
     }

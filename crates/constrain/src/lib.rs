@@ -91,11 +91,11 @@ pub mod limits;
 pub mod mask;
 pub mod matcher;
 pub mod sampling;
-mod util;
 pub mod schema;
+mod util;
 pub mod vocab;
 
 pub use limits::Limits;
-pub use matcher::{Constraint, Matcher};
 pub use mask::TokenIndex;
+pub use matcher::{Constraint, Matcher};
 pub use vocab::{TokenId, Vocabulary};

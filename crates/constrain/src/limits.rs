@@ -182,9 +182,7 @@ pub fn read_capped(path: &std::path::Path, max: usize) -> std::io::Result<String
     if meta.is_dir() {
         return Err(std::io::Error::other("is a directory"));
     }
-    let too_big = || {
-        std::io::Error::other(format!("larger than {max} bytes ({})", LimitExceeded::InputBytes))
-    };
+    let too_big = || std::io::Error::other(format!("larger than {max} bytes ({})", LimitExceeded::InputBytes));
     if meta.len() > max as u64 {
         return Err(too_big());
     }

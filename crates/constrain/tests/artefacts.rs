@@ -32,7 +32,10 @@ fn gbnf_of_every_example_schema() {
 fn automaton_listings_of_small_constraints() {
     let cases = [
         ("regex_phone", regex::compile_anchored("[0-9]{3}-[0-9]{4}").expect("valid regex")),
-        ("gbnf_list", gbnf::parse("root ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [a-z]+\n").expect("valid GBNF")),
+        (
+            "gbnf_list",
+            gbnf::parse("root ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [a-z]+\n").expect("valid GBNF"),
+        ),
         (
             "schema_enum",
             schema::compile(&serde_json::json!({"enum": ["red", "green", 7]}), &Options::default()).expect("compiles"),

@@ -19,7 +19,10 @@ use std::sync::Arc;
 /// one end-of-generation id.
 fn vocabulary() -> Arc<TokenIndex> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    for f in ["{\"", "\":", "\", \"", "\"}", "[\"", "[[", "]]", ", ", "true", "null", "12", "abc", "aaaa", "xyzxyz", "((", "))", "1,", "é"] {
+    for f in [
+        "{\"", "\":", "\", \"", "\"}", "[\"", "[[", "]]", ", ", "true", "null", "12", "abc", "aaaa", "xyzxyz", "((",
+        "))", "1,", "é",
+    ] {
         tokens.push(f.as_bytes().to_vec());
     }
     let eos = TokenId(tokens.len() as u32);
@@ -34,7 +37,11 @@ fn close_within(constraint: &Constraint, budget: usize, rng: &mut StdRng) -> Res
 }
 
 /// [`close_within`], also saying whether closing mode started.
-fn close_within_reporting(constraint: &Constraint, budget: usize, rng: &mut StdRng) -> Result<(Vec<u8>, usize, bool), String> {
+fn close_within_reporting(
+    constraint: &Constraint,
+    budget: usize,
+    rng: &mut StdRng,
+) -> Result<(Vec<u8>, usize, bool), String> {
     let vocab = constraint.index().vocab();
     let mut m = constraint.matcher();
     let mut closer = match Closer::new(constraint, true, budget, usize::MAX) {
@@ -61,10 +68,12 @@ fn close_within_reporting(constraint: &Constraint, budget: usize, rng: &mut StdR
         }
         m.fill_mask(&mut mask).map_err(|e| e.to_string())?;
         closer.narrow(&mut m, &mut mask, remaining).map_err(|e| e.to_string())?;
-        let mut token = pick(&mask, rng).ok_or_else(|| format!("empty mask after {:?}", String::from_utf8_lossy(&text)))?;
+        let mut token =
+            pick(&mask, rng).ok_or_else(|| format!("empty mask after {:?}", String::from_utf8_lossy(&text)))?;
         m.accept_token(token).map_err(|e| e.to_string())?;
         if closer.check(&mut m, token, &mut mask, remaining).map_err(|e| e.to_string())? == Verdict::Resample {
-            token = pick(&mask, rng).ok_or_else(|| format!("empty closing mask after {:?}", String::from_utf8_lossy(&text)))?;
+            token = pick(&mask, rng)
+                .ok_or_else(|| format!("empty closing mask after {:?}", String::from_utf8_lossy(&text)))?;
             m.accept_token(token).map_err(|e| e.to_string())?;
         }
         if vocab.is_eos(token) {
@@ -236,7 +245,8 @@ fn budget_below_the_start_distance_is_refused() {
 fn ample_budgets_do_not_close() {
     let index = vocabulary();
     let schema = json!({"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"], "additionalProperties": false});
-    let c = Constraint::new(&schema::compile(&schema, &Options::default()).unwrap(), index, &Limits::default()).unwrap();
+    let c =
+        Constraint::new(&schema::compile(&schema, &Options::default()).unwrap(), index, &Limits::default()).unwrap();
     let mut rng = StdRng::seed_from_u64(3);
     let (text, _) = close_within(&c, 10_000, &mut rng).expect("finishes");
     let doc: Value = serde_json::from_slice(&text).unwrap();
@@ -266,5 +276,8 @@ fn the_properties_exercise_closing() {
             schemas_closed += usize::from(closing);
         }
     }
-    assert!(built >= 80 && closed >= 40 && schemas_closed >= 20, "{built} grammars built, {closed} closed; {schemas_closed} schemas closed");
+    assert!(
+        built >= 80 && closed >= 40 && schemas_closed >= 20,
+        "{built} grammars built, {closed} closed; {schemas_closed} schemas closed"
+    );
 }

@@ -250,7 +250,8 @@ fn random_walk(pda: &Pda, rng: &mut StdRng, max_len: usize, finish_len: usize) -
             text.push(b);
             break;
         }
-        let preferred: Vec<u8> = live.iter().copied().filter(|b| b.is_ascii_punctuation() || b.is_ascii_digit()).collect();
+        let preferred: Vec<u8> =
+            live.iter().copied().filter(|b| b.is_ascii_punctuation() || b.is_ascii_digit()).collect();
         let pool = if preferred.is_empty() { &live } else { &preferred };
         if pool.is_empty() {
             break;

@@ -99,7 +99,10 @@ fn long_rule_chains_are_linear() {
     assert!(p.num_states() > 50_000);
     // Matching a chain as deep as this needs a stack of 50k rules, over the default
     // Limits::max_stack_depth: a shorter chain is matched exactly.
-    let text = format!("root ::= r0\n{}r1000 ::= \"a\"\n", (0..1000).map(|i| format!("r{i} ::= r{}\n", i + 1)).collect::<String>());
+    let text = format!(
+        "root ::= r0\n{}r1000 ::= \"a\"\n",
+        (0..1000).map(|i| format!("r{i} ::= r{}\n", i + 1)).collect::<String>()
+    );
     let p = pda(&gbnf::parse(&text).unwrap()).unwrap();
     assert!(p.matches(b"a") && !p.matches(b"b") && !p.matches(b"aa"));
 }
@@ -203,7 +206,9 @@ fn mask_fuel_is_a_typed_error() {
     };
     let small = Limits::default().with_mask_fuel(1_000);
     match run(&small) {
-        Err(MatchError::Limit(msg)) => assert!(msg.contains("Limits::mask_fuel") && msg.contains("--max-mask-fuel"), "{msg}"),
+        Err(MatchError::Limit(msg)) => {
+            assert!(msg.contains("Limits::mask_fuel") && msg.contains("--max-mask-fuel"), "{msg}")
+        }
         other => panic!("expected the mask fuel limit, got {other:?}"),
     }
     let mask = run(&Limits::default().with_max_parse_stacks(10_000)).expect("the default budget computes this mask");

@@ -18,8 +18,11 @@ fn byte_index() -> Result<Arc<TokenIndex>, constrain::vocab::Error> {
 
 /// `anyOf` of 300 objects, each with its own required key: 300 parse stacks after `{`.
 fn any_of_300() -> Value {
-    let alts: Vec<Value> =
-        (0..300).map(|i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]})).collect();
+    let alts: Vec<Value> = (0..300)
+        .map(
+            |i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]}),
+        )
+        .collect();
     json!({ "anyOf": alts })
 }
 

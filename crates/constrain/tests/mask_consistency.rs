@@ -43,7 +43,8 @@ fn vocabulary() -> Arc<TokenIndex> {
     // Text of several characters and widths, line separators (which an ECMA `.` refuses)
     // and partial characters: counted loops over characters classify text tokens by their
     // number of characters.
-    for text in ["é", "日本", "aé", "éa1", "ab日x", "😀", "a😀b", "\u{2028}", "a\u{2029}", "abcab", "xx1xx1", "ab,x"] {
+    for text in ["é", "日本", "aé", "éa1", "ab日x", "😀", "a😀b", "\u{2028}", "a\u{2029}", "abcab", "xx1xx1", "ab,x"]
+    {
         tokens.push(text.as_bytes().to_vec());
     }
     tokens.extend([b"\xE6\x97".to_vec(), b"a\xC3".to_vec(), b"\xA9a".to_vec()]);
@@ -148,15 +149,48 @@ fn one_character_loops_at_every_count() {
     let vocab = index.vocab();
     let mut mask = vec![0u32; vocab.mask_words()];
     let cases: [(&str, &[&str]); 7] = [
-        (r#"{"type":"string","pattern":"[ab1]{7}"}"#, &["\"", "\"x", "\"xa", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"]),
-        (r#"{"type":"string","pattern":"^[ab1]{7}"}"#, &["\"", "\"a", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"]),
-        (r#"{"type":"string","pattern":"x[^,x]{7,9}"}"#, &["\"x", "\"xa", "\"xab", "\"xab1", "\"xab1é", "\"xab1éa", "\"xab1éab", "\"xab1éab1", "\"xab1éab1a"]),
-        (r#"{"type":"string","pattern":"^[ab]{7,9}$"}"#, &["\"", "\"a", "\"ab", "\"abb", "\"abba", "\"abbab", "\"abbaba", "\"abbabab", "\"abbababa"]),
-        (r#"{"type":"string","maxLength":8}"#, &["\"", "\"a", "\"a,", "\"a,b", "\"a,bé", "\"a,béx", "\"a,béx ", "\"a,béx 1", "\"a,béx 1a"]),
+        (
+            r#"{"type":"string","pattern":"[ab1]{7}"}"#,
+            &["\"", "\"x", "\"xa", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"],
+        ),
+        (
+            r#"{"type":"string","pattern":"^[ab1]{7}"}"#,
+            &["\"", "\"a", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"],
+        ),
+        (
+            r#"{"type":"string","pattern":"x[^,x]{7,9}"}"#,
+            &["\"x", "\"xa", "\"xab", "\"xab1", "\"xab1é", "\"xab1éa", "\"xab1éab", "\"xab1éab1", "\"xab1éab1a"],
+        ),
+        (
+            r#"{"type":"string","pattern":"^[ab]{7,9}$"}"#,
+            &["\"", "\"a", "\"ab", "\"abb", "\"abba", "\"abbab", "\"abbaba", "\"abbabab", "\"abbababa"],
+        ),
+        (
+            r#"{"type":"string","maxLength":8}"#,
+            &["\"", "\"a", "\"a,", "\"a,b", "\"a,bé", "\"a,béx", "\"a,béx ", "\"a,béx 1", "\"a,béx 1a"],
+        ),
         // A loop that takes one non-ASCII character and refuses the others.
-        (r#"{"type":"string","pattern":"^[ab1é]{7,9}$"}"#, &["\"", "\"a", "\"aé", "\"aéb", "\"aéb1", "\"aéb1é", "\"aéb1éa", "\"aéb1éab", "\"aéb1éab1", "\"aéb1éab1é"]),
+        (
+            r#"{"type":"string","pattern":"^[ab1é]{7,9}$"}"#,
+            &["\"", "\"a", "\"aé", "\"aéb", "\"aéb1", "\"aéb1é", "\"aéb1éa", "\"aéb1éab", "\"aéb1éab1", "\"aéb1éab1é"],
+        ),
         // Followed by a class that takes some of the loop's characters and not others.
-        (r#"{"type":"string","pattern":"^x[a-c1]{2,8}[ab,]"}"#, &["\"x", "\"xa", "\"xa1", "\"xa1c", "\"xa1cb", "\"xa1cba", "\"xa1cbac", "\"xa1cbac1", "\"xa1cbac1a", "\"xa1cbac1ab", "\"xa1cbac1ab,"]),
+        (
+            r#"{"type":"string","pattern":"^x[a-c1]{2,8}[ab,]"}"#,
+            &[
+                "\"x",
+                "\"xa",
+                "\"xa1",
+                "\"xa1c",
+                "\"xa1cb",
+                "\"xa1cba",
+                "\"xa1cbac",
+                "\"xa1cbac1",
+                "\"xa1cbac1a",
+                "\"xa1cbac1ab",
+                "\"xa1cbac1ab,",
+            ],
+        ),
     ];
     for (text, prefixes) in cases {
         let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");

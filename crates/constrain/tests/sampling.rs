@@ -213,7 +213,15 @@ proptest! {
 fn draws_match_softmax_frequencies() {
     let logits = [0.0f32, 1.0, 2.0, NEG];
     let expected = probs(&logits);
-    let mut s = Sampler::new(SamplerSettings { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, seed: Some(7), ..Default::default() }).unwrap();
+    let mut s = Sampler::new(SamplerSettings {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.0,
+        seed: Some(7),
+        ..Default::default()
+    })
+    .unwrap();
     let mut counts = [0usize; 4];
     let n = 20_000;
     for _ in 0..n {

@@ -18,9 +18,9 @@ fn vocabulary() -> Arc<TokenIndex> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let fragments = [
         "{\"", "\":", "\": ", "\", \"", "\"}", "\"]", "[\"", "{}", "[]", ", ", ",\n", "\n  ", "  ", "true", "false",
-        "null", "name", "id", "type", "value", "12", "0.", "-1", "e+", "10", "http", "://", ".com", "@", "-0",
-        "T12", ":00", "Z", "ab", "é", "日本", "\\n", "\\u00", "\"\"", "a\"", "1,", "1}", "0]", " \"", "}]",
-        "2024-01-", "name", "\"}}", "}}", "]]",
+        "null", "name", "id", "type", "value", "12", "0.", "-1", "e+", "10", "http", "://", ".com", "@", "-0", "T12",
+        ":00", "Z", "ab", "é", "日本", "\\n", "\\u00", "\"\"", "a\"", "1,", "1}", "0]", " \"", "}]", "2024-01-",
+        "name", "\"}}", "}}", "]]",
     ];
     tokens.extend(fragments.iter().map(|f| f.as_bytes().to_vec()));
     let special = tokens.len() as u32;
@@ -44,7 +44,10 @@ fn walk(constraint: &Constraint, rng: &mut StdRng, max_tokens: usize) -> Option<
             (0..vocab.mask_len() as u32).map(TokenId).filter(|&t| is_allowed(&mask, t)).collect();
         assert!(!allowed.is_empty(), "nothing allowed after {:?}", String::from_utf8_lossy(&text));
         for &t in &allowed {
-            assert!(t.index() < vocab.len() && (vocab.is_eos(t) || !vocab.is_special(t)), "special or out-of-range id {t:?} allowed");
+            assert!(
+                t.index() < vocab.len() && (vocab.is_eos(t) || !vocab.is_special(t)),
+                "special or out-of-range id {t:?} allowed"
+            );
         }
         // Uniform among the allowed tokens, except that once the output may end we stop
         // with probability 1/3 (pure uniform choice rarely picks one of 3 EOS ids).
@@ -96,8 +99,8 @@ fn random_walks_over_fixture_schemas_validate() {
     for path in &schemas {
         let text = std::fs::read_to_string(path).expect("fixture");
         let schema: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
-        let grammar = schema::compile(&schema, &Options::default())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let grammar =
+            schema::compile(&schema, &Options::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
         let validator = jsonschema::validator_for(&schema).expect("the jsonschema crate reads the schema");
         let mut rng = StdRng::seed_from_u64(42);
@@ -134,8 +137,11 @@ fn random_walks_over_the_grammars_folder_stay_in_the_language() {
         let grammar = gbnf::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
         // An automaton built from the printed grammar, independent of the matcher's state.
-        let check = constrain::automaton::Pda::build(&gbnf::parse(&grammar.to_string()).expect("printed grammar parses"), &Limits::default())
-            .expect("automaton");
+        let check = constrain::automaton::Pda::build(
+            &gbnf::parse(&grammar.to_string()).expect("printed grammar parses"),
+            &Limits::default(),
+        )
+        .expect("automaton");
         let mut rng = StdRng::seed_from_u64(7);
         let mut finished = 0;
         for _ in 0..10 {

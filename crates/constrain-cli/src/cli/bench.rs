@@ -5,10 +5,10 @@
 //! Each configuration runs `--runs` times after one warm-up run (which also fills the mask
 //! cache) and the fastest run is reported; llama.cpp's speed varies by a few percent between
 //! runs on a busy machine.
-#[cfg(feature = "llama")]
-use super::out::outln;
 use super::constraint_args::ConstraintArgs;
 use super::generate::ModelArgs;
+#[cfg(feature = "llama")]
+use super::out::outln;
 use super::{Failure, EXIT_USAGE};
 use std::process::ExitCode;
 
@@ -59,8 +59,8 @@ fn bench_model(
     grammar: constrain::grammar::Grammar,
     schema: Option<serde_json::Value>,
 ) -> Result<ExitCode, Failure> {
-    use constrain_llama::{GeneratorSettings, Output, Prompt};
     use constrain::sampling::SamplerSettings;
+    use constrain_llama::{GeneratorSettings, Output, Prompt};
 
     let settings = GeneratorSettings {
         sampler: SamplerSettings::greedy(),
@@ -79,20 +79,21 @@ fn bench_model(
     }
 
     // Best (fastest) of `runs` after a warm-up.
-    let mut measure = |jump_forward: bool, constrained: bool, max_tokens: usize, close: bool| -> Result<(Output, f64), Failure> {
-        generator.set_settings(GeneratorSettings { jump_forward, max_tokens, close, ..settings.clone() })?;
-        let c = constrained.then_some(&constraint);
-        let cold = generator.generate_truncated(prompt.clone(), c)?;
-        let cold_mask_ms = cold.timings.mask.as_secs_f64() * 1e3;
-        let mut best: Option<Output> = None;
-        for _ in 0..args.runs {
-            let out = generator.generate_truncated(prompt.clone(), c)?;
-            if best.as_ref().is_none_or(|b| out.tokens_per_second() > b.tokens_per_second()) {
-                best = Some(out);
+    let mut measure =
+        |jump_forward: bool, constrained: bool, max_tokens: usize, close: bool| -> Result<(Output, f64), Failure> {
+            generator.set_settings(GeneratorSettings { jump_forward, max_tokens, close, ..settings.clone() })?;
+            let c = constrained.then_some(&constraint);
+            let cold = generator.generate_truncated(prompt.clone(), c)?;
+            let cold_mask_ms = cold.timings.mask.as_secs_f64() * 1e3;
+            let mut best: Option<Output> = None;
+            for _ in 0..args.runs {
+                let out = generator.generate_truncated(prompt.clone(), c)?;
+                if best.as_ref().is_none_or(|b| out.tokens_per_second() > b.tokens_per_second()) {
+                    best = Some(out);
+                }
             }
-        }
-        Ok((best.unwrap_or(cold), cold_mask_ms))
-    };
+            Ok((best.unwrap_or(cold), cold_mask_ms))
+        };
     let (masked, cold_mask_ms) = measure(false, true, args.max_tokens, true)?;
     // Closing mode's cost when it does not trigger: the same run with closing off.
     let (unclosed, _) = measure(false, true, args.max_tokens, false)?;
@@ -133,7 +134,14 @@ fn bench_model(
     );
     outln!(
         "{:<28} {:>7} {:>7} {:>9} {:>9} {:>8} {:>9} {:>10}",
-        "configuration", "tokens", "forced", "forced%", "tok/s", "vs free", "steps/s", "mask µs/t"
+        "configuration",
+        "tokens",
+        "forced",
+        "forced%",
+        "tok/s",
+        "vs free",
+        "steps/s",
+        "mask µs/t"
     );
     row("unconstrained", &free);
     row("constrained, closing off", &unclosed);

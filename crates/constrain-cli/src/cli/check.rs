@@ -8,11 +8,11 @@
 //! cut a path: no verdict), with the explanation on stderr (see [`constrain::explain`]).
 use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
+use anyhow::Context as _;
 use constrain::explain::{explain, show_byte, Verdict};
 use constrain::mask::{is_allowed, TokenIndex};
 use constrain::matcher::Constraint;
 use constrain::{TokenId, Vocabulary};
-use anyhow::Context as _;
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -129,7 +129,10 @@ fn check_tokens(constraint: &Constraint, doc: &[u8], ids: &[u32], is_schema: boo
     }
     let eos = vocab.eos_tokens().iter().any(|&e| is_allowed(&mask, e));
     if eos != m.is_accepting() {
-        eprintln!("constrain: internal inconsistency: end-of-generation in mask = {eos}, accepting = {}", m.is_accepting());
+        eprintln!(
+            "constrain: internal inconsistency: end-of-generation in mask = {eos}, accepting = {}",
+            m.is_accepting()
+        );
         return Ok(Some(super::EXIT_OTHER));
     }
     Ok(None)

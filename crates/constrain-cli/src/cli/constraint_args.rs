@@ -4,8 +4,8 @@
 //! `--grammar GBNF`, `--regex PATTERN` (at most one) plus `--whitespace` and `--strict`.
 //! Output: the [`Grammar`] they select (or `None`: unconstrained), and for JSON Schema the
 //! schema itself, so the model can be told about it.
-use constrain::grammar::Grammar;
 use anyhow::Context;
+use constrain::grammar::Grammar;
 use std::path::PathBuf;
 
 /// The constraint flags shared by every command: exactly one of them, or none
@@ -142,11 +142,18 @@ impl ConstraintArgs {
         let max = self.limits().max_input_bytes;
         for text in [&self.json_schema, &self.grammar, &self.regex].into_iter().flatten() {
             if text.len() > max {
-                anyhow::bail!("the constraint is {} bytes, over the {max}-byte {}", text.len(), constrain::limits::LimitExceeded::InputBytes);
+                anyhow::bail!(
+                    "the constraint is {} bytes, over the {max}-byte {}",
+                    text.len(),
+                    constrain::limits::LimitExceeded::InputBytes
+                );
             }
         }
         if let Some(schema) = self.schema_value()? {
-            let options = constrain::schema::Options::default().with_whitespace(self.whitespace.into()).with_strict(self.strict).with_draft(self.draft);
+            let options = constrain::schema::Options::default()
+                .with_whitespace(self.whitespace.into())
+                .with_strict(self.strict)
+                .with_draft(self.draft);
             let (grammar, notes) = constrain::schema::compile_with_notes(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
@@ -216,7 +223,8 @@ mod tests {
 
     #[test]
     fn two_constraints_are_refused() {
-        let args = ConstraintArgs { regex: Some("a".into()), grammar: Some("root ::= \"a\"".into()), ..Default::default() };
+        let args =
+            ConstraintArgs { regex: Some("a".into()), grammar: Some("root ::= \"a\"".into()), ..Default::default() };
         assert!(args.grammar().is_err());
     }
 

@@ -37,12 +37,12 @@ mod python_json;
 mod stats;
 
 use super::out::outln;
+use anyhow::Context as _;
 use constrain::grammar::Grammar;
 use constrain::mask::{is_allowed, TokenIndex};
 use constrain::matcher::{Constraint, Error as MatchError};
 use constrain::schema;
 use constrain::{Limits, TokenId, Vocabulary};
-use anyhow::Context as _;
 use python_json::PyValue;
 use stats::{SchemaResult, Summary};
 use std::path::{Path, PathBuf};
@@ -169,12 +169,21 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             constrain::limits::read_capped(path, args.limits.limits().max_input_bytes)
                 .with_context(|| format!("cannot read grammar file {}", path.display()))?,
         ),
-        None => Source::Schemas(schema::Options::default().with_whitespace(args.whitespace.into()).with_lenient(args.lenient).with_draft(args.draft)),
+        None => Source::Schemas(
+            schema::Options::default()
+                .with_whitespace(args.whitespace.into())
+                .with_lenient(args.lenient)
+                .with_draft(args.draft),
+        ),
     };
     println!(
         "dialect: {}; lenient: {}",
         args.draft.map_or("from $schema (2020-12 without it)".to_string(), |d| format!("forced to {}", d.name())),
-        if args.lenient { "ON (unsupported keywords ignored: constraints may accept invalid instances)" } else { "off" }
+        if args.lenient {
+            "ON (unsupported keywords ignored: constraints may accept invalid instances)"
+        } else {
+            "off"
+        }
     );
     let ctx = Context { index, tokenizer, source, limits: args.limits.limits(), explain: args.explain };
     let facts = TokenizerFacts { vocab_len, eos_ids, vocab_load_ms: ms(vocab_load), index_build_ms: ms(index_build) };

@@ -2,13 +2,13 @@
 //!
 //! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
 //! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
+use super::constraint_args::ConstraintArgs;
 #[cfg(feature = "llama")]
 use super::out::outln;
-use super::constraint_args::ConstraintArgs;
 use super::{Failure, EXIT_USAGE};
+use constrain::sampling::SamplerSettings;
 #[cfg(feature = "llama")]
 use constrain_llama::GeneratorSettings;
-use constrain::sampling::SamplerSettings;
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -155,7 +155,10 @@ impl GenerateArgs {
 pub fn read_prompt(prompt: &Option<String>, max_bytes: usize) -> Result<String, Failure> {
     let text = read_prompt_text(prompt, max_bytes)?;
     if text.trim().is_empty() {
-        return Err(Failure::new(EXIT_USAGE, anyhow::anyhow!("the prompt is empty: pass -p/--prompt or pipe it on stdin")));
+        return Err(Failure::new(
+            EXIT_USAGE,
+            anyhow::anyhow!("the prompt is empty: pass -p/--prompt or pipe it on stdin"),
+        ));
     }
     if text.len() > max_bytes {
         return Err(Failure::new(
@@ -206,7 +209,10 @@ pub fn check_model_args(model: &ModelArgs, threads: &mut Option<usize>) -> Resul
     if (1..MIN_CTX).contains(&model.ctx_size) {
         return Err(Failure::new(
             EXIT_USAGE,
-            anyhow::anyhow!("-c/--ctx-size {} is below llama.cpp's smallest context of {MIN_CTX} tokens", model.ctx_size),
+            anyhow::anyhow!(
+                "-c/--ctx-size {} is below llama.cpp's smallest context of {MIN_CTX} tokens",
+                model.ctx_size
+            ),
         ));
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

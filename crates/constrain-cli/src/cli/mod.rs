@@ -216,8 +216,29 @@ mod tests {
     #[test]
     fn llama_style_flags_parse() {
         let cli = parse(&[
-            "constrain", "-m", "m.gguf", "-p", "hi", "--temp", "0", "--top-k", "5", "-n", "64", "-c", "1024",
-            "-t", "2", "-ngl", "3", "--schema", "x.json", "--seed", "7", "--repeat-last-n", "32",
+            "constrain",
+            "-m",
+            "m.gguf",
+            "-p",
+            "hi",
+            "--temp",
+            "0",
+            "--top-k",
+            "5",
+            "-n",
+            "64",
+            "-c",
+            "1024",
+            "-t",
+            "2",
+            "-ngl",
+            "3",
+            "--schema",
+            "x.json",
+            "--seed",
+            "7",
+            "--repeat-last-n",
+            "32",
         ])
         .unwrap();
         assert!(cli.command.is_none());
@@ -233,7 +254,10 @@ mod tests {
 
     #[test]
     fn subcommands_and_usage_errors() {
-        assert!(matches!(parse(&["constrain", "grammar", "--regex", "a+"]).unwrap().command, Some(Command::Grammar(_))));
+        assert!(matches!(
+            parse(&["constrain", "grammar", "--regex", "a+"]).unwrap().command,
+            Some(Command::Grammar(_))
+        ));
         assert!(matches!(parse(&["constrain", "bench", "-n", "8"]).unwrap().command, Some(Command::Bench(_))));
         let e = parse(&["constrain", "--regex", "a", "--grammar", "root ::= \"a\""]).unwrap_err();
         assert!(e.use_stderr());
@@ -252,7 +276,10 @@ mod tests {
         use constrain_llama::Error as E;
         let code = |e: E| Failure::from(e).code;
         assert_eq!(code(E::Model { path: "x".into(), message: "y".into() }), EXIT_BAD_MODEL);
-        assert_eq!(code(E::Incomplete { reason: "max tokens reached", tokens: 3, partial: String::new() }), EXIT_INCOMPLETE);
+        assert_eq!(
+            code(E::Incomplete { reason: "max tokens reached", tokens: 3, partial: String::new() }),
+            EXIT_INCOMPLETE
+        );
         assert_eq!(code(E::Llama("z".into())), EXIT_OTHER);
         assert_eq!(Failure::from(anyhow::Error::new(E::Fetch("f".into()))).code, EXIT_BAD_MODEL);
     }

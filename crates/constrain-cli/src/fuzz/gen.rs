@@ -14,12 +14,27 @@ const STRINGS: &[&str] = &["", "a", "ab", "abc", "é", "日本語", "🎉", "a\"
 
 /// Numbers for bounds, `enum` / `const` and values: small, large, fractional, negative
 /// zero, and integers near the f64 and u64 limits.
-const NUMBERS: &[f64] = &[0.0, 1.0, -1.0, 2.0, 3.0, 7.0, 10.0, 0.5, -2.5, 1.5, 100.0, 1e20, -1e20, 1e15, 9007199254740992.0, 1e300];
+const NUMBERS: &[f64] =
+    &[0.0, 1.0, -1.0, 2.0, 3.0, 7.0, 10.0, 0.5, -2.5, 1.5, 100.0, 1e20, -1e20, 1e15, 9007199254740992.0, 1e300];
 
 /// Formats the compiler supports.
 const FORMATS: &[&str] = &[
-    "date", "date-time", "time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uri-reference", "uuid",
-    "json-pointer", "relative-json-pointer", "regex", "iri", "idn-email",
+    "date",
+    "date-time",
+    "time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "uuid",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+    "iri",
+    "idn-email",
 ];
 
 fn num(x: f64) -> Value {
@@ -97,7 +112,10 @@ impl Gen {
             90..=92 => json!(rng.random_bool(0.8)),
             _ => {
                 let mut o = Map::new();
-                o.insert("type".into(), json!([*["string", "null", "integer", "boolean", "number"].choose(rng).unwrap_or(&"null"), "null"]));
+                o.insert(
+                    "type".into(),
+                    json!([*["string", "null", "integer", "boolean", "number"].choose(rng).unwrap_or(&"null"), "null"]),
+                );
                 Value::Object(o)
             }
         }
@@ -378,7 +396,9 @@ pub fn value(rng: &mut StdRng, depth: u32, hints: &Hints) -> Value {
             }
             Value::Object(o)
         }
-        4 | 5 if depth > 0 => Value::Array((0..rng.random_range(0..=4)).map(|_| value(rng, depth - 1, hints)).collect()),
+        4 | 5 if depth > 0 => {
+            Value::Array((0..rng.random_range(0..=4)).map(|_| value(rng, depth - 1, hints)).collect())
+        }
         6 => {
             // Numbers near a hinted constant.
             let base = hints.constants.iter().filter_map(|c| c.as_f64()).collect::<Vec<_>>();
@@ -393,9 +413,30 @@ pub fn value(rng: &mut StdRng, depth: u32, hints: &Hints) -> Value {
 /// Strings shaped like formats (valid and invalid), so format keywords are exercised.
 fn format_like(rng: &mut StdRng) -> &'static str {
     [
-        "2024-02-29", "2023-02-29", "2024-01-01T10:00:00Z", "10:00:00+01:00", "P1D", "PT1D", "P1YT", "a@b.co", "a@", "example.com",
-        "xn--X", "-a.com", "192.168.0.1", "256.1.1.1", "::1", "http://x.y/z", "/p", "#/a", "0/a", "[", "a b",
-        "123e4567-e89b-12d3-a456-426614174000", "xé", "abc",
+        "2024-02-29",
+        "2023-02-29",
+        "2024-01-01T10:00:00Z",
+        "10:00:00+01:00",
+        "P1D",
+        "PT1D",
+        "P1YT",
+        "a@b.co",
+        "a@",
+        "example.com",
+        "xn--X",
+        "-a.com",
+        "192.168.0.1",
+        "256.1.1.1",
+        "::1",
+        "http://x.y/z",
+        "/p",
+        "#/a",
+        "0/a",
+        "[",
+        "a b",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "xé",
+        "abc",
     ]
     .choose(rng)
     .copied()

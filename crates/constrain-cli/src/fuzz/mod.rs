@@ -149,11 +149,7 @@ impl Finding {
 
 /// The validator for `schema` (draft 2020-12, formats asserted); `None` if it cannot read it.
 pub fn oracle(schema: &Value) -> Option<jsonschema::Validator> {
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(schema)
-        .ok()
+    jsonschema::options().with_draft(jsonschema::Draft::Draft202012).should_validate_formats(true).build(schema).ok()
 }
 
 /// Why the oracle cannot be trusted on `text`, if so: a number with more than 15 significant
@@ -252,7 +248,8 @@ impl Case {
         let valid = self.validator.is_valid(&value);
         match (accepted, valid) {
             (true, false) => {
-                let first = self.validator.iter_errors(&value).next().map(|e| format!("{} at {}", e, e.instance_path()));
+                let first =
+                    self.validator.iter_errors(&value).next().map(|e| format!("{} at {}", e, e.instance_path()));
                 Judged::Failure(first.unwrap_or_default())
             }
             (false, true) if matches!(e.verdict, Verdict::Limit(_)) => Judged::Limit,
@@ -269,7 +266,9 @@ impl Case {
         loop {
             let may_end = m.is_accepting();
             // Ending gets more likely as the walk grows.
-            if may_end && (out.len() >= max_len || rng.random_bool(0.25 + 0.5 * (out.len() as f64 / max_len as f64).min(1.0))) {
+            if may_end
+                && (out.len() >= max_len || rng.random_bool(0.25 + 0.5 * (out.len() as f64 / max_len as f64).min(1.0)))
+            {
                 return Some(out);
             }
             if out.len() >= max_len * 2 {
@@ -293,9 +292,16 @@ impl Case {
             let (lo, hi) = runs[rng.random_range(0..runs.len())];
             // Past the bound, prefer closing bytes to steer towards an end.
             let byte = if out.len() >= max_len {
-                let closers: Vec<u8> =
-                    runs.iter().flat_map(|&(l, h)| l..=h).filter(|c| matches!(c, b'"' | b']' | b'}' | b'0'..=b'9')).collect();
-                if closers.is_empty() { rng.random_range(lo..=hi) } else { closers[rng.random_range(0..closers.len())] }
+                let closers: Vec<u8> = runs
+                    .iter()
+                    .flat_map(|&(l, h)| l..=h)
+                    .filter(|c| matches!(c, b'"' | b']' | b'}' | b'0'..=b'9'))
+                    .collect();
+                if closers.is_empty() {
+                    rng.random_range(lo..=hi)
+                } else {
+                    closers[rng.random_range(0..closers.len())]
+                }
             } else {
                 rng.random_range(lo..=hi)
             };
@@ -314,7 +320,13 @@ pub fn case_rng(seed: u64, n: u64) -> StdRng {
 
 /// Runs one case (schema number `n` of the run `seed`): generates, compiles, walks, judges.
 /// Findings are minimized.
-pub fn run_case(seed: u64, n: u64, cfg: &Config, index: &Arc<constrain::TokenIndex>, stats: &mut Stats) -> Vec<Finding> {
+pub fn run_case(
+    seed: u64,
+    n: u64,
+    cfg: &Config,
+    index: &Arc<constrain::TokenIndex>,
+    stats: &mut Stats,
+) -> Vec<Finding> {
     let case_seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(n);
     let mut rng = case_rng(seed, n);
     let schema = gen::schema(&mut rng, cfg.max_depth);

@@ -5,11 +5,11 @@ use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
 use crate::grammar::{Expr, Grammar};
 use crate::util::cache::GenCache;
 use crate::util::hash128;
-use std::sync::atomic::{AtomicU64, Ordering};
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Deepest expression nesting accepted (guards the recursive construction), whatever
 /// [`Limits::max_nesting_depth`] says.
@@ -579,7 +579,9 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
             Lifted::Body(expr) => {
                 let dfa = canonical.determinised(expr, budget, &mut fuel, cache).map_err(|e| match e {
                     Exceeded::States => Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states },
-                    Exceeded::Fuel => Error::Budget { limit: crate::limits::LimitExceeded::CompileFuel, rule: name.clone() },
+                    Exceeded::Fuel => {
+                        Error::Budget { limit: crate::limits::LimitExceeded::CompileFuel, rule: name.clone() }
+                    }
                 })?;
                 for (is_final, bytes, calls) in dfa.dfa.nodes.iter() {
                     let bytes = bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }).collect();

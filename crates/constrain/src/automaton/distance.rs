@@ -122,7 +122,12 @@ mod tests {
     #[test]
     fn start_distance_is_the_shortest_string() {
         let all = [true; 256];
-        let p = pda(|b| b.add("r", Expr::seq([Expr::lit("ab"), Expr::alt([Expr::lit("xyz"), Expr::lit("q")]), Expr::star(Expr::lit("w"))])));
+        let p = pda(|b| {
+            b.add(
+                "r",
+                Expr::seq([Expr::lit("ab"), Expr::alt([Expr::lit("xyz"), Expr::lit("q")]), Expr::star(Expr::lit("w"))]),
+            )
+        });
         assert_eq!(Distances::compute(&p, &all).start(&p), 3);
         // Recursion: value ::= "[" value "]" | "12".
         let p = pda(|b| {

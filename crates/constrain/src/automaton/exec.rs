@@ -77,7 +77,6 @@ pub(crate) struct Stacks {
 /// travels to the frames that continue after the loop so the final iteration count is known.
 pub(crate) const RELAXED: u32 = 1 << 31;
 
-
 #[derive(Clone, Copy, Debug)]
 enum Work {
     /// Expand this frame (it is at its node, nothing consumed since `fresh` says).
@@ -264,10 +263,8 @@ impl Stacks {
                                 let ret = self.alloc(boundary, Frame { count: fr.count + 1, ..fr });
                                 self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
                                 let start = pda.rules[l.body as usize].start;
-                                let child = self.alloc(
-                                    boundary,
-                                    Frame { node: start, count: 0, parent: ret, depth: fr.depth + 1 },
-                                );
+                                let child = self
+                                    .alloc(boundary, Frame { node: start, count: 0, parent: ret, depth: fr.depth + 1 });
                                 work.push(Work::Visit(child, true));
                             }
                         }

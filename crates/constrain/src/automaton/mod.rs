@@ -416,7 +416,10 @@ mod tests {
     #[test]
     fn literals_alternation_and_repeats() {
         let p = pda(|b| {
-            b.add("root", Expr::seq([Expr::lit("a"), Expr::alt([Expr::lit("b"), Expr::lit("cd")]), Expr::star(Expr::lit("x"))]))
+            b.add(
+                "root",
+                Expr::seq([Expr::lit("a"), Expr::alt([Expr::lit("b"), Expr::lit("cd")]), Expr::star(Expr::lit("x"))]),
+            )
         })
         .unwrap();
         for ok in ["ab", "acd", "abxxx", "acdx"] {
@@ -549,7 +552,8 @@ mod tests {
     fn identical_rules_share_fingerprints_across_grammars() {
         let make = |extra: &str| {
             pda(|b| {
-                let s = b.add("s", Expr::seq([Expr::lit("\""), Expr::star(Expr::Chars(vec![('a', 'z')])), Expr::lit("\"")]));
+                let s = b
+                    .add("s", Expr::seq([Expr::lit("\""), Expr::star(Expr::Chars(vec![('a', 'z')])), Expr::lit("\"")]));
                 b.add("root", Expr::seq([Expr::lit(extra), Expr::Ref(s)]))
             })
             .unwrap()

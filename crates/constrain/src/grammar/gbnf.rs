@@ -146,9 +146,6 @@ pub(crate) mod charset {
     /// Converts ranges of scalar values to `char` ranges (endpoints off the surrogates are
     /// always valid; a range spanning the gap is a valid `char` range too).
     pub fn to_chars(ranges: &[(u32, u32)]) -> Vec<(char, char)> {
-        ranges
-            .iter()
-            .filter_map(|&(a, b)| Some((char::from_u32(a)?, char::from_u32(b)?)))
-            .collect()
+        ranges.iter().filter_map(|&(a, b)| Some((char::from_u32(a)?, char::from_u32(b)?))).collect()
     }
 }

@@ -214,9 +214,7 @@ impl BranchSet {
             self.by_hash.entry(Self::hash(x)).or_default().push(i as u32);
         }
         self.indexed = out.len();
-        self.by_hash
-            .get(&Self::hash(e))
-            .is_some_and(|ids| ids.iter().any(|&i| out.get(i as usize) == Some(e)))
+        self.by_hash.get(&Self::hash(e)).is_some_and(|ids| ids.iter().any(|&i| out.get(i as usize) == Some(e)))
     }
 }
 
@@ -306,7 +304,11 @@ impl Grammar {
 
     /// Size facts about one rule's expression.
     pub(crate) fn stats(&self, id: RuleId) -> RuleStats {
-        self.stats.get(id.index()).copied().unwrap_or(RuleStats { max_count: u32::MAX, depth: u32::MAX, max_alts: u32::MAX })
+        self.stats.get(id.index()).copied().unwrap_or(RuleStats {
+            max_count: u32::MAX,
+            depth: u32::MAX,
+            max_alts: u32::MAX,
+        })
     }
 
     /// Checks that every reference names an existing rule and every range is well formed.
@@ -332,10 +334,7 @@ impl Grammar {
                     // string is measured as large as it is.
                     Expr::Literal(b) => size += b.len().saturating_sub(1),
                     Expr::Ref(id) if id.index() >= rules.len() => {
-                        return Err(Error::new(
-                            ErrorKind::UnknownRule(format!("#{}", id.0)),
-                            &rule.name,
-                        ))
+                        return Err(Error::new(ErrorKind::UnknownRule(format!("#{}", id.0)), &rule.name))
                     }
                     Expr::Bytes(r) if r.iter().any(|&(a, b)| a > b) => {
                         return Err(Error::new(ErrorKind::BadRange, &rule.name))
@@ -568,11 +567,27 @@ mod tests {
     fn nested_repetitions_collapse_exactly() {
         use regex_automata::meta::Regex;
         let patterns = [
-            "(a+)+b", "(a+)*", "(a*)+", "(a*){2,3}", "(a+){2,3}", "(a+){0,2}b", "(a?)+", "(a?){2,3}", "(a?){0,2}",
-            "((ab)+)+", "((ab)*){3}", "((a|b)+){2}a", "(a+)?", "(a*)?b", "((a+)+)+", "(((a?)+)?)+",
+            "(a+)+b",
+            "(a+)*",
+            "(a*)+",
+            "(a*){2,3}",
+            "(a+){2,3}",
+            "(a+){0,2}b",
+            "(a?)+",
+            "(a?){2,3}",
+            "(a?){0,2}",
+            "((ab)+)+",
+            "((ab)*){3}",
+            "((a|b)+){2}a",
+            "(a+)?",
+            "(a*)?b",
+            "((a+)+)+",
+            "(((a?)+)?)+",
         ];
         let strings: Vec<Vec<u8>> = (0..=7usize)
-            .flat_map(|n| (0..1u32 << n).map(move |bits| (0..n).map(|i| if bits >> i & 1 == 1 { b'b' } else { b'a' }).collect()))
+            .flat_map(|n| {
+                (0..1u32 << n).map(move |bits| (0..n).map(|i| if bits >> i & 1 == 1 { b'b' } else { b'a' }).collect())
+            })
             .collect();
         for p in patterns {
             let g = crate::grammar::regex::compile_anchored(p).unwrap();

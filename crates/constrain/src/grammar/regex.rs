@@ -281,10 +281,23 @@ fn hir_to_expr(hir: &Hir, pattern: &str) -> Result<Expr, Error> {
                  line breaks); only whole-input anchors can be compiled"
             )))
         }
-        HirKind::Look(look @ (Look::WordAscii | Look::WordAsciiNegate | Look::WordUnicode | Look::WordUnicodeNegate
-        | Look::WordStartAscii | Look::WordEndAscii | Look::WordStartUnicode | Look::WordEndUnicode
-        | Look::WordStartHalfAscii | Look::WordEndHalfAscii | Look::WordStartHalfUnicode | Look::WordEndHalfUnicode)) => {
-            return Err(unsupported(format!("pattern {pattern:?} uses the word-boundary assertion {look:?}, which cannot be compiled")))
+        HirKind::Look(
+            look @ (Look::WordAscii
+            | Look::WordAsciiNegate
+            | Look::WordUnicode
+            | Look::WordUnicodeNegate
+            | Look::WordStartAscii
+            | Look::WordEndAscii
+            | Look::WordStartUnicode
+            | Look::WordEndUnicode
+            | Look::WordStartHalfAscii
+            | Look::WordEndHalfAscii
+            | Look::WordStartHalfUnicode
+            | Look::WordEndHalfUnicode),
+        ) => {
+            return Err(unsupported(format!(
+                "pattern {pattern:?} uses the word-boundary assertion {look:?}, which cannot be compiled"
+            )))
         }
         HirKind::Look(look) => {
             return Err(unsupported(format!(
@@ -312,7 +325,8 @@ fn hir_to_expr(hir: &Hir, pattern: &str) -> Result<Expr, Error> {
 }
 
 /// ECMA-262 whitespace (`\s`), as the inside of a character class.
-const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+const ECMA_SPACE: &str =
+    r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 const ECMA_DIGIT: &str = "0-9";
 const ECMA_WORD: &str = "0-9A-Za-z_";
 
@@ -334,12 +348,10 @@ fn ecma_to_rust(pattern: &str) -> Result<String, Error> {
                 return Err(unsupported(format!("pattern {pattern:?} ends with a lone backslash")));
             };
             i += 1;
-            let class_esc = |out: &mut String, body: &str, negated: bool, in_class: bool| {
-                match (in_class, negated) {
-                    (true, false) => out.push_str(body),
-                    (_, true) => out.push_str(&format!("[^{body}]")),
-                    (false, false) => out.push_str(&format!("[{body}]")),
-                }
+            let class_esc = |out: &mut String, body: &str, negated: bool, in_class: bool| match (in_class, negated) {
+                (true, false) => out.push_str(body),
+                (_, true) => out.push_str(&format!("[^{body}]")),
+                (false, false) => out.push_str(&format!("[{body}]")),
             };
             match e {
                 'd' => class_esc(&mut out, ECMA_DIGIT, false, in_class),
@@ -423,7 +435,11 @@ fn ecma_to_rust(pattern: &str) -> Result<String, Error> {
                                         i += 10;
                                         lit(&mut out, char::from_u32(v).unwrap_or('\u{FFFD}'))
                                     }
-                                    _ => return Err(unsupported(format!("pattern {pattern:?} has a lone surrogate escape"))),
+                                    _ => {
+                                        return Err(unsupported(format!(
+                                            "pattern {pattern:?} has a lone surrogate escape"
+                                        )))
+                                    }
                                 }
                             }
                             Some(v) => match char::from_u32(v) {
@@ -431,7 +447,9 @@ fn ecma_to_rust(pattern: &str) -> Result<String, Error> {
                                     i += 4;
                                     lit(&mut out, ch)
                                 }
-                                None => return Err(unsupported(format!("pattern {pattern:?} has a lone surrogate escape"))),
+                                None => {
+                                    return Err(unsupported(format!("pattern {pattern:?} has a lone surrogate escape")))
+                                }
                             },
                             None => lit(&mut out, 'u'),
                         }

@@ -60,7 +60,9 @@ impl Classified {
             pda.nodes.get(top.node as usize).is_some_and(|n| n.bytes.iter().any(|e| e.hi >= 0xC2 && e.lo <= 0xF4))
         };
         let first_chars = match relaxed {
-            None if context.last().is_some_and(string_body) => index.first_char_refused(pda, node_keys, limits, context, configs),
+            None if context.last().is_some_and(string_body) => {
+                index.first_char_refused(pda, node_keys, limits, context, configs)
+            }
             _ => None,
         };
         match relaxed {
@@ -81,7 +83,9 @@ impl Classified {
                     let exit = match exit {
                         text::Exit::Below => None,
                         text::Exit::NoText => Some(text::Refused::ALL),
-                        text::Exit::Plain => Some(index.first_char_refused(pda, node_keys, limits, &context[..i], configs)?),
+                        text::Exit::Plain => {
+                            Some(index.first_char_refused(pda, node_keys, limits, &context[..i], configs)?)
+                        }
                     };
                     Some((walk.probe(i, refused, walked, exit, configs)?, walked))
                 });
@@ -122,7 +126,15 @@ impl Classified {
         spare.clear();
         scratch.spare_conditional = spare;
         let cut = cut.get();
-        Classified { always: acc.always, always_count: acc.always_count, always_ids, conditional, pending, max_iterations, cut }
+        Classified {
+            always: acc.always,
+            always_count: acc.always_count,
+            always_ids,
+            conditional,
+            pending,
+            max_iterations,
+            cut,
+        }
     }
 
     /// A key shared by every count of `r`'s loop that derives the same entry: a condition
@@ -189,7 +201,12 @@ impl Classified {
         match (&self.conditional, relaxed) {
             (Conditional::List(list), _) => {
                 let conditional = list.iter().filter(|(_, c)| c.holds(relaxed)).map(|&(id, _)| id);
-                TokenSet::from_bits_and_ids(&self.always, self.always_count, self.always_ids.as_deref(), conditional.collect())
+                TokenSet::from_bits_and_ids(
+                    &self.always,
+                    self.always_count,
+                    self.always_ids.as_deref(),
+                    conditional.collect(),
+                )
             }
             (Conditional::ByCount(by_count), Some(r)) => by_count.accepted(r),
             (Conditional::ByCount(by_count), None) => {
@@ -255,8 +272,8 @@ impl WalkScratch {
 mod tests {
     use super::*;
     use crate::mask::relaxed::conditions_adjacent;
-    use rustc_hash::FxHashMap as HashMap;
     use proptest::prelude::*;
+    use rustc_hash::FxHashMap as HashMap;
 
     fn cond() -> impl Strategy<Value = Cond> {
         prop_oneof![Just(Cond::Always), (0u32..8).prop_map(Cond::Inside), (0u32..8).prop_map(Cond::Exited)]

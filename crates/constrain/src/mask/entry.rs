@@ -14,7 +14,8 @@ impl TokenIndex {
             return trie;
         }
         let vocab = &self.vocab;
-        let suffix = |&(id, j): &(u32, u32)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id);
+        let suffix =
+            |&(id, j): &(u32, u32)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id);
         let trie = Arc::new(ByteTrie::build(pending.iter().map(suffix)));
         self.cache.insert(key, Cached::Suffixes(trie.clone()), ALIAS_BYTES);
         trie
@@ -32,7 +33,12 @@ impl TokenSet {
     /// The union of a bitset holding `count` ids and the ids in `extra`, as a list when that
     /// is smaller than a quarter of the bitset, else as a bitset.
     /// `listed`, when given, holds exactly the ids of `bits`.
-    pub(super) fn from_bits_and_ids(bits: &[u32], count: usize, listed: Option<&[u32]>, mut extra: Vec<u32>) -> TokenSet {
+    pub(super) fn from_bits_and_ids(
+        bits: &[u32],
+        count: usize,
+        listed: Option<&[u32]>,
+        mut extra: Vec<u32>,
+    ) -> TokenSet {
         if count + extra.len() > bits.len() / 4 {
             let mut bits = bits.to_vec();
             for id in extra {

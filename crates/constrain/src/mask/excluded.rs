@@ -61,10 +61,8 @@ mod tests {
         let alphabet = b"abx\":\\ 1";
         let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
         for _ in 0..4 {
-            strings = strings
-                .iter()
-                .flat_map(|s| alphabet.iter().map(move |&c| [s.as_slice(), &[c]].concat()))
-                .collect();
+            strings =
+                strings.iter().flat_map(|s| alphabet.iter().map(move |&c| [s.as_slice(), &[c]].concat())).collect();
             tokens.extend(strings.iter().filter(|s| s.len() > 1).cloned());
         }
         tokens.extend([b"abx\":\"".to_vec(), "é\"".as_bytes().to_vec(), b"\\u0061\"".to_vec()]);
@@ -88,7 +86,8 @@ mod tests {
             for parent in [BOTTOM, 0] {
                 let frame = Frame { node, count: 0, parent, depth: 1 };
                 let scratch = &mut WalkScratch::default();
-                let derived = index.excluding_entry(&pda, &node_keys, &limits, &frame, scratch).expect("an exclusion node");
+                let derived =
+                    index.excluding_entry(&pda, &node_keys, &limits, &frame, scratch).expect("an exclusion node");
                 let walked = Classified::compute(&index, &pda, &node_keys, &limits, &[frame], None, scratch);
                 let walked = walked.derive(&index, None);
                 let (d, w) = (ids_of(&derived.accepted, words), ids_of(&walked.accepted, words));

@@ -80,7 +80,7 @@ pub(super) fn stacks_key(
     tops: &[u32],
     chains: &mut Vec<u128>,
 ) -> u128 {
-        chains.clear();
+    chains.clear();
     chains.extend(tops.iter().map(|&top| {
         let mut h = Hasher128::new();
         let mut f = top;

@@ -90,7 +90,11 @@ impl ByCount {
     /// node); otherwise they are sorted by id first.
     /// With `text`, the text tokens are added by the groups [`text::units_loop`]'s shortcut
     /// found for them.
-    pub(super) fn new(always: &[u32], conditional: &[(u32, Cond)], text: Option<(&TextTokens, text::ByChars)>) -> ByCount {
+    pub(super) fn new(
+        always: &[u32],
+        conditional: &[(u32, Cond)],
+        text: Option<(&TextTokens, text::ByChars)>,
+    ) -> ByCount {
         let mut by_count = if conditions_adjacent(always.len(), conditional) {
             Self::from_adjacent(always, conditional)
         } else {
@@ -153,7 +157,8 @@ impl ByCount {
         let mut bits = self.all.to_vec();
         let mut count = self.all_count;
         let lists = self.lists.as_deref();
-        let grouped = self.failing(&self.groups, to_min, to_max).flat_map(|g| lists.map_or(&[][..], |l| l.group(g as usize)));
+        let grouped =
+            self.failing(&self.groups, to_min, to_max).flat_map(|g| lists.map_or(&[][..], |l| l.group(g as usize)));
         for id in self.failing(&self.candidates, to_min, to_max).chain(grouped.copied()) {
             if let Some(w) = bits.get_mut((id / 32) as usize) {
                 count -= (*w >> (id % 32) & 1) as usize;

@@ -160,7 +160,9 @@ impl TextTokens {
     /// a few others), as a trie for the walk.
     pub fn holding_leads(&self, vocab: &Vocabulary, leads: u128) -> ByteTrie {
         let held = |id: &&u32| self.present.get(**id as usize).is_some_and(|&p| p & leads != 0);
-        ByteTrie::build(self.by_chars.iter().flatten().filter(held).map(|&id| (vocab.token_bytes(crate::TokenId(id)), id)))
+        ByteTrie::build(
+            self.by_chars.iter().flatten().filter(held).map(|&id| (vocab.token_bytes(crate::TokenId(id)), id)),
+        )
     }
 
     /// Whether text token `id` holds a character `refused` refuses.
@@ -221,7 +223,9 @@ impl CharLists {
             let starts_char = node.byte & 0xC0 != 0x80;
             if starts_char && refused.refuses(node.byte) {
                 let below = trie.descendant_ids(i).end.max(node.ids_end as usize);
-                if let (Some(ids), Some(list)) = (trie.ids.get(node.ids_start as usize..below), by_prefix.get_mut(before)) {
+                if let (Some(ids), Some(list)) =
+                    (trie.ids.get(node.ids_start as usize..below), by_prefix.get_mut(before))
+                {
                     list.extend(ids.iter().filter(is_text));
                 }
                 i = node.end as usize;
@@ -599,7 +603,8 @@ fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
     // Some character refused after its lead byte was taken.
     let mut refused_inside = false;
     let uniform = walk_text(pda, node, |at, state, byte, next| {
-        let calls_fit = if state == BOUNDARY { callee_takes(pda, at, byte) == Some(false) } else { at.calls.is_empty() };
+        let calls_fit =
+            if state == BOUNDARY { callee_takes(pda, at, byte) == Some(false) } else { at.calls.is_empty() };
         if at.is_final || at.repeat.is_some() || !calls_fit {
             return Flow::Fail;
         }
@@ -655,15 +660,24 @@ mod tests {
             assert!(!is_text(t.as_bytes()), "{t:?}");
         }
         // Partial characters, stray continuation bytes, overlongs, surrogates, past U+10FFFF.
-        let bad: [&[u8]; 8] =
-            [b"\xC3", b"\xA9", b"\xC0\x80", b"\xE0\x80\x80", b"\xED\xA0\x80", b"\xF4\x90\x80\x80", b"\xF5", b"\xE6\x97"];
+        let bad: [&[u8]; 8] = [
+            b"\xC3",
+            b"\xA9",
+            b"\xC0\x80",
+            b"\xE0\x80\x80",
+            b"\xED\xA0\x80",
+            b"\xF4\x90\x80\x80",
+            b"\xF5",
+            b"\xE6\x97",
+        ];
         for b in bad {
             assert!(!is_text(b), "{b:?}");
         }
         // Agrees with the standard library on every string of up to two bytes, and on
         // every three-byte string led by E0–EF.
         let std_text = |s: &[u8]| {
-            std::str::from_utf8(s).is_ok_and(|s| s.chars().all(|c| c >= ' ' && !matches!(c, '"' | '\\' | '\u{2028}' | '\u{2029}')))
+            std::str::from_utf8(s)
+                .is_ok_and(|s| s.chars().all(|c| c >= ' ' && !matches!(c, '"' | '\\' | '\u{2028}' | '\u{2029}')))
         };
         for a in 0..=255u8 {
             for b in 0..=255u8 {
@@ -705,7 +719,8 @@ mod tests {
         // an iteration).
         let with_leads = |schema: serde_json::Value| {
             // Compact: the pretty indent is a loop of its own.
-            let options = crate::schema::Options { whitespace: crate::schema::Whitespace::Compact, ..Default::default() };
+            let options =
+                crate::schema::Options { whitespace: crate::schema::Whitespace::Compact, ..Default::default() };
             let grammar = crate::schema::compile(&schema, &options).expect("compiles");
             let pda = Pda::build(&grammar, &limits).expect("automaton");
             let loops: Vec<_> = pda.nodes.iter().filter_map(|n| n.repeat).collect();
@@ -713,10 +728,15 @@ mod tests {
             loops.iter().map(|l| one_character(&pda, pda.rules[l.body as usize].start)).collect::<Vec<_>>()
         };
         let bodies = |schema: serde_json::Value| -> Vec<Option<Refused>> {
-            with_leads(schema).into_iter().map(|b| b.map(|(refused, leads)| {
-                assert_eq!(leads, 0, "{refused:?}");
-                refused
-            })).collect()
+            with_leads(schema)
+                .into_iter()
+                .map(|b| {
+                    b.map(|(refused, leads)| {
+                        assert_eq!(leads, 0, "{refused:?}");
+                        refused
+                    })
+                })
+                .collect()
         };
         let string = |extra: serde_json::Value| {
             let mut schema = serde_json::json!({"type": "string"});
@@ -737,7 +757,8 @@ mod tests {
         assert_eq!(string(serde_json::json!({"pattern": "^(ab){7,30}$"})), [None]);
         // Some non-ASCII characters taken and others not: all counted as refused, and the
         // lead bytes of those taken (here é's, C3; ¿'s is C2) name the tokens to walk.
-        let [Some((refused, leads))] = with_leads(serde_json::json!({"type": "string", "pattern": "^[aé]{7,30}$"}))[..] else {
+        let [Some((refused, leads))] = with_leads(serde_json::json!({"type": "string", "pattern": "^[aé]{7,30}$"}))[..]
+        else {
             panic!()
         };
         assert!(refused.non_ascii && refused.ascii == TEXT_ASCII & !(1 << b'a'));

@@ -143,8 +143,7 @@ mod tests {
 
     #[test]
     fn shared_prefixes_and_duplicate_strings() {
-        let items: Vec<(&[u8], u32)> =
-            vec![(b"ab", 0), (b"a", 1), (b"abc", 2), (b"b", 3), (b"ab", 4), (b"", 5)];
+        let items: Vec<(&[u8], u32)> = vec![(b"ab", 0), (b"a", 1), (b"abc", 2), (b"b", 3), (b"ab", 4), (b"", 5)];
         let t = ByteTrie::build(items);
         // a, ab, abc, b
         assert_eq!(t.nodes.len(), 4);
@@ -158,7 +157,13 @@ mod tests {
         got.sort();
         assert_eq!(
             got,
-            vec![(b"a".to_vec(), 1), (b"ab".to_vec(), 0), (b"ab".to_vec(), 4), (b"abc".to_vec(), 2), (b"b".to_vec(), 3)]
+            vec![
+                (b"a".to_vec(), 1),
+                (b"ab".to_vec(), 0),
+                (b"ab".to_vec(), 4),
+                (b"abc".to_vec(), 2),
+                (b"b".to_vec(), 3)
+            ]
         );
     }
 }

@@ -94,7 +94,8 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
     // What a byte does: the decoder's step from each state, then each node's target.
     let signature = |b: u8| -> Vec<u32> {
         let decoder = (0..UTF8_STATES).map(|s| text_step(s, b).map_or(u32::MAX, u32::from));
-        let targets = nodes.iter().map(|&n| pda.nodes.get(n as usize).and_then(|node| node.step(b)).unwrap_or(u32::MAX));
+        let targets =
+            nodes.iter().map(|&n| pda.nodes.get(n as usize).and_then(|node| node.step(b)).unwrap_or(u32::MAX));
         decoder.chain(targets).collect()
     };
     let mut classes: Vec<ByteClass> = Vec::new();
@@ -123,7 +124,12 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
 /// consumed whole without completing the context's bottom. `None` when some text dies
 /// later, completes the bottom, or splits the characters of one lead byte; also when the
 /// automaton text reaches is too large to explore.
-pub(super) fn first_char_refused(pda: &Pda, limits: &Limits, context: &[Frame], configs: &mut Configs) -> Option<Refused> {
+pub(super) fn first_char_refused(
+    pda: &Pda,
+    limits: &Limits,
+    context: &[Frame],
+    configs: &mut Configs,
+) -> Option<Refused> {
     let nodes = text_nodes(pda, context)?;
     let classes = byte_classes(pda, &nodes);
     let mut runner = Runner::with_context(pda, limits, context);
@@ -208,7 +214,9 @@ mod tests {
             let (mut refusing, mut open) = (0, 0);
             for node in (0..pda.nodes.len() as u32).filter(|&n| !pda.nodes[n as usize].bytes.is_empty()) {
                 let context = [Frame { node, count: 0, parent: BOTTOM, depth: 0 }];
-                let Some(refused) = first_char_refused(&pda, &limits, &context, &mut Configs::default()) else { continue };
+                let Some(refused) = first_char_refused(&pda, &limits, &context, &mut Configs::default()) else {
+                    continue;
+                };
                 if refused.is_empty() {
                     open += 1;
                 } else {
@@ -217,7 +225,12 @@ mod tests {
                 for s in &strings {
                     let mut runner = Runner::with_context(&pda, &limits, &context);
                     let taken = runner.feed(s.as_bytes()) && !runner.is_accepting();
-                    assert_eq!(taken, !refused.refuses(s.as_bytes()[0]), "{schema} at node {node} on {s:?}: {}", pda.listing());
+                    assert_eq!(
+                        taken,
+                        !refused.refuses(s.as_bytes()[0]),
+                        "{schema} at node {node} on {s:?}: {}",
+                        pda.listing()
+                    );
                 }
             }
             if search {

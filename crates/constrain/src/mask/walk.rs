@@ -274,7 +274,8 @@ impl PlainRun<'_> {
                     nodes_by_depth.push(t);
                     let ids = trie.ids_at(node);
                     if !ids.is_empty() {
-                        let alive = Alive { conds: self.conds, crossings: self.crossings, whole_stack: self.whole_stack };
+                        let alive =
+                            Alive { conds: self.conds, crossings: self.crossings, whole_stack: self.whole_stack };
                         alive.add(ids, node.depth, acc, pending);
                     }
                     i += 1;

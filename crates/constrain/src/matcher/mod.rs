@@ -102,13 +102,7 @@ impl Constraint {
     fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
         let node_key = NodeKeys::new(&pda);
         Constraint {
-            inner: Arc::new(Inner {
-                pda,
-                index,
-                limits: limits.clone(),
-                node_key,
-                distances: OnceLock::new(),
-            }),
+            inner: Arc::new(Inner { pda, index, limits: limits.clone(), node_key, distances: OnceLock::new() }),
         }
     }
 
@@ -226,7 +220,13 @@ impl Matcher {
     fn level(&self) -> Level {
         // `levels` is never empty: `reset` pushes the first level and rollback keeps it.
         debug_assert!(!self.levels.is_empty(), "a matcher without its first level");
-        self.levels.last().copied().unwrap_or(Level { tops_start: 0, arena_len: 0, accepting: false, finished: true, cut: 0 })
+        self.levels.last().copied().unwrap_or(Level {
+            tops_start: 0,
+            arena_len: 0,
+            accepting: false,
+            finished: true,
+            cut: 0,
+        })
     }
 
     fn current_tops(&self) -> &[u32] {
@@ -600,7 +600,10 @@ mod tests {
         for b in [b'a', b'b', b'"', b',', b'[', b']', b'1', b'2', b' ', b'x', b'{', b'}', b':'] {
             toks.push(vec![b]);
         }
-        for t in ["ab", "ba", "aaa", "abab", "\",", "\"]", "a\"", "ab\",", "1,", "12", ",\"", "[\"", "\"]]", "]]", "[[", "ab", "a\",\"b", "\":", "{\"", "\"}", "ε", "aaaaaaaa", "a,", "b ,", "a a", " ,a"] {
+        for t in [
+            "ab", "ba", "aaa", "abab", "\",", "\"]", "a\"", "ab\",", "1,", "12", ",\"", "[\"", "\"]]", "]]", "[[",
+            "ab", "a\",\"b", "\":", "{\"", "\"}", "ε", "aaaaaaaa", "a,", "b ,", "a a", " ,a",
+        ] {
             toks.push(t.as_bytes().to_vec());
         }
         let special = toks.len() as u32;
@@ -658,13 +661,23 @@ mod tests {
         let mut b = GrammarBuilder::new();
         let s = string_rule(&mut b, 7, Some(8));
         let item = b.add("item", Expr::seq([Expr::Ref(s), Expr::opt(Expr::lit(" "))]));
-        let root = b.add("root", Expr::seq([Expr::lit("["), Expr::repeat(Expr::seq([Expr::Ref(item), Expr::lit(",")]), 0, Some(12)), Expr::lit("]")]));
+        let root = b.add(
+            "root",
+            Expr::seq([
+                Expr::lit("["),
+                Expr::repeat(Expr::seq([Expr::Ref(item), Expr::lit(",")]), 0, Some(12)),
+                Expr::lit("]"),
+            ]),
+        );
         out.push(b.build(root).unwrap());
         // Ambiguous alternatives through different rules.
         let mut b = GrammarBuilder::new();
         let x = b.add("x", Expr::repeat(Expr::lit("a"), 1, Some(20)));
         let y = b.add("y", Expr::seq([Expr::lit("a"), Expr::star(Expr::lit("b"))]));
-        let root = b.add("root", Expr::seq([Expr::alt([Expr::Ref(x), Expr::Ref(y)]), Expr::lit("\""), Expr::opt(Expr::lit(","))]));
+        let root = b.add(
+            "root",
+            Expr::seq([Expr::alt([Expr::Ref(x), Expr::Ref(y)]), Expr::lit("\""), Expr::opt(Expr::lit(","))]),
+        );
         out.push(b.build(root).unwrap());
         // The same word rule (optional trailing spaces) first as the whole grammar, where a
         // token running past its end is dead, then nested, where it continues after `,`: the
@@ -673,10 +686,19 @@ mod tests {
             let mut b = GrammarBuilder::new();
             let word = b.add(
                 "word",
-                Expr::seq([Expr::repeat(Expr::Bytes(vec![(b'a', b'b')]), 1, Some(4)), Expr::repeat(Expr::lit(" "), 0, Some(2))]),
+                Expr::seq([
+                    Expr::repeat(Expr::Bytes(vec![(b'a', b'b')]), 1, Some(4)),
+                    Expr::repeat(Expr::lit(" "), 0, Some(2)),
+                ]),
             );
             let root = if nested {
-                b.add("root", Expr::seq([Expr::Ref(word), Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(word)]), 0, Some(3))]))
+                b.add(
+                    "root",
+                    Expr::seq([
+                        Expr::Ref(word),
+                        Expr::repeat(Expr::seq([Expr::lit(","), Expr::Ref(word)]), 0, Some(3)),
+                    ]),
+                )
             } else {
                 word
             };
@@ -731,7 +753,12 @@ mod tests {
                     let want = brute_mask(&c, &prefix);
                     let allowed: Vec<u32> = (0..want.len() as u32).filter(|&i| want[i as usize]).collect();
                     for (i, &w) in want.iter().enumerate() {
-                        assert_eq!(is_allowed(&mask, TokenId(i as u32)), w, "grammar {gi}, prefix {:?}, token {i}", String::from_utf8_lossy(&prefix));
+                        assert_eq!(
+                            is_allowed(&mask, TokenId(i as u32)),
+                            w,
+                            "grammar {gi}, prefix {:?}, token {i}",
+                            String::from_utf8_lossy(&prefix)
+                        );
                     }
                     assert_eq!(m.is_accepting(), c.pda().matches(&prefix));
                     assert!(!allowed.is_empty(), "a trimmed grammar always allows something");
@@ -755,7 +782,11 @@ mod tests {
         let g = &grammars()[0];
         let c = Constraint::new(g, index.clone(), &Limits::default()).unwrap();
         let id = |s: &str| {
-            TokenId((0..index.vocab().len() as u32).find(|&i| index.vocab().token_bytes(TokenId(i)) == s.as_bytes()).unwrap())
+            TokenId(
+                (0..index.vocab().len() as u32)
+                    .find(|&i| index.vocab().token_bytes(TokenId(i)) == s.as_bytes())
+                    .unwrap(),
+            )
         };
         let mut m = c.matcher();
         assert!(matches!(m.accept_token(id("]")), Err(Error::Rejected(_))));

@@ -243,11 +243,7 @@ fn by_logit_desc(a: &(f32, u32), b: &(f32, u32)) -> Ordering {
 fn collect_candidates(logits: &[f32], scratch: &mut Vec<(f32, u32)>) {
     scratch.clear();
     scratch.extend(
-        logits
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| !l.is_nan() && **l != f32::NEG_INFINITY)
-            .map(|(i, &l)| (l, i as u32)),
+        logits.iter().enumerate().filter(|(_, l)| !l.is_nan() && **l != f32::NEG_INFINITY).map(|(i, &l)| (l, i as u32)),
     );
 }
 
@@ -476,10 +472,8 @@ impl Sampler {
 
 /// A seed from the clock, for `seed: None`.
 fn clock_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     nanos ^ (u64::from(std::process::id()) << 32)
 }
 
@@ -551,7 +545,13 @@ mod tests {
 
     #[test]
     fn window_forgets_old_tokens() {
-        let mut s = Sampler::new(SamplerSettings { repeat_last_n: 2, repeat_penalty: 10.0, temperature: 0.0, ..Default::default() }).unwrap();
+        let mut s = Sampler::new(SamplerSettings {
+            repeat_last_n: 2,
+            repeat_penalty: 10.0,
+            temperature: 0.0,
+            ..Default::default()
+        })
+        .unwrap();
         for t in [0, 1, 2] {
             s.accept(TokenId(t));
         }

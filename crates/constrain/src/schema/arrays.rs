@@ -24,11 +24,12 @@ impl<'a> Compiler<'a> {
         if map.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1) {
             self.unsupported(ptr, "uniqueItems", "uniqueItems cannot be enforced by a grammar")?;
         }
-        let (prefix, prefix_key, rest, rest_key): (Vec<Value>, &str, Option<&Value>, &str) = match (map.get("prefixItems"), map.get("items")) {
-            (Some(Value::Array(p)), items) => (p.clone(), "prefixItems", items, "items"),
-            (_, Some(Value::Array(p))) => (p.clone(), "items", map.get("additionalItems"), "additionalItems"),
-            (_, items) => (vec![], "prefixItems", items, "items"),
-        };
+        let (prefix, prefix_key, rest, rest_key): (Vec<Value>, &str, Option<&Value>, &str) =
+            match (map.get("prefixItems"), map.get("items")) {
+                (Some(Value::Array(p)), items) => (p.clone(), "prefixItems", items, "items"),
+                (_, Some(Value::Array(p))) => (p.clone(), "items", map.get("additionalItems"), "additionalItems"),
+                (_, items) => (vec![], "prefixItems", items, "items"),
+            };
         let mut prefix_exprs = Vec::new();
         for (i, p) in prefix.iter().enumerate() {
             prefix_exprs.push(self.compile_value(p, &format!("{ptr}/{prefix_key}/{i}"))?);
@@ -43,7 +44,10 @@ impl<'a> Compiler<'a> {
         let rest_min = min.saturating_sub(k);
         let rest_max = max.map(|m| m.saturating_sub(k));
         let elements = if k == 0 {
-            let e = Expr::seq([item.clone(), Expr::repeat(Expr::seq([sep.clone(), item]), min.saturating_sub(1), max.map(|m| m.saturating_sub(1)))]);
+            let e = Expr::seq([
+                item.clone(),
+                Expr::repeat(Expr::seq([sep.clone(), item]), min.saturating_sub(1), max.map(|m| m.saturating_sub(1))),
+            ]);
             if max == Some(0) {
                 None
             } else {

@@ -104,7 +104,12 @@ impl Draft {
         match keyword {
             "const" | "contains" | "propertyNames" => self >= Draft6,
             "if" | "then" | "else" => self >= Draft7,
-            "dependentRequired" | "dependentSchemas" | "minContains" | "maxContains" | "unevaluatedProperties" | "unevaluatedItems"
+            "dependentRequired"
+            | "dependentSchemas"
+            | "minContains"
+            | "maxContains"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
             | "$defs" => self >= Draft201909,
             "$recursiveRef" => self == Draft201909,
             "$dynamicRef" | "prefixItems" => self == Draft202012,
@@ -133,8 +138,18 @@ const MAX_DEPTH: usize = 256;
 
 /// Keywords whose value is one subschema.
 const SINGLE: [&str; 12] = [
-    "additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems",
-    "items", "contentSchema",
+    "additionalProperties",
+    "additionalItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "items",
+    "contentSchema",
 ];
 /// Keywords whose value is an array of subschemas.
 const ARRAYS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
@@ -151,7 +166,14 @@ struct Ctx {
 /// Rewrites `schema` into the canonical form (see the module docs). Returns it with the
 /// dialect of its root.
 pub fn normalise(schema: &Value, forced: Option<Draft>) -> Result<(Value, Draft), Error> {
-    let mut n = Normaliser { root: schema, forced, ctx: HashMap::default(), ids: HashMap::default(), dyn_anchors: Vec::new(), recursive: Vec::new() };
+    let mut n = Normaliser {
+        root: schema,
+        forced,
+        ctx: HashMap::default(),
+        ids: HashMap::default(),
+        dyn_anchors: Vec::new(),
+        recursive: Vec::new(),
+    };
     let root_ctx = n.enter(schema, &Ctx { base: DEFAULT_BASE.into(), draft: Draft::Draft202012 }, true);
     n.scan(schema, String::new(), root_ctx.clone(), 0)?;
     let mut targets: Map<String, Value> = Map::new();
@@ -225,7 +247,9 @@ impl<'a> Normaliser<'a> {
         if let Some(f) = self.forced {
             draft = f;
         } else if let Some(Value::String(s)) = m.get("$schema") {
-            let resource = is_root || m.get(id_key(draft)).is_some_and(|v| v.is_string()) || m.get("$id").is_some_and(|v| v.is_string());
+            let resource = is_root
+                || m.get(id_key(draft)).is_some_and(|v| v.is_string())
+                || m.get("$id").is_some_and(|v| v.is_string());
             if resource {
                 if let Some(d) = Draft::from_uri(s) {
                     draft = d;
@@ -350,7 +374,11 @@ impl<'a> Normaliser<'a> {
         };
         let ptr = if frag.is_empty() || frag.starts_with('/') {
             let Some(res) = self.ids.get(&doc) else {
-                return Err(Error::new(at, keyword, format!("reference {r:?} is not to this document (remote references are not supported)")));
+                return Err(Error::new(
+                    at,
+                    keyword,
+                    format!("reference {r:?} is not to this document (remote references are not supported)"),
+                ));
             };
             format!("{res}{}", percent_decode(&frag))
         } else {
@@ -419,7 +447,9 @@ impl<'a> Normaliser<'a> {
                         return Err(Error::new(ptr, k, format!("{k} must be a string")));
                     };
                     match self.static_dynamic_ref(k, r, ctx, ptr)? {
-                        Some(target) => extra_all_of.push(serde_json::json!({ "$ref": Self::local_ref(&target, todo) })),
+                        Some(target) => {
+                            extra_all_of.push(serde_json::json!({ "$ref": Self::local_ref(&target, todo) }))
+                        }
                         None => {
                             out.insert(k.into(), c.clone());
                         }
@@ -448,7 +478,16 @@ impl<'a> Normaliser<'a> {
                             Value::Array(_) => ("dependentRequired", d.clone()),
                             _ => {
                                 let cc = self.enter(d, ctx, false);
-                                ("dependentSchemas", self.rewrite(d, &format!("{ptr}/dependencies/{}", escape_pointer(name)), &cc, todo, depth + 1)?)
+                                (
+                                    "dependentSchemas",
+                                    self.rewrite(
+                                        d,
+                                        &format!("{ptr}/dependencies/{}", escape_pointer(name)),
+                                        &cc,
+                                        todo,
+                                        depth + 1,
+                                    )?,
+                                )
                             }
                         };
                         add_dependency(&mut out, key, name, val);
@@ -504,7 +543,8 @@ impl<'a> Normaliser<'a> {
                     };
                     for (name, x) in o {
                         let cc = self.enter(x, ctx, false);
-                        let v = self.rewrite(x, &format!("{ptr}/{k}/{}", escape_pointer(name)), &cc, todo, depth + 1)?;
+                        let v =
+                            self.rewrite(x, &format!("{ptr}/{k}/{}", escape_pointer(name)), &cc, todo, depth + 1)?;
                         if k == "dependentSchemas" {
                             add_dependency(&mut out, k, name, v);
                         } else {
@@ -539,7 +579,9 @@ impl<'a> Normaliser<'a> {
         let t = self.root.pointer(&target).unwrap_or(&Value::Null);
         if k == "$dynamicRef" {
             let name = r.split_once('#').map(|x| x.1).unwrap_or("");
-            let anchored = !name.is_empty() && !name.starts_with('/') && t.get("$dynamicAnchor").and_then(|v| v.as_str()) == Some(name);
+            let anchored = !name.is_empty()
+                && !name.starts_with('/')
+                && t.get("$dynamicAnchor").and_then(|v| v.as_str()) == Some(name);
             if !anchored {
                 return Ok(Some(target));
             }
@@ -585,7 +627,9 @@ pub(crate) fn resolve_uri(base: &str, r: &str) -> String {
     fn scheme_len(s: &str) -> Option<usize> {
         let i = s.find(':')?;
         let sch = &s[..i];
-        let ok = !sch.is_empty() && sch.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && sch.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+        let ok = !sch.is_empty()
+            && sch.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && sch.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
         ok.then_some(i)
     }
     fn split_frag(s: &str) -> (&str, Option<&str>) {

@@ -23,7 +23,10 @@ impl<'a> Compiler<'a> {
             }
         }
         let keyword = if map.contains_key("enum") { "enum" } else { "const" };
-        let others: Vec<&String> = map.keys().filter(|k| is_constraint_keyword(k) && !["enum", "const", "type", FORBIDDEN].contains(&k.as_str())).collect();
+        let others: Vec<&String> = map
+            .keys()
+            .filter(|k| is_constraint_keyword(k) && !["enum", "const", "type", FORBIDDEN].contains(&k.as_str()))
+            .collect();
         let types = allowed_types(map);
         values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
         if !others.is_empty() && !values.is_empty() {
@@ -47,11 +50,15 @@ impl<'a> Compiler<'a> {
                 .with_draft(jsonschema::Draft::Draft202012)
                 .should_validate_formats(true)
                 .build(&Value::Object(doc))
-                .map_err(|e| Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}")))?;
+                .map_err(|e| {
+                    Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}"))
+                })?;
             values.retain(|x| v.is_valid(x));
         }
         if let Some(Value::Array(forbidden)) = map.get(FORBIDDEN) {
-            values.retain(|x| !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f)))));
+            values.retain(|x| {
+                !x.as_object().is_some_and(|o| forbidden.iter().any(|f| f.as_str().is_some_and(|f| o.contains_key(f))))
+            });
         }
         let ws = self.ws.clone();
         // Deduplicate with a hash set: `Expr::alt` compares pairwise, which is quadratic for

@@ -26,14 +26,30 @@ fn hex() -> Expr {
 
 /// `YYYY-MM-DD` with a day that exists in every year for that month.
 fn full_date() -> Expr {
-    let day_28 = Expr::alt([Expr::seq([d(b'0', b'0'), d(b'1', b'9')]), Expr::seq([d(b'1', b'1'), d(b'0', b'9')]), Expr::seq([d(b'2', b'2'), d(b'0', b'8')])]);
+    let day_28 = Expr::alt([
+        Expr::seq([d(b'0', b'0'), d(b'1', b'9')]),
+        Expr::seq([d(b'1', b'1'), d(b'0', b'9')]),
+        Expr::seq([d(b'2', b'2'), d(b'0', b'8')]),
+    ]);
     let day_30 = Expr::alt([day_28.clone(), Expr::lit("29"), Expr::lit("30")]);
     let day_31 = Expr::alt([day_30.clone(), Expr::lit("31")]);
     let month_day = Expr::alt([
         Expr::seq([Expr::lit("02-"), day_28]),
-        Expr::seq([Expr::alt([Expr::lit("04"), Expr::lit("06"), Expr::lit("09"), Expr::lit("11")]), Expr::lit("-"), day_30]),
         Expr::seq([
-            Expr::alt([Expr::lit("01"), Expr::lit("03"), Expr::lit("05"), Expr::lit("07"), Expr::lit("08"), Expr::lit("10"), Expr::lit("12")]),
+            Expr::alt([Expr::lit("04"), Expr::lit("06"), Expr::lit("09"), Expr::lit("11")]),
+            Expr::lit("-"),
+            day_30,
+        ]),
+        Expr::seq([
+            Expr::alt([
+                Expr::lit("01"),
+                Expr::lit("03"),
+                Expr::lit("05"),
+                Expr::lit("07"),
+                Expr::lit("08"),
+                Expr::lit("10"),
+                Expr::lit("12"),
+            ]),
             Expr::lit("-"),
             day_31,
         ]),
@@ -52,7 +68,14 @@ fn two(max_first: u8, max_second_when_max_first: u8) -> Expr {
 fn partial_time() -> Expr {
     let hour = two(b'2', b'3');
     let min = Expr::seq([d(b'0', b'5'), d(b'0', b'9')]);
-    Expr::seq([hour, Expr::lit(":"), min.clone(), Expr::lit(":"), min, Expr::opt(Expr::seq([Expr::lit("."), Expr::repeat(d(b'0', b'9'), 1, Some(9))]))])
+    Expr::seq([
+        hour,
+        Expr::lit(":"),
+        min.clone(),
+        Expr::lit(":"),
+        min,
+        Expr::opt(Expr::seq([Expr::lit("."), Expr::repeat(d(b'0', b'9'), 1, Some(9))])),
+    ])
 }
 
 fn offset() -> Expr {
@@ -119,7 +142,10 @@ fn ipv6() -> Expr {
     let upto = |n: u32| -> Expr {
         match n {
             0 => Expr::Empty,
-            n => Expr::opt(Expr::seq([h16.clone(), Expr::repeat(Expr::seq([Expr::lit(":"), h16.clone()]), 0, Some(n - 1))])),
+            n => Expr::opt(Expr::seq([
+                h16.clone(),
+                Expr::repeat(Expr::seq([Expr::lit(":"), h16.clone()]), 0, Some(n - 1)),
+            ])),
         }
     };
     let mut alts = vec![groups(8)];
@@ -150,15 +176,35 @@ fn duration() -> Expr {
     // `first`, optionally followed by `second`, optionally followed by `third`.
     let chain = |a: &str, b: &str, c: &str| Expr::seq([unit(a), Expr::opt(Expr::seq([unit(b), Expr::opt(unit(c))]))]);
     let date = Expr::alt([chain("Y", "M", "D"), Expr::seq([unit("M"), Expr::opt(unit("D"))]), unit("D")]);
-    let time = Expr::seq([Expr::lit("T"), Expr::alt([chain("H", "M", "S"), Expr::seq([unit("M"), Expr::opt(unit("S"))]), unit("S")])]);
+    let time = Expr::seq([
+        Expr::lit("T"),
+        Expr::alt([chain("H", "M", "S"), Expr::seq([unit("M"), Expr::opt(unit("S"))]), unit("S")]),
+    ]);
     Expr::seq([Expr::lit("P"), Expr::alt([Expr::seq([date, Expr::opt(time.clone())]), time, unit("W")])])
 }
 
 fn uri() -> Expr {
     let alpha = Expr::Bytes(vec![(b'A', b'Z'), (b'a', b'z')]);
-    let scheme = Expr::seq([alpha, Expr::repeat(Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'+', b'+'), (b'-', b'.')]), 0, Some(30))]);
+    let scheme = Expr::seq([
+        alpha,
+        Expr::repeat(
+            Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'+', b'+'), (b'-', b'.')]),
+            0,
+            Some(30),
+        ),
+    ]);
     // RFC 3986 pchar: unreserved, sub-delimiters, ':' and '@', or a percent escape.
-    let plain = Expr::Bytes(vec![(b'!', b'!'), (b'$', b'$'), (b'&', b'.'), (b'0', b';'), (b'=', b'='), (b'@', b'Z'), (b'_', b'_'), (b'a', b'z'), (b'~', b'~')]);
+    let plain = Expr::Bytes(vec![
+        (b'!', b'!'),
+        (b'$', b'$'),
+        (b'&', b'.'),
+        (b'0', b';'),
+        (b'=', b'='),
+        (b'@', b'Z'),
+        (b'_', b'_'),
+        (b'a', b'z'),
+        (b'~', b'~'),
+    ]);
     let pchar = Expr::alt([plain, Expr::seq([Expr::lit("%"), hex(), hex()])]);
     let port = Expr::seq([Expr::lit(":"), d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]);
     let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
@@ -195,7 +241,15 @@ pub fn format_expr(name: &str) -> Option<Expr> {
 pub fn is_checked_elsewhere(name: &str) -> bool {
     matches!(
         name,
-        "idn-email" | "idn-hostname" | "iri" | "iri-reference" | "uri-reference" | "uri-template" | "json-pointer" | "relative-json-pointer" | "regex"
+        "idn-email"
+            | "idn-hostname"
+            | "iri"
+            | "iri-reference"
+            | "uri-reference"
+            | "uri-template"
+            | "json-pointer"
+            | "relative-json-pointer"
+            | "regex"
     )
 }
 
@@ -215,16 +269,51 @@ mod tests {
     #[test]
     fn formats_accept_usual_and_reject_bad() {
         let cases: &[(&str, &[&str], &[&str])] = &[
-            ("date-time", &["2024-01-31T12:30:00Z", "2024-04-30T23:59:59.123+02:00"], &["2024-02-30T12:00:00Z", "2024-01-01 12:00:00Z", "2024-01-01T24:00:00Z"]),
+            (
+                "date-time",
+                &["2024-01-31T12:30:00Z", "2024-04-30T23:59:59.123+02:00"],
+                &["2024-02-30T12:00:00Z", "2024-01-01 12:00:00Z", "2024-01-01T24:00:00Z"],
+            ),
             ("date", &["1999-12-31", "2000-02-28"], &["1999-13-01", "1999-04-31", "99-01-01"]),
             ("time", &["08:15:00Z", "23:00:00-05:00"], &["8:15:00Z", "12:60:00Z"]),
-            ("duration", &["P1D", "PT5M", "P1Y2M3DT4H5M6S", "P2W"], &["P", "PT", "1D", "P1H", "PT1D", "P1YT", "P1Y2D", "PT1H2S"]),
-            ("email", &["john.doe@example.com", "a+b@mail.co.uk"], &["@example.com", "john@", "john@localhost", "a b@x.com"]),
-            ("hostname", &["example.com", "a-b.c", "ab-c.d", "a-bc", "xy"], &["-a.com", "a..b", "a_b.com", "xn--hello-txk.com", "ab--c", "a-", "ab-"]),
+            (
+                "duration",
+                &["P1D", "PT5M", "P1Y2M3DT4H5M6S", "P2W"],
+                &["P", "PT", "1D", "P1H", "PT1D", "P1YT", "P1Y2D", "PT1H2S"],
+            ),
+            (
+                "email",
+                &["john.doe@example.com", "a+b@mail.co.uk"],
+                &["@example.com", "john@", "john@localhost", "a b@x.com"],
+            ),
+            (
+                "hostname",
+                &["example.com", "a-b.c", "ab-c.d", "a-bc", "xy"],
+                &["-a.com", "a..b", "a_b.com", "xn--hello-txk.com", "ab--c", "a-", "ab-"],
+            ),
             ("ipv4", &["192.168.0.1", "0.0.0.0", "255.255.255.255"], &["256.1.1.1", "01.2.3.4", "1.2.3"]),
-            ("ipv6", &["::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::"], &["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::"]),
-            ("uuid", &["123e4567-e89b-12d3-a456-426614174000"], &["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"]),
-            ("uri", &["https://example.com/a/b?x=1#top", "http://localhost:8080", "urn:isbn:0451450523", "ecdsa-koblitz-pubkey:14RZvYa", "https://e.org/wiki/Mass%E2%80%93energy", "https://e.com/*"], &["example.com", "https://", "https://a b.com", "1http://a.com", "https://e.com/%zz"]),
+            (
+                "ipv6",
+                &["::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::"],
+                &["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::"],
+            ),
+            (
+                "uuid",
+                &["123e4567-e89b-12d3-a456-426614174000"],
+                &["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"],
+            ),
+            (
+                "uri",
+                &[
+                    "https://example.com/a/b?x=1#top",
+                    "http://localhost:8080",
+                    "urn:isbn:0451450523",
+                    "ecdsa-koblitz-pubkey:14RZvYa",
+                    "https://e.org/wiki/Mass%E2%80%93energy",
+                    "https://e.com/*",
+                ],
+                &["example.com", "https://", "https://a b.com", "1http://a.com", "https://e.com/%zz"],
+            ),
         ];
         for (name, good, bad) in cases {
             let p = pda(name);

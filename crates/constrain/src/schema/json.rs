@@ -41,7 +41,12 @@ fn hex_digit() -> Expr {
 pub fn any_unit() -> Expr {
     let hex = hex_digit;
     let non_surrogate = Expr::alt([
-        Expr::seq([Expr::Bytes(vec![(b'0', b'9'), (b'A', b'C'), (b'a', b'c'), (b'E', b'F'), (b'e', b'f')]), hex(), hex(), hex()]),
+        Expr::seq([
+            Expr::Bytes(vec![(b'0', b'9'), (b'A', b'C'), (b'a', b'c'), (b'E', b'F'), (b'e', b'f')]),
+            hex(),
+            hex(),
+            hex(),
+        ]),
         Expr::seq([Expr::Bytes(vec![(b'D', b'D'), (b'd', b'd')]), Expr::Bytes(vec![(b'0', b'7')]), hex(), hex()]),
     ]);
     let pair = Expr::seq([
@@ -60,7 +65,16 @@ pub fn any_unit() -> Expr {
         Expr::seq([
             Expr::lit("\\"),
             Expr::alt([
-                Expr::Bytes(vec![(b'"', b'"'), (b'/', b'/'), (b'\\', b'\\'), (b'b', b'b'), (b'f', b'f'), (b'n', b'n'), (b'r', b'r'), (b't', b't')]),
+                Expr::Bytes(vec![
+                    (b'"', b'"'),
+                    (b'/', b'/'),
+                    (b'\\', b'\\'),
+                    (b'b', b'b'),
+                    (b'f', b'f'),
+                    (b'n', b'n'),
+                    (b'r', b'r'),
+                    (b't', b't'),
+                ]),
                 Expr::seq([Expr::lit("u"), Expr::alt([non_surrogate, pair])]),
             ]),
         ]),
@@ -399,7 +413,16 @@ mod tests {
 
     #[test]
     fn python_repr_matches_known_outputs() {
-        for (f, s) in [(1.0, "1.0"), (1e20, "1e+20"), (1.5e-7, "1.5e-07"), (0.0001, "0.0001"), (123.456, "123.456"), (-2.5, "-2.5"), (1e16, "1e+16"), (1234567890123456.0, "1234567890123456.0")] {
+        for (f, s) in [
+            (1.0, "1.0"),
+            (1e20, "1e+20"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (123.456, "123.456"),
+            (-2.5, "-2.5"),
+            (1e16, "1e+16"),
+            (1234567890123456.0, "1234567890123456.0"),
+        ] {
             assert_eq!(python_float_repr(f), s);
         }
     }

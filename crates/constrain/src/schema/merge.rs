@@ -21,8 +21,21 @@ use super::{Compiler, Error};
 fn is_dropped(k: &str) -> bool {
     matches!(
         k,
-        "$schema" | "$id" | "id" | "$comment" | "title" | "description" | "default" | "examples" | "example" | "deprecated" | "readOnly"
-            | "writeOnly" | "$defs" | "definitions" | "$anchor"
+        "$schema"
+            | "$id"
+            | "id"
+            | "$comment"
+            | "title"
+            | "description"
+            | "default"
+            | "examples"
+            | "example"
+            | "deprecated"
+            | "readOnly"
+            | "writeOnly"
+            | "$defs"
+            | "definitions"
+            | "$anchor"
     )
 }
 
@@ -32,7 +45,13 @@ const MAX_PRODUCT: usize = 64;
 impl<'a> Compiler<'a> {
     /// Flattens `schema` (following `$ref` and `allOf`) into a list of plain schema objects.
     /// `Ok(None)` when some part is `false`.
-    fn flatten(&self, schema: &Value, ptr: &str, depth: usize, out: &mut Vec<Map<String, Value>>) -> Result<bool, Error> {
+    fn flatten(
+        &self,
+        schema: &Value,
+        ptr: &str,
+        depth: usize,
+        out: &mut Vec<Map<String, Value>>,
+    ) -> Result<bool, Error> {
         if depth > 32 {
             return Err(Error::new(ptr, "$ref", "reference chain inside allOf is too deep or recursive; cannot merge"));
         }
@@ -107,7 +126,9 @@ fn intersect_types(a: &[String], b: &[String]) -> Vec<String> {
     for t in a {
         if b.contains(t) {
             out.push(t.clone());
-        } else if (t == "integer" && b.iter().any(|x| x == "number")) || (t == "number" && b.iter().any(|x| x == "integer")) {
+        } else if (t == "integer" && b.iter().any(|x| x == "number"))
+            || (t == "number" && b.iter().any(|x| x == "integer"))
+        {
             out.push("integer".into());
         }
     }
@@ -167,7 +188,8 @@ fn merge_items(acc: &mut Map<String, Value>, part: &mut Map<String, Value>) {
     }
     let (pa, ra) = take_items(acc);
     let (pb, rb) = take_items(part);
-    let at = |p: &[Value], r: &Option<Value>, i: usize| p.get(i).cloned().or_else(|| r.clone()).unwrap_or(Value::Bool(true));
+    let at =
+        |p: &[Value], r: &Option<Value>, i: usize| p.get(i).cloned().or_else(|| r.clone()).unwrap_or(Value::Bool(true));
     let n = pa.len().max(pb.len());
     let prefix: Vec<Value> = (0..n).map(|i| all_of(at(&pa, &ra, i), at(&pb, &rb, i))).collect();
     let rest = match (ra, rb) {
@@ -188,18 +210,30 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
     merge_items(acc, &mut part);
     // additionalProperties interplay: names defined on one side only must satisfy the other
     // side's additionalProperties.
-    let acc_props: Vec<String> = acc.get("properties").and_then(|p| p.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    let part_props: Vec<String> = part.get("properties").and_then(|p| p.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    let acc_props: Vec<String> =
+        acc.get("properties").and_then(|p| p.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    let part_props: Vec<String> =
+        part.get("properties").and_then(|p| p.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
     let has_pattern = acc.contains_key("patternProperties") || part.contains_key("patternProperties");
     let acc_addl = acc.get("additionalProperties").cloned();
     let part_addl = part.get("additionalProperties").cloned();
     // A name matched by one side's patternProperties must still satisfy the other side's
     // additionalProperties, which one merged map cannot say.
-    let trivial = |v: &Option<Value>| v.as_ref().is_none_or(|v| v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty()));
+    let trivial = |v: &Option<Value>| {
+        v.as_ref().is_none_or(|v| v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty()))
+    };
     let cross = (acc.contains_key("patternProperties") && !trivial(&part_addl))
         || (part.contains_key("patternProperties") && !trivial(&acc_addl));
-    if cross || (has_pattern && (acc_addl.is_some() || part_addl.is_some()) && !(acc_props.is_empty() && part_props.is_empty())) {
-        return Err(Error::new(ptr, "allOf", "cannot merge patternProperties with additionalProperties across allOf parts"));
+    if cross
+        || (has_pattern
+            && (acc_addl.is_some() || part_addl.is_some())
+            && !(acc_props.is_empty() && part_props.is_empty()))
+    {
+        return Err(Error::new(
+            ptr,
+            "allOf",
+            "cannot merge patternProperties with additionalProperties across allOf parts",
+        ));
     }
     if let Some(a) = &acc_addl {
         for k in &part_props {
@@ -232,8 +266,10 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 Value::Array(t.into_iter().map(Value::String).collect())
             }
             "enum" | "const" => {
-                let a: Vec<Value> = if k == "const" { vec![old.clone()] } else { old.as_array().cloned().unwrap_or_default() };
-                let b: Vec<Value> = if k == "const" { vec![v.clone()] } else { v.as_array().cloned().unwrap_or_default() };
+                let a: Vec<Value> =
+                    if k == "const" { vec![old.clone()] } else { old.as_array().cloned().unwrap_or_default() };
+                let b: Vec<Value> =
+                    if k == "const" { vec![v.clone()] } else { v.as_array().cloned().unwrap_or_default() };
                 let both: Vec<Value> = a.into_iter().filter(|x| b.contains(x)).collect();
                 if k == "const" {
                     if both.is_empty() {
@@ -272,7 +308,13 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 }
                 Value::Array(r)
             }
-            "additionalProperties" | "items" | "additionalItems" | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems" | "contains"
+            "additionalProperties"
+            | "items"
+            | "additionalItems"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "contains"
                 if !(old.is_array() || v.is_array()) =>
             {
                 all_of(old, v)
@@ -309,7 +351,11 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 let a = old.as_array().cloned().unwrap_or_default();
                 let b = v.as_array().cloned().unwrap_or_default();
                 if a.len() * b.len() > MAX_PRODUCT {
-                    return Err(Error::new(ptr, &k, "too many combinations of anyOf/oneOf branches across allOf parts"));
+                    return Err(Error::new(
+                        ptr,
+                        &k,
+                        "too many combinations of anyOf/oneOf branches across allOf parts",
+                    ));
                 }
                 let mut out = Vec::new();
                 for x in &a {
@@ -324,7 +370,11 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 if old == v || k.starts_with("x-") || !super::is_constraint_keyword(&k) {
                     old
                 } else {
-                    return Err(Error::new(ptr, &k, format!("allOf parts give different values for `{k}`, which cannot be merged")));
+                    return Err(Error::new(
+                        ptr,
+                        &k,
+                        format!("allOf parts give different values for `{k}`, which cannot be merged"),
+                    ));
                 }
             }
         };

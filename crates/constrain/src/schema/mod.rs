@@ -170,7 +170,11 @@ pub struct Located {
 impl Located {
     /// A message about `keyword` of the schema at pointer `at`.
     fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Located { pointer: format!("{at}/{}", escape_pointer(keyword)), keyword: keyword.to_string(), message: message.into() }
+        Located {
+            pointer: format!("{at}/{}", escape_pointer(keyword)),
+            keyword: keyword.to_string(),
+            message: message.into(),
+        }
     }
     /// JSON pointer of the keyword, e.g. `/properties/age/minimum`.
     pub fn pointer(&self) -> &str {
@@ -254,13 +258,19 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     let mut notes = Vec::new();
     if let (None, Some(Value::String(uri))) = (options.draft, schema.get("$schema")) {
         if dialect::Draft::from_uri(uri).is_none() {
-            notes.push(Note::new("", "$schema", format!("unknown dialect {uri:?}: compiled as draft 2020-12 (force one with --draft)")));
+            notes.push(Note::new(
+                "",
+                "$schema",
+                format!("unknown dialect {uri:?}: compiled as draft 2020-12 (force one with --draft)"),
+            ));
         }
     }
     let doc = unevaluated::rewrite(&doc, &mut notes);
     let mut c = Compiler::new(&doc, options);
     let start = c.ref_rule_for_pointer("");
-    let built = c.drain().and_then(|_| c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}"))));
+    let built = c
+        .drain()
+        .and_then(|_| c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}"))));
     notes.append(&mut c.notes);
     let g = built.map_err(|mut e| {
         e.0.pointer = dialect::original_pointer(&e.0.pointer);
@@ -278,11 +288,50 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
 pub(crate) fn is_constraint_keyword(k: &str) -> bool {
     matches!(
         k,
-        "type" | "enum" | "const" | "properties" | "required" | "additionalProperties" | "patternProperties" | "minProperties" | "maxProperties"
-            | "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "minLength" | "maxLength" | "pattern" | "format"
-            | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" | "anyOf" | "oneOf" | "allOf" | "$ref" | "not"
-            | "uniqueItems" | "contains" | "minContains" | "maxContains" | "dependentRequired" | "dependentSchemas" | "dependencies" | "if"
-            | "then" | "else" | "unevaluatedProperties" | "unevaluatedItems" | "propertyNames" | "$dynamicRef" | "$recursiveRef" | FORBIDDEN
+        "type"
+            | "enum"
+            | "const"
+            | "properties"
+            | "required"
+            | "additionalProperties"
+            | "patternProperties"
+            | "minProperties"
+            | "maxProperties"
+            | "items"
+            | "prefixItems"
+            | "additionalItems"
+            | "minItems"
+            | "maxItems"
+            | "minLength"
+            | "maxLength"
+            | "pattern"
+            | "format"
+            | "minimum"
+            | "maximum"
+            | "exclusiveMinimum"
+            | "exclusiveMaximum"
+            | "multipleOf"
+            | "anyOf"
+            | "oneOf"
+            | "allOf"
+            | "$ref"
+            | "not"
+            | "uniqueItems"
+            | "contains"
+            | "minContains"
+            | "maxContains"
+            | "dependentRequired"
+            | "dependentSchemas"
+            | "dependencies"
+            | "if"
+            | "then"
+            | "else"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "propertyNames"
+            | "$dynamicRef"
+            | "$recursiveRef"
+            | FORBIDDEN
     )
 }
 
@@ -458,7 +507,9 @@ impl<'a> Compiler<'a> {
                 return Err(e);
             }
         };
-        let constraining = |m: &Map<String, Value>, skip: &[&str]| m.keys().any(|k| is_constraint_keyword(k) && !skip.contains(&k.as_str()));
+        let constraining = |m: &Map<String, Value>, skip: &[&str]| {
+            m.keys().any(|k| is_constraint_keyword(k) && !skip.contains(&k.as_str()))
+        };
 
         // $ref: alone it is a rule reference; with sibling constraints it is an allOf.
         if let Some(r) = map.get("$ref") {
@@ -505,7 +556,9 @@ impl<'a> Compiler<'a> {
 
     /// Turns `not` into restrictions on `map` for the cases that can be done exactly.
     fn apply_not(&mut self, map: &mut Map<String, Value>, not: &Value, ptr: &str) -> Result<(), Error> {
-        let fail = |c: &Self| c.unsupported(ptr, "not", "only `not` with `type`, `required` or a boolean schema can be compiled");
+        let fail = |c: &Self| {
+            c.unsupported(ptr, "not", "only `not` with `type`, `required` or a boolean schema can be compiled")
+        };
         match not {
             Value::Bool(false) => Ok(()),
             Value::Bool(true) => {
@@ -535,7 +588,8 @@ impl<'a> Compiler<'a> {
                     if let Some(Value::Array(req)) = n.get("required") {
                         if req.len() == 1 {
                             let banned: Vec<String> = req.iter().filter_map(|v| v.as_str().map(String::from)).collect();
-                            let mut existing: Vec<Value> = map.get(FORBIDDEN).and_then(|v| v.as_array().cloned()).unwrap_or_default();
+                            let mut existing: Vec<Value> =
+                                map.get(FORBIDDEN).and_then(|v| v.as_array().cloned()).unwrap_or_default();
                             existing.extend(banned.into_iter().map(Value::String));
                             map.insert(FORBIDDEN.into(), Value::Array(existing));
                             return Ok(());
@@ -602,7 +656,6 @@ impl<'a> Compiler<'a> {
         }
         Ok(Expr::alt(alts))
     }
-
 }
 
 /// The JSON type of `v` (`integer` for numbers written as integers).
@@ -647,7 +700,10 @@ fn type_list(t: Option<&Value>) -> Vec<&'static str> {
 fn count(map: &Map<String, Value>, ptr: &str, k: &str) -> Result<Option<u32>, Error> {
     match map.get(k) {
         None => Ok(None),
-        Some(v) => v.as_u64().map(|x| Some(x.min(u32::MAX as u64) as u32)).ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
+        Some(v) => v
+            .as_u64()
+            .map(|x| Some(x.min(u32::MAX as u64) as u32))
+            .ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
     }
 }
 
@@ -661,4 +717,3 @@ fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests;
-

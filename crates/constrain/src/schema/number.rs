@@ -384,7 +384,14 @@ fn frac_part(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, max: Option<u
 /// Digit strings from position `i` on, still tied to the low / high bound or not. Returns
 /// the non-empty continuations and whether ending here is allowed. `max` caps the total
 /// number of fraction digits.
-fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: bool, th: bool, max: Option<usize>) -> (Expr, bool) {
+fn frac_rec(
+    lo: Option<(&[u8], bool)>,
+    hi: Option<(&[u8], bool)>,
+    i: usize,
+    tl: bool,
+    th: bool,
+    max: Option<usize>,
+) -> (Expr, bool) {
     let (ld, ls) = lo.unwrap_or((&[], false));
     let (hd, hs) = hi.unwrap_or((&[], false));
     let lo_rest_zero = ld.get(i..).is_none_or(|r| r.iter().all(|&d| d == 0));
@@ -408,7 +415,12 @@ fn frac_rec(lo: Option<(&[u8], bool)>, hi: Option<(&[u8], bool)>, i: usize, tl: 
         return match room {
             None => (Expr::seq([Expr::star(Expr::lit("0")), digit(1, 9), any_digits(0, None)]), false),
             // Within `r` digits: `j` zeros, a non-zero digit, then up to `r - j - 1` more.
-            Some(r) => (Expr::alt((0..r).map(|j| Expr::seq([Expr::Literal(vec![b'0'; j as usize]), digit(1, 9), any_digits(0, Some(r - j - 1))]))), false),
+            Some(r) => (
+                Expr::alt((0..r).map(|j| {
+                    Expr::seq([Expr::Literal(vec![b'0'; j as usize]), digit(1, 9), any_digits(0, Some(r - j - 1))])
+                })),
+                false,
+            ),
         };
     }
     if th && beyond_hi && !tl {
@@ -501,7 +513,11 @@ pub fn number_grid(lo: Option<&Bound>, hi: Option<&Bound>, max_frac: Option<usiz
     if lo.is_none() && hi.is_none() {
         return match max_frac {
             None => any_number(),
-            Some(_) => Expr::seq([Expr::opt(Expr::lit("-")), Expr::alt([Expr::lit("0"), Expr::seq([digit(1, 9), any_digits(0, None)])]), any_fraction(max_frac)]),
+            Some(_) => Expr::seq([
+                Expr::opt(Expr::lit("-")),
+                Expr::alt([Expr::lit("0"), Expr::seq([digit(1, 9), any_digits(0, None)])]),
+                any_fraction(max_frac),
+            ]),
         };
     }
     let zero = Dec { neg: false, int: vec![], frac: vec![] };
@@ -540,7 +556,11 @@ pub fn any_number() -> Expr {
         Expr::opt(Expr::lit("-")),
         Expr::alt([Expr::lit("0"), Expr::seq([digit(1, 9), any_digits(0, None)])]),
         Expr::opt(Expr::seq([Expr::lit("."), any_digits(1, None)])),
-        Expr::opt(Expr::seq([Expr::Bytes(vec![(b'E', b'E'), (b'e', b'e')]), Expr::opt(Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')])), any_digits(1, None)])),
+        Expr::opt(Expr::seq([
+            Expr::Bytes(vec![(b'E', b'E'), (b'e', b'e')]),
+            Expr::opt(Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')])),
+            any_digits(1, None),
+        ])),
     ])
 }
 
@@ -704,7 +724,8 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
     let base = b.fresh_name("multiple");
     let int_rules: Vec<RuleId> = (0..qn).map(|r| b.declare(&format!("{base}_i{r}"))).collect();
     // frac_rules[l - 1][r]: the fraction's digit `l` is next, remainder `r` so far.
-    let frac_rules: Vec<Vec<RuleId>> = (1..=s).map(|l| (0..qn).map(|r| b.declare(&format!("{base}_f{l}_{r}"))).collect()).collect();
+    let frac_rules: Vec<Vec<RuleId>> =
+        (1..=s).map(|l| (0..qn).map(|r| b.declare(&format!("{base}_f{l}_{r}"))).collect()).collect();
     let frac_start = |r: usize| -> Expr {
         match frac_rules.first().and_then(|f| f.get(r)) {
             Some(&id) => Expr::seq([Expr::lit("."), Expr::Ref(id)]),
@@ -712,7 +733,9 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
         }
     };
     for r in 0..qn {
-        let mut alts: Vec<Expr> = (0..=9u8).filter_map(|d| int_rules.get(next(r, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))).collect();
+        let mut alts: Vec<Expr> = (0..=9u8)
+            .filter_map(|d| int_rules.get(next(r, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)])))
+            .collect();
         if (r as u64 * p10[s]) % q == 0 {
             alts.push(Expr::Literal(vec![b'0'; zeros]));
         }
@@ -738,7 +761,9 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
     }
     // Zero (with its fractions when s > 0), or a leading non-zero digit.
     let zero = Expr::seq([Expr::lit("0"), Expr::alt([Expr::Empty, frac_start(0)])]);
-    let lead = Expr::alt((1..=9u8).filter_map(|d| int_rules.get(next(0, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))));
+    let lead = Expr::alt(
+        (1..=9u8).filter_map(|d| int_rules.get(next(0, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))),
+    );
     let magnitude = Expr::alt([zero, lead]);
     Some(match signs {
         Signs::NonNegative => magnitude,
@@ -775,7 +800,15 @@ mod tests {
 
     #[test]
     fn integer_ranges_are_exact() {
-        for (lo, hi) in [(Some(-15i64), Some(120i64)), (Some(0), None), (None, Some(-3)), (Some(7), Some(7)), (Some(10), Some(99)), (Some(-100), Some(-10)), (Some(1), Some(1000))] {
+        for (lo, hi) in [
+            (Some(-15i64), Some(120i64)),
+            (Some(0), None),
+            (None, Some(-3)),
+            (Some(7), Some(7)),
+            (Some(10), Some(99)),
+            (Some(-100), Some(-10)),
+            (Some(1), Some(1000)),
+        ] {
             let lod = lo.map(|v| dec(&v.to_string()));
             let hid = hi.map(|v| dec(&v.to_string()));
             let p = pda(int_range(lod.as_ref(), hid.as_ref()));
@@ -803,13 +836,37 @@ mod tests {
 
     #[test]
     fn number_ranges_are_exact() {
-        let cases = [("0", false, "1", false), ("0", true, "1", true), ("-1.5", false, "2.25", true), ("0.1", false, "0.15", false), ("-10", true, "-0.5", false), ("2", false, "", false), ("", false, "-0.01", true)];
+        let cases = [
+            ("0", false, "1", false),
+            ("0", true, "1", true),
+            ("-1.5", false, "2.25", true),
+            ("0.1", false, "0.15", false),
+            ("-10", true, "-0.5", false),
+            ("2", false, "", false),
+            ("", false, "-0.01", true),
+        ];
         let samples: Vec<String> = (-120..=120)
             .flat_map(|i| {
                 let x = i as f64 / 8.0;
                 vec![format!("{}", x), format!("{:.1}", x), format!("{:.3}", x)]
             })
-            .chain(["0.0", "0.15", "0.150", "0.1500001", "0.1", "2.25", "2.2500", "-0.5", "-0.50", "-0.01", "-0.010", "-0.0099"].map(String::from))
+            .chain(
+                [
+                    "0.0",
+                    "0.15",
+                    "0.150",
+                    "0.1500001",
+                    "0.1",
+                    "2.25",
+                    "2.2500",
+                    "-0.5",
+                    "-0.50",
+                    "-0.01",
+                    "-0.010",
+                    "-0.0099",
+                ]
+                .map(String::from),
+            )
             .collect();
         for (l, ls, h, hs) in cases {
             let lo = (!l.is_empty()).then(|| Bound { value: dec(l), strict: ls });
@@ -819,8 +876,10 @@ mod tests {
                 let x: f64 = s.parse().unwrap();
                 let lf: Option<f64> = lo.as_ref().map(|_| l.parse().unwrap());
                 let hf: Option<f64> = hi.as_ref().map(|_| h.parse().unwrap());
-                let inside = lf.is_none_or(|v| if ls { x > v } else { x >= v }) && hf.is_none_or(|v| if hs { x < v } else { x <= v });
-                let canonical = !s.starts_with("-0") || s.trim_start_matches("-0").trim_start_matches('.').chars().any(|c| c != '0');
+                let inside = lf.is_none_or(|v| if ls { x > v } else { x >= v })
+                    && hf.is_none_or(|v| if hs { x < v } else { x <= v });
+                let canonical = !s.starts_with("-0")
+                    || s.trim_start_matches("-0").trim_start_matches('.').chars().any(|c| c != '0');
                 if canonical {
                     assert_eq!(p.matches(s.as_bytes()), inside, "{s} in {l}({ls})..{h}({hs})");
                 } else {
@@ -893,7 +952,7 @@ mod tests {
         for i in -60i64..=60 {
             out.push(i.to_string());
             for f in ["5", "25", "01", "0001", "5001", "0", "50", "99"] {
-                out.push(format!("{}{}.{f}", if i < 0 || false { "-" } else { "" }, i.unsigned_abs()));
+                out.push(format!("{}{}.{f}", if i < 0 { "-" } else { "" }, i.unsigned_abs()));
                 if i == 0 {
                     out.push(format!("-0.{f}"));
                 }
@@ -909,7 +968,24 @@ mod tests {
                 }
             }
         }
-        out.extend(["1e2", "1E2", "-1e-2", "1.0e1", "00", "-0", "1.", ".5", "1.500", "100000000000000000000", "200000000000000000000", "150000000000000000000", "100000000000000000000.0"].map(String::from));
+        out.extend(
+            [
+                "1e2",
+                "1E2",
+                "-1e-2",
+                "1.0e1",
+                "00",
+                "-0",
+                "1.",
+                ".5",
+                "1.500",
+                "100000000000000000000",
+                "200000000000000000000",
+                "150000000000000000000",
+                "100000000000000000000.0",
+            ]
+            .map(String::from),
+        );
         out.sort();
         out.dedup();
         out
@@ -934,9 +1010,17 @@ mod tests {
     /// Compiles a schema from text (so numbers keep their digits) and checks every candidate
     /// against the oracle: nothing outside the set is accepted, and every canonical spelling
     /// (`Dec::to_text`) inside it is.
-    fn check_exact(schema: &str, lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, m: Option<&str>, integer: bool, extra: &[&str]) {
+    fn check_exact(
+        schema: &str,
+        lo: Option<(&str, bool)>,
+        hi: Option<(&str, bool)>,
+        m: Option<&str>,
+        integer: bool,
+        extra: &[&str],
+    ) {
         let value: serde_json::Value = serde_json::from_str(schema).unwrap();
-        let g = crate::schema::compile(&value, &crate::schema::Options::default()).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        let g = crate::schema::compile(&value, &crate::schema::Options::default())
+            .unwrap_or_else(|e| panic!("{schema}: {e}"));
         let p = Pda::build(&g, &Limits::default()).unwrap();
         let mut around: Vec<&str> = extra.to_vec();
         around.extend(lo.map(|l| l.0));
@@ -959,43 +1043,177 @@ mod tests {
 
     #[test]
     fn big_integers_and_decimals_are_exact() {
-        check_exact(r#"{"type": "integer", "minimum": 18446744073709551616, "maximum": 18446744073709551716}"#, Some(("18446744073709551616", false)), Some(("18446744073709551716", false)), None, true, &[]);
-        check_exact(r#"{"type": "integer", "maximum": -9223372036854775809, "exclusiveMinimum": -9223372036854775909}"#, Some(("-9223372036854775909", true)), Some(("-9223372036854775809", false)), None, true, &[]);
-        check_exact(r#"{"type": "number", "exclusiveMaximum": 972783798187987123879878123.18878137}"#, None, Some(("972783798187987123879878123.18878137", true)), None, false, &["972783798187987123879878123.188781371", "972783798187987123879878123.18878136"]);
-        check_exact(r#"{"type": "number", "minimum": 0.1000000000000000055511151231257827}"#, Some(("0.1000000000000000055511151231257827", false)), None, None, false, &["0.1", "0.10000000000000000555111512312578271"]);
+        check_exact(
+            r#"{"type": "integer", "minimum": 18446744073709551616, "maximum": 18446744073709551716}"#,
+            Some(("18446744073709551616", false)),
+            Some(("18446744073709551716", false)),
+            None,
+            true,
+            &[],
+        );
+        check_exact(
+            r#"{"type": "integer", "maximum": -9223372036854775809, "exclusiveMinimum": -9223372036854775909}"#,
+            Some(("-9223372036854775909", true)),
+            Some(("-9223372036854775809", false)),
+            None,
+            true,
+            &[],
+        );
+        check_exact(
+            r#"{"type": "number", "exclusiveMaximum": 972783798187987123879878123.18878137}"#,
+            None,
+            Some(("972783798187987123879878123.18878137", true)),
+            None,
+            false,
+            &["972783798187987123879878123.188781371", "972783798187987123879878123.18878136"],
+        );
+        check_exact(
+            r#"{"type": "number", "minimum": 0.1000000000000000055511151231257827}"#,
+            Some(("0.1000000000000000055511151231257827", false)),
+            None,
+            None,
+            false,
+            &["0.1", "0.10000000000000000555111512312578271"],
+        );
     }
 
     #[test]
     fn multiple_of_is_exact() {
         check_exact(r#"{"type": "integer", "multipleOf": 1e20}"#, None, None, Some("100000000000000000000"), true, &[]);
-        check_exact(r#"{"type": "integer", "multipleOf": 1e20, "minimum": -3e20, "exclusiveMaximum": 2e20}"#, Some(("-300000000000000000000", false)), Some(("200000000000000000000", true)), Some("100000000000000000000"), true, &[]);
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 1e20, "minimum": -3e20, "exclusiveMaximum": 2e20}"#,
+            Some(("-300000000000000000000", false)),
+            Some(("200000000000000000000", true)),
+            Some("100000000000000000000"),
+            true,
+            &[],
+        );
         check_exact(r#"{"multipleOf": 0.01}"#, None, None, Some("0.01"), false, &["1.23", "1.235"]);
-        check_exact(r#"{"type": "number", "multipleOf": 0.01, "minimum": -1.5, "exclusiveMaximum": 2.345}"#, Some(("-1.5", false)), Some(("2.345", true)), Some("0.01"), false, &["2.34", "2.35", "-1.49", "-1.51"]);
-        check_exact(r#"{"type": "number", "multipleOf": 0.0001}"#, None, None, Some("0.0001"), false, &["0.00751", "0.0075"]);
-        check_exact(r#"{"type": "number", "multipleOf": 0.0001, "minimum": 0, "maximum": 1}"#, Some(("0", false)), Some(("1", false)), Some("0.0001"), false, &["0.00751", "0.0075", "0.99999"]);
-        check_exact(r#"{"type": "number", "multipleOf": 1.5, "minimum": -10, "maximum": 100}"#, Some(("-10", false)), Some(("100", false)), Some("1.5"), false, &["4.5", "35", "7.5", "99"]);
-        check_exact(r#"{"type": "integer", "multipleOf": 1.5, "minimum": -10, "maximum": 100}"#, Some(("-10", false)), Some(("100", false)), Some("1.5"), true, &["4.5", "6", "9"]);
-        check_exact(r#"{"type": "integer", "multipleOf": 7, "minimum": 100000000000000000000, "maximum": 100000000000000000500}"#, Some(("100000000000000000000", false)), Some(("100000000000000000500", false)), Some("7"), true, &["100000000000000000002", "100000000000000000009"]);
+        check_exact(
+            r#"{"type": "number", "multipleOf": 0.01, "minimum": -1.5, "exclusiveMaximum": 2.345}"#,
+            Some(("-1.5", false)),
+            Some(("2.345", true)),
+            Some("0.01"),
+            false,
+            &["2.34", "2.35", "-1.49", "-1.51"],
+        );
+        check_exact(
+            r#"{"type": "number", "multipleOf": 0.0001}"#,
+            None,
+            None,
+            Some("0.0001"),
+            false,
+            &["0.00751", "0.0075"],
+        );
+        check_exact(
+            r#"{"type": "number", "multipleOf": 0.0001, "minimum": 0, "maximum": 1}"#,
+            Some(("0", false)),
+            Some(("1", false)),
+            Some("0.0001"),
+            false,
+            &["0.00751", "0.0075", "0.99999"],
+        );
+        check_exact(
+            r#"{"type": "number", "multipleOf": 1.5, "minimum": -10, "maximum": 100}"#,
+            Some(("-10", false)),
+            Some(("100", false)),
+            Some("1.5"),
+            false,
+            &["4.5", "35", "7.5", "99"],
+        );
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 1.5, "minimum": -10, "maximum": 100}"#,
+            Some(("-10", false)),
+            Some(("100", false)),
+            Some("1.5"),
+            true,
+            &["4.5", "6", "9"],
+        );
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 7, "minimum": 100000000000000000000, "maximum": 100000000000000000500}"#,
+            Some(("100000000000000000000", false)),
+            Some(("100000000000000000500", false)),
+            Some("7"),
+            true,
+            &["100000000000000000002", "100000000000000000009"],
+        );
         check_exact(r#"{"type": "integer", "multipleOf": 2}"#, None, None, Some("2"), true, &[]);
     }
 
     #[test]
     fn remainder_automata_are_exact() {
         check_exact(r#"{"type": "integer", "multipleOf": 7}"#, None, None, Some("7"), true, &["700", "-7007", "1001"]);
-        check_exact(r#"{"type": "integer", "multipleOf": 3, "minimum": 0}"#, Some(("0", false)), None, Some("3"), true, &["123456789", "-3"]);
-        check_exact(r#"{"type": "integer", "multipleOf": 12, "exclusiveMaximum": 0.5}"#, None, Some(("0.5", true)), Some("12"), true, &["-144", "-1200", "12"]);
-        check_exact(r#"{"type": "integer", "multipleOf": 300}"#, None, None, Some("300"), true, &["900", "-1200", "1000"]);
-        check_exact(r#"{"type": "number", "multipleOf": 1.5}"#, None, None, Some("1.5"), false, &["4.5", "35", "-7.5", "1.05"]);
-        check_exact(r#"{"type": "number", "multipleOf": 0.25, "minimum": 0}"#, Some(("0", false)), None, Some("0.25"), false, &["12.75", "0.125", "-0.25"]);
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 3, "minimum": 0}"#,
+            Some(("0", false)),
+            None,
+            Some("3"),
+            true,
+            &["123456789", "-3"],
+        );
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 12, "exclusiveMaximum": 0.5}"#,
+            None,
+            Some(("0.5", true)),
+            Some("12"),
+            true,
+            &["-144", "-1200", "12"],
+        );
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 300}"#,
+            None,
+            None,
+            Some("300"),
+            true,
+            &["900", "-1200", "1000"],
+        );
+        check_exact(
+            r#"{"type": "number", "multipleOf": 1.5}"#,
+            None,
+            None,
+            Some("1.5"),
+            false,
+            &["4.5", "35", "-7.5", "1.05"],
+        );
+        check_exact(
+            r#"{"type": "number", "multipleOf": 0.25, "minimum": 0}"#,
+            Some(("0", false)),
+            None,
+            Some("0.25"),
+            false,
+            &["12.75", "0.125", "-0.25"],
+        );
         // Found by the property test: `0.25` is not at most 0.
-        check_exact(r#"{"type": "number", "maximum": 0, "multipleOf": 0.25}"#, None, Some(("0", false)), Some("0.25"), false, &["0.25", "-0.25", "-12.75"]);
-        check_exact(r#"{"type": "number", "multipleOf": 0.07}"#, None, None, Some("0.07"), false, &["0.21", "1.4", "-0.7", "0.2"]);
-        check_exact(r#"{"type": "integer", "multipleOf": 0.0123}"#, None, None, Some("0.0123"), true, &["123", "-246", "1230"]);
+        check_exact(
+            r#"{"type": "number", "maximum": 0, "multipleOf": 0.25}"#,
+            None,
+            Some(("0", false)),
+            Some("0.25"),
+            false,
+            &["0.25", "-0.25", "-12.75"],
+        );
+        check_exact(
+            r#"{"type": "number", "multipleOf": 0.07}"#,
+            None,
+            None,
+            Some("0.07"),
+            false,
+            &["0.21", "1.4", "-0.7", "0.2"],
+        );
+        check_exact(
+            r#"{"type": "integer", "multipleOf": 0.0123}"#,
+            None,
+            None,
+            Some("0.0123"),
+            true,
+            &["123", "-246", "1230"],
+        );
     }
 
     #[test]
     fn unbounded_moduli_are_refused_not_dropped() {
-        let compile = |s: &str| crate::schema::compile(&serde_json::from_str(s).unwrap(), &crate::schema::Options::default());
+        let compile =
+            |s: &str| crate::schema::compile(&serde_json::from_str(s).unwrap(), &crate::schema::Options::default());
         for s in [
             r#"{"type": "integer", "multipleOf": 1234567}"#,
             r#"{"type": "integer", "multipleOf": 7, "minimum": 5}"#,

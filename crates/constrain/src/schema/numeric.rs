@@ -24,8 +24,10 @@ impl<'a> Compiler<'a> {
     /// A `number` (or, with `integer`, an `integer`) schema's expression under its bounds
     /// and `multipleOf`.
     pub(super) fn compile_number(&mut self, map: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, Error> {
-        let lo = tighter(self.bound(map, ptr, "minimum", false)?, self.bound(map, ptr, "exclusiveMinimum", true)?, true);
-        let hi = tighter(self.bound(map, ptr, "maximum", false)?, self.bound(map, ptr, "exclusiveMaximum", true)?, false);
+        let lo =
+            tighter(self.bound(map, ptr, "minimum", false)?, self.bound(map, ptr, "exclusiveMinimum", true)?, true);
+        let hi =
+            tighter(self.bound(map, ptr, "maximum", false)?, self.bound(map, ptr, "exclusiveMaximum", true)?, false);
         let multiple = match map.get("multipleOf") {
             None => None,
             Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
@@ -53,7 +55,13 @@ impl<'a> Compiler<'a> {
     }
 
     /// An integer between `lo` and `hi` and a multiple of `step` (of 1 when `None`).
-    fn compile_integer(&mut self, ptr: &str, lo: Option<Bound>, hi: Option<Bound>, step: Option<number::Step>) -> Result<Expr, Error> {
+    fn compile_integer(
+        &mut self,
+        ptr: &str,
+        lo: Option<Bound>,
+        hi: Option<Bound>,
+        step: Option<number::Step>,
+    ) -> Result<Expr, Error> {
         let step = step.map(|s| s.for_integers()).unwrap_or(number::Step { q: vec![1], t: 0 });
         let zeros = usize::try_from(step.t).unwrap_or(usize::MAX);
         // Bounds on y = x / 10^t, rounded inwards to integers.
@@ -76,7 +84,9 @@ impl<'a> Compiler<'a> {
             }
         }
         let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
-            (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| ys.into_iter().map(|y| Expr::lit(&Dec::from_i128(y).shift(step.t).to_text())).collect::<Vec<_>>()),
+            (Some(a), Some(b), Some(q)) => list_multiples(a, b, q as i128).map(|ys| {
+                ys.into_iter().map(|y| Expr::lit(&Dec::from_i128(y).shift(step.t).to_text())).collect::<Vec<_>>()
+            }),
             _ => None,
         };
         if let Some(alts) = listed {
@@ -96,7 +106,13 @@ impl<'a> Compiler<'a> {
     }
 
     /// A number between `lo` and `hi` and a multiple of the fractional `step`.
-    fn compile_fraction_multiples(&mut self, ptr: &str, lo: Option<Bound>, hi: Option<Bound>, step: number::Step) -> Result<Expr, Error> {
+    fn compile_fraction_multiples(
+        &mut self,
+        ptr: &str,
+        lo: Option<Bound>,
+        hi: Option<Bound>,
+        step: number::Step,
+    ) -> Result<Expr, Error> {
         // A fractional step q · 10^-s: at most s fraction digits, and x · 10^s a multiple of q.
         let s = usize::try_from(-step.t).unwrap_or(usize::MAX);
         if s > MAX_STEP_ZEROS {

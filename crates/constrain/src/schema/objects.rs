@@ -126,8 +126,18 @@ impl<'m> ObjectKeywords<'m> {
             Some(a) => Cow::Borrowed(a),
             None => Cow::Owned(Value::Bool(!strict)),
         };
-        let additional_key = if map.contains_key("additionalProperties") { "additionalProperties" } else { "unevaluatedProperties" };
-        Ok(ObjectKeywords { dependent, key_schema, properties, patterns, required, forbidden, additional, additional_key })
+        let additional_key =
+            if map.contains_key("additionalProperties") { "additionalProperties" } else { "unevaluatedProperties" };
+        Ok(ObjectKeywords {
+            dependent,
+            key_schema,
+            properties,
+            patterns,
+            required,
+            forbidden,
+            additional,
+            additional_key,
+        })
     }
 
     /// The positions in [`ObjectKeywords::patterns`] of the patterns `name` matches.
@@ -154,7 +164,8 @@ fn dependent_required(map: &Map<String, Value>, ptr: &str) -> Result<Vec<Depende
             let Value::Array(needs) = needs else {
                 return Err(Error::new(ptr, "dependentRequired", "dependentRequired values must be arrays of names"));
             };
-            let needs: Vec<String> = needs.iter().filter_map(|x| x.as_str().map(String::from)).filter(|x| x != name).collect();
+            let needs: Vec<String> =
+                needs.iter().filter_map(|x| x.as_str().map(String::from)).filter(|x| x != name).collect();
             if !needs.is_empty() {
                 dependent.push(Dependency { name: name.clone(), needs });
             }
@@ -183,7 +194,10 @@ impl<'a> Compiler<'a> {
             return Ok(Expr::Nothing);
         };
         let free = self.free_members(&kw, &names, ptr)?;
-        let counts = PropertyCounts { min: count(map, ptr, "minProperties")?.unwrap_or(0), max: count(map, ptr, "maxProperties")? };
+        let counts = PropertyCounts {
+            min: count(map, ptr, "minProperties")?.unwrap_or(0),
+            max: count(map, ptr, "maxProperties")?,
+        };
         if counts.max.is_some_and(|m| m < counts.min) {
             // No object has between min and max properties.
             return Ok(Expr::Nothing);
@@ -214,11 +228,18 @@ impl<'a> Compiler<'a> {
             Some(v) => Some(v),
         };
         if key_schema.is_some() {
-            let names_any = ["properties", "patternProperties", "required", "dependentRequired", FORBIDDEN]
-                .iter()
-                .any(|k| map.get(*k).is_some_and(|v| v.as_object().is_none_or(|o| !o.is_empty()) && v.as_array().is_none_or(|a| !a.is_empty())));
+            let names_any =
+                ["properties", "patternProperties", "required", "dependentRequired", FORBIDDEN].iter().any(|k| {
+                    map.get(*k).is_some_and(|v| {
+                        v.as_object().is_none_or(|o| !o.is_empty()) && v.as_array().is_none_or(|a| !a.is_empty())
+                    })
+                });
             if names_any {
-                self.unsupported(ptr, "propertyNames", "propertyNames is compiled only for objects that name no property")?;
+                self.unsupported(
+                    ptr,
+                    "propertyNames",
+                    "propertyNames is compiled only for objects that name no property",
+                )?;
             }
         }
         Ok(key_schema)
@@ -239,12 +260,20 @@ impl<'a> Compiler<'a> {
                     names.push(n.clone());
                 }
                 if !kw.matching(n, ptr)?.is_empty() {
-                    self.unsupported(ptr, "dependentRequired", &format!("property {n:?} of dependentRequired matches a patternProperties pattern"))?;
+                    self.unsupported(
+                        ptr,
+                        "dependentRequired",
+                        &format!("property {n:?} of dependentRequired matches a patternProperties pattern"),
+                    )?;
                 }
             }
         }
         if !kw.dependent.is_empty() && names.len() > ANY_ORDER_MAX {
-            self.unsupported(ptr, "dependentRequired", &format!("dependentRequired is compiled only for objects of at most {ANY_ORDER_MAX} named properties"))?;
+            self.unsupported(
+                ptr,
+                "dependentRequired",
+                &format!("dependentRequired is compiled only for objects of at most {ANY_ORDER_MAX} named properties"),
+            )?;
         }
         Ok(names)
     }
@@ -253,7 +282,12 @@ impl<'a> Compiler<'a> {
     /// it matches, or the additional-properties schema). Names that must be absent or whose
     /// value matches nothing are left out; `None` when such a name is required (no object
     /// matches).
-    fn named_members(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Option<Vec<Member>>, Error> {
+    fn named_members(
+        &mut self,
+        kw: &ObjectKeywords,
+        names: &[String],
+        ptr: &str,
+    ) -> Result<Option<Vec<Member>>, Error> {
         let mut named: Vec<Member> = Vec::new();
         for name in names {
             let is_req = kw.required.contains(name);
@@ -290,7 +324,11 @@ impl<'a> Compiler<'a> {
         }
         for f in &kw.forbidden {
             if !kw.matching(f, ptr)?.is_empty() {
-                self.unsupported(ptr, "patternProperties", &format!("property {f:?} must be absent but matches a patternProperties pattern"))?;
+                self.unsupported(
+                    ptr,
+                    "patternProperties",
+                    &format!("property {f:?} must be absent but matches a patternProperties pattern"),
+                )?;
             }
         }
         Ok(Some(named))
@@ -316,24 +354,40 @@ impl<'a> Compiler<'a> {
         };
         let same_schema = kw.patterns.iter().all(|p| p.schema == first.schema);
         if kw.patterns.len() > 1 && !same_schema {
-            self.unsupported(ptr, "patternProperties", "several patternProperties with different schemas cannot be compiled exactly")?;
+            self.unsupported(
+                ptr,
+                "patternProperties",
+                "several patternProperties with different schemas cannot be compiled exactly",
+            )?;
         }
         let mut key_alts = Vec::new();
         for p in &kw.patterns {
-            let e = to_expr(p.pattern, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))?;
+            let e = to_expr(p.pattern, &RegexOptions::json_schema())
+                .map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))?;
             key_alts.push(e);
         }
         // Named keys must not be produced by a pattern route unless their value schema is
         // exactly the pattern's.
         for name in names {
             let pats = kw.matching(name, ptr)?;
-            if !pats.is_empty() && kw.properties.get(name).is_some_and(|s| s != kw.patterns[pats[0]].schema && *s != Value::Bool(true) && !s.as_object().is_some_and(|o| o.is_empty())) {
-                self.unsupported(ptr, "patternProperties", &format!("property {name:?} also matches a patternProperties pattern"))?;
+            if !pats.is_empty()
+                && kw.properties.get(name).is_some_and(|s| {
+                    s != kw.patterns[pats[0]].schema
+                        && *s != Value::Bool(true)
+                        && !s.as_object().is_some_and(|o| o.is_empty())
+                })
+            {
+                self.unsupported(
+                    ptr,
+                    "patternProperties",
+                    &format!("property {name:?} also matches a patternProperties pattern"),
+                )?;
             }
         }
         let key = Expr::seq([Expr::lit("\""), json::escape_expr(&Expr::alt(key_alts)), Expr::lit("\"")]);
         let key = self.rule("pattern_key", key);
-        let value = self.compile_value(first.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(first.pattern)))?;
+        let value =
+            self.compile_value(first.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(first.pattern)))?;
         Ok((value != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
     }
 
@@ -348,7 +402,8 @@ impl<'a> Compiler<'a> {
         let mut excluded: Vec<String> = names.to_vec();
         excluded.extend(kw.forbidden.iter().cloned());
         let key = if let (Some(ks), true) = (kw.key_schema, excluded.is_empty()) {
-            let ks = self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
+            let ks =
+                self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
             self.compile_value(&ks, &format!("{ptr}/propertyNames"))?
         } else if excluded.is_empty() {
             self.shared_rule(SharedRule::String)
@@ -359,7 +414,14 @@ impl<'a> Compiler<'a> {
     }
 
     /// Lays out the named and free members between the braces, under the property counts.
-    fn object_members(&mut self, kw: &ObjectKeywords, named: &[Member], free: Expr, counts: PropertyCounts, ptr: &str) -> Result<Members, Error> {
+    fn object_members(
+        &mut self,
+        kw: &ObjectKeywords,
+        named: &[Member],
+        free: Expr,
+        counts: PropertyCounts,
+        ptr: &str,
+    ) -> Result<Members, Error> {
         if named.is_empty() {
             return self.free_only_members(free, counts, ptr);
         }
@@ -368,11 +430,19 @@ impl<'a> Compiler<'a> {
         let n_required = named.iter().filter(|m| m.required).count() as u32;
         let n_named = named.len() as u32;
         if counts.min > n_required.max(1) {
-            self.unsupported(ptr, "minProperties", "minProperties above the number of required properties cannot be compiled")?;
+            self.unsupported(
+                ptr,
+                "minProperties",
+                "minProperties above the number of required properties cannot be compiled",
+            )?;
         }
         if let Some(m) = counts.max {
             if has_free || m < n_named {
-                self.unsupported(ptr, "maxProperties", "maxProperties below the number of possible properties cannot be compiled")?;
+                self.unsupported(
+                    ptr,
+                    "maxProperties",
+                    "maxProperties below the number of possible properties cannot be compiled",
+                )?;
             }
         }
         let first_required = named.iter().any(|m| m.required);
@@ -400,11 +470,18 @@ impl<'a> Compiler<'a> {
             return Ok(Members::Body { body: None, may_be_empty: true });
         }
         if counts.min > 1 {
-            self.unsupported(ptr, "minProperties", "minProperties above 1 over free-form keys cannot be enforced (keys could repeat)")?;
+            self.unsupported(
+                ptr,
+                "minProperties",
+                "minProperties above 1 over free-form keys cannot be enforced (keys could repeat)",
+            )?;
         }
         let lo = counts.min.max(1);
         let sep = self.sep();
-        let body = Expr::seq([free.clone(), Expr::repeat(Expr::seq([sep, free]), lo - 1, counts.max.map(|m| m.saturating_sub(1)))]);
+        let body = Expr::seq([
+            free.clone(),
+            Expr::repeat(Expr::seq([sep, free]), lo - 1, counts.max.map(|m| m.saturating_sub(1))),
+        ]);
         if counts.max == Some(0) {
             return Ok(Members::Done(Expr::seq([Expr::lit("{"), self.ws.clone(), Expr::lit("}")])));
         }
@@ -446,7 +523,9 @@ impl<'a> Compiler<'a> {
     fn any_order(&mut self, named: &[Member], deps: &[DependencyBits], free: &Expr, free_tail: &Expr) -> Expr {
         let n = named.len();
         let required: usize = named.iter().enumerate().filter(|(_, m)| m.required).map(|(i, _)| 1 << i).sum();
-        let may_end = |mask: usize| mask & required == required && deps.iter().all(|d| mask & d.member == 0 || mask & d.needs == d.needs);
+        let may_end = |mask: usize| {
+            mask & required == required && deps.iter().all(|d| mask & d.member == 0 || mask & d.needs == d.needs)
+        };
         let full = (1usize << n) - 1;
         let sep = self.sep();
         let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
@@ -462,7 +541,8 @@ impl<'a> Compiler<'a> {
             }
             after[mask] = self.rule("members", Expr::alt(alts));
         }
-        let mut alts: Vec<Expr> = named.iter().enumerate().map(|(k, m)| Expr::seq([m.expr.clone(), after[1 << k].clone()])).collect();
+        let mut alts: Vec<Expr> =
+            named.iter().enumerate().map(|(k, m)| Expr::seq([m.expr.clone(), after[1 << k].clone()])).collect();
         if required == 0 && *free != Expr::Nothing {
             alts.push(Expr::seq([free.clone(), free_tail.clone()]));
         }
@@ -488,7 +568,8 @@ impl<'a> Compiler<'a> {
         }
         // All optional: the first present member, then any of the later ones.
         if n <= 3 {
-            let tail = |k: usize| Expr::seq(named[k..].iter().map(|m| Expr::opt(Expr::seq([sep.clone(), m.expr.clone()]))));
+            let tail =
+                |k: usize| Expr::seq(named[k..].iter().map(|m| Expr::opt(Expr::seq([sep.clone(), m.expr.clone()]))));
             return Expr::alt((0..n).map(|j| Expr::seq([named[j].expr.clone(), tail(j + 1)])));
         }
         // Long lists: a chain of rules `rest_k ::= ("," member_k)? rest_{k+1}` keeps the
@@ -513,7 +594,10 @@ fn dependency_bits(named: &[Member], dependent: &[Dependency]) -> Vec<Dependency
         .filter_map(|Dependency { name, needs }| {
             let member = bit(name)?;
             let need = needs.iter().map(|n| bit(n).unwrap_or(member)).fold(0, |x, y| x | y);
-            Some(DependencyBits { member, needs: need | if needs.iter().any(|n| bit(n).is_none()) { usize::MAX } else { 0 } })
+            Some(DependencyBits {
+                member,
+                needs: need | if needs.iter().any(|n| bit(n).is_none()) { usize::MAX } else { 0 },
+            })
         })
         .collect()
 }

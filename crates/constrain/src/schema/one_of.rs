@@ -12,7 +12,13 @@ impl<'a> Compiler<'a> {
     /// `anyOf` or `oneOf` (`key`) of `branches`: an alternation of the branches, each merged
     /// with the sibling keywords of `map`. A `oneOf` must have provably disjoint branches
     /// ([`Compiler::check_disjoint`], which may forbid properties per branch) unless lenient.
-    pub(super) fn compile_alternatives(&mut self, map: &Map<String, Value>, key: &str, branches: &Value, ptr: &str) -> Result<Expr, Error> {
+    pub(super) fn compile_alternatives(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        branches: &Value,
+        ptr: &str,
+    ) -> Result<Expr, Error> {
         let Value::Array(branches) = branches else {
             return Err(Error::new(ptr, key, format!("{key} must be an array")));
         };
@@ -49,7 +55,12 @@ impl<'a> Compiler<'a> {
     /// branch, the properties the other branch requires and it does not (a subset of the
     /// branch: instances with both sets of properties are rejected). Returns the properties to
     /// forbid per branch.
-    pub(super) fn check_disjoint(&self, branches: &[Value], rest: &Map<String, Value>, ptr: &str) -> Result<Vec<Vec<String>>, Error> {
+    pub(super) fn check_disjoint(
+        &self,
+        branches: &[Value],
+        rest: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<Vec<Vec<String>>, Error> {
         let infos: Vec<BranchInfo> = branches.iter().map(|b| self.branch_info(b, rest, 0)).collect();
         let mut forbidden: Vec<Vec<String>> = vec![vec![]; branches.len()];
         for i in 0..infos.len() {
@@ -58,8 +69,10 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 let objects_only = |x: &BranchInfo| x.types.as_ref().is_some_and(|t| t.iter().all(|t| t == "object"));
-                let only_i: Vec<String> = infos[i].required.iter().filter(|r| !infos[j].required.contains(r)).cloned().collect();
-                let only_j: Vec<String> = infos[j].required.iter().filter(|r| !infos[i].required.contains(r)).cloned().collect();
+                let only_i: Vec<String> =
+                    infos[i].required.iter().filter(|r| !infos[j].required.contains(r)).cloned().collect();
+                let only_j: Vec<String> =
+                    infos[j].required.iter().filter(|r| !infos[i].required.contains(r)).cloned().collect();
                 if (objects_only(&infos[i]) || objects_only(&infos[j])) && !only_i.is_empty() && !only_j.is_empty() {
                     for k in only_j {
                         if !forbidden[i].contains(&k) {
@@ -193,7 +206,9 @@ impl BranchInfo {
     /// Whether no instance can match both branches (`false` when not provable).
     fn disjoint(&self, other: &BranchInfo) -> bool {
         if let (Some(a), Some(b)) = (&self.types, &other.types) {
-            let overlap = a.iter().any(|x| b.iter().any(|y| x == y || (x == "integer" && y == "number") || (x == "number" && y == "integer")));
+            let overlap = a.iter().any(|x| {
+                b.iter().any(|y| x == y || (x == "integer" && y == "number") || (x == "number" && y == "integer"))
+            });
             if !overlap {
                 return true;
             }
@@ -220,7 +235,10 @@ impl BranchInfo {
         // disjoint value sets.
         for (k, va) in &self.consts {
             for (k2, vb) in &other.consts {
-                if k == k2 && (self.required.contains(k) || other.required.contains(k)) && !va.iter().any(|x| vb.contains(x)) {
+                if k == k2
+                    && (self.required.contains(k) || other.required.contains(k))
+                    && !va.iter().any(|x| vb.contains(x))
+                {
                     // The property must be present in at least one branch; where absent in the
                     // other, that branch's instances lack it... only disjoint when both require.
                     if self.required.contains(k) && other.required.contains(k) {

@@ -47,7 +47,8 @@ impl<'a> Compiler<'a> {
         }
         let base = match ptr.rsplit('/').next() {
             Some(s) if !s.is_empty() => {
-                let clean: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
+                let clean: String =
+                    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect();
                 format!("def_{clean}")
             }
             _ => "root".to_string(),

@@ -14,11 +14,18 @@ impl<'a> Compiler<'a> {
     pub(super) fn compile_string(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
         let min = match map.get("minLength") {
             None => 0,
-            Some(v) => v.as_u64().map(|x| x.min(u32::MAX as u64) as u32).ok_or_else(|| Error::new(ptr, "minLength", "minLength must be a non-negative integer"))?,
+            Some(v) => v
+                .as_u64()
+                .map(|x| x.min(u32::MAX as u64) as u32)
+                .ok_or_else(|| Error::new(ptr, "minLength", "minLength must be a non-negative integer"))?,
         };
         let max = match map.get("maxLength") {
             None => None,
-            Some(v) => Some(v.as_u64().map(|x| x.min(u32::MAX as u64) as u32).ok_or_else(|| Error::new(ptr, "maxLength", "maxLength must be a non-negative integer"))?),
+            Some(v) => Some(
+                v.as_u64()
+                    .map(|x| x.min(u32::MAX as u64) as u32)
+                    .ok_or_else(|| Error::new(ptr, "maxLength", "maxLength must be a non-negative integer"))?,
+            ),
         };
         let pattern = match map.get("pattern") {
             None => None,
@@ -41,11 +48,13 @@ impl<'a> Compiler<'a> {
         let content: Option<(Expr, &str)> = match (pattern, fmt) {
             (Some(p), Some((f, _))) => {
                 self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
-                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
+                let e =
+                    to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
                 Some((e, "pattern"))
             }
             (Some(p), None) => {
-                let e = to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
+                let e =
+                    to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
                 Some((e, "pattern"))
             }
             (None, Some((_, e))) => Some((e, "format")),
@@ -69,7 +78,11 @@ impl<'a> Compiler<'a> {
                     match constrain_length(&e, min, max).or_else(|| constrain_length(&whole_match()?, min, max)) {
                         Some(e) => e,
                         None => {
-                            self.unsupported(ptr, keyword, &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"))?;
+                            self.unsupported(
+                                ptr,
+                                keyword,
+                                &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"),
+                            )?;
                             e
                         }
                     }
@@ -289,7 +302,9 @@ fn char_len(e: &Expr) -> (u64, Option<u64>) {
             (n, Some(n))
         }
         Expr::Chars(_) | Expr::Bytes(_) => (1, Some(1)),
-        Expr::Seq(v) => v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| (a + c, b.zip(d).map(|(x, y)| x + y))),
+        Expr::Seq(v) => {
+            v.iter().map(char_len).fold((0, Some(0)), |(a, b), (c, d)| (a + c, b.zip(d).map(|(x, y)| x + y)))
+        }
         Expr::Alt(v) => {
             let mut lo = u64::MAX;
             let mut hi = Some(0);

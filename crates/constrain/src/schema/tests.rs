@@ -42,7 +42,11 @@ fn types_and_type_arrays() {
 
 #[test]
 fn enum_and_const() {
-    check(json!({"enum": ["a", 1, null, {"k": [true]}]}), &["\"a\"", "1", "null", "{\"k\": [true]}"], &["\"b\"", "2", "{\"k\": []}"]);
+    check(
+        json!({"enum": ["a", 1, null, {"k": [true]}]}),
+        &["\"a\"", "1", "null", "{\"k\": [true]}"],
+        &["\"b\"", "2", "{\"k\": []}"],
+    );
     check(json!({"const": "x\"y"}), &["\"x\\\"y\""], &["\"xy\""]);
     // Values that fail sibling keywords are dropped.
     check(json!({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}), &["\"a\""], &["1", "\"bb\""]);
@@ -59,13 +63,24 @@ fn enum_and_const() {
 
 #[test]
 fn objects_properties_required_additional() {
-    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["b"]});
-    check(s, &["{\"b\": \"x\"}", "{\"a\": 1, \"b\": \"x\"}", "{\"a\": 1, \"b\": \"x\", \"c\": [1]}", "{\"b\":\"x\",\"zz\":null}"], &["{}", "{\"a\": 1}", "{\"a\": \"1\", \"b\": \"x\"}", "{\"b\": \"x\", \"a\": \"no\"}"]);
+    let s =
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["b"]});
+    check(
+        s,
+        &[
+            "{\"b\": \"x\"}",
+            "{\"a\": 1, \"b\": \"x\"}",
+            "{\"a\": 1, \"b\": \"x\", \"c\": [1]}",
+            "{\"b\":\"x\",\"zz\":null}",
+        ],
+        &["{}", "{\"a\": 1}", "{\"a\": \"1\", \"b\": \"x\"}", "{\"b\": \"x\", \"a\": \"no\"}"],
+    );
     let s = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false});
     check(s, &["{}", "{\"a\": 1}"], &["{\"b\": 1}", "{\"a\": 1, \"b\": 1}"]);
     let s = json!({"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 2});
     check(s, &["{}", "{\"x\": 1, \"y\": 2}"], &["{\"x\": \"1\"}", "{\"x\": 1, \"y\": 2, \"z\": 3}"]);
-    let s = json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1, "additionalProperties": false});
+    let s =
+        json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1, "additionalProperties": false});
     check(s, &["{\"a\": 1}", "{\"b\": 1}", "{\"a\": 1, \"b\": 2}"], &["{}"]);
 }
 
@@ -85,16 +100,32 @@ fn pattern_properties() {
 
 #[test]
 fn arrays_items_prefix_counts() {
-    check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}), &["[1]", "[1, 2, 3]"], &["[]", "[1, 2, 3, 4]", "[\"a\"]"]);
-    check(json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}), &["[]", "[\"a\"]", "[\"a\", 1]"], &["[1]", "[\"a\", 1, 2]"]);
-    check(json!({"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "boolean"}, "minItems": 2}), &["[\"a\", true]", "[\"a\", true, false]"], &["[\"a\"]", "[\"a\", 1]"]);
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),
+        &["[1]", "[1, 2, 3]"],
+        &["[]", "[1, 2, 3, 4]", "[\"a\"]"],
+    );
+    check(
+        json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}),
+        &["[]", "[\"a\"]", "[\"a\", 1]"],
+        &["[1]", "[\"a\", 1, 2]"],
+    );
+    check(
+        json!({"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "boolean"}, "minItems": 2}),
+        &["[\"a\", true]", "[\"a\", true, false]"],
+        &["[\"a\"]", "[\"a\", 1]"],
+    );
     assert_eq!(error_keyword(json!({"type": "array", "uniqueItems": true})), "uniqueItems");
     assert_eq!(error_keyword(json!({"type": "array", "contains": {"type": "integer"}})), "contains");
 }
 
 #[test]
 fn string_lengths_count_code_points() {
-    check(json!({"type": "string", "minLength": 2, "maxLength": 3}), &["\"ab\"", "\"héé\"", "\"a\\nb\"", "\"\\u00e9\\u00e9\""], &["\"a\"", "\"abcd\"", "\"é\""]);
+    check(
+        json!({"type": "string", "minLength": 2, "maxLength": 3}),
+        &["\"ab\"", "\"héé\"", "\"a\\nb\"", "\"\\u00e9\\u00e9\""],
+        &["\"a\"", "\"abcd\"", "\"é\""],
+    );
 }
 
 #[test]
@@ -104,7 +135,11 @@ fn patterns_unanchored_and_escaped() {
     check(json!({"type": "string", "pattern": "^a.b$"}), &["\"a\\\"b\"", "\"a\\\\b\""], &["\"a\\nb\""]);
     check(json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}), &["\"abc\""], &["\"abcd\""]);
     // Unanchored pattern with a length: the whole-match subset.
-    check(json!({"type": "string", "pattern": "[0-9a-f]+", "minLength": 4, "maxLength": 4}), &["\"00ff\""], &["\"0ff\"", "\"00fff\"", "\"00fg\""]);
+    check(
+        json!({"type": "string", "pattern": "[0-9a-f]+", "minLength": 4, "maxLength": 4}),
+        &["\"00ff\""],
+        &["\"0ff\"", "\"00fff\"", "\"00fg\""],
+    );
     assert_eq!(error_keyword(json!({"type": "string", "pattern": "(?=a)"})), "pattern");
 }
 
@@ -131,13 +166,21 @@ fn numeric_bounds() {
 
 #[test]
 fn any_of_one_of_all_of() {
-    check(json!({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]}), &["1", "\"a\""], &["\"ab\"", "null"]);
+    check(
+        json!({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]}),
+        &["1", "\"a\""],
+        &["\"ab\"", "null"],
+    );
     check(json!({"oneOf": [{"type": "integer"}, {"type": "string"}]}), &["1", "\"a\""], &["null"]);
     let disc = json!({"oneOf": [
         {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
         {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]}
     ]});
-    check(disc, &["{\"kind\": \"a\", \"x\": 1}", "{\"kind\": \"b\", \"y\": \"s\"}"], &["{\"kind\": \"c\"}", "{\"kind\": \"a\", \"x\": \"s\"}"]);
+    check(
+        disc,
+        &["{\"kind\": \"a\", \"x\": 1}", "{\"kind\": \"b\", \"y\": \"s\"}"],
+        &["{\"kind\": \"c\"}", "{\"kind\": \"a\", \"x\": \"s\"}"],
+    );
     assert_eq!(error_keyword(json!({"oneOf": [{"type": "integer"}, {"type": "number"}]})), "oneOf");
     check(
         json!({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"properties": {"b": {"type": "string"}}, "required": ["b"]}]}),
@@ -153,7 +196,11 @@ fn refs_and_recursion() {
         "$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}}, "required": ["v"], "additionalProperties": false}},
         "$ref": "#/$defs/node"
     });
-    check(s, &["{\"v\": 1}", "{\"v\": 1, \"next\": {\"v\": 2, \"next\": {\"v\": 3}}}"], &["{\"v\": 1, \"next\": {}}", "{}"]);
+    check(
+        s,
+        &["{\"v\": 1}", "{\"v\": 1, \"next\": {\"v\": 2, \"next\": {\"v\": 3}}}"],
+        &["{\"v\": 1, \"next\": {}}", "{}"],
+    );
     let s = json!({"definitions": {"a~b/c": {"type": "integer"}}, "properties": {"x": {"$ref": "#/definitions/a~0b~1c"}}, "type": "object"});
     check(s, &["{\"x\": 1}"], &["{\"x\": \"1\"}"]);
     assert_eq!(error_keyword(json!({"$ref": "http://example.com/x.json"})), "$ref");
@@ -163,9 +210,16 @@ fn refs_and_recursion() {
 fn not_and_unsupported_keywords() {
     check(json!({"not": {"type": "string"}}), &["1", "null"], &["\"a\""]);
     assert_eq!(error_keyword(json!({"if": {"type": "string"}, "then": {"minLength": 1}})), "if");
-    assert_eq!(error_keyword(json!({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}})), "dependentSchemas");
+    assert_eq!(
+        error_keyword(json!({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}})),
+        "dependentSchemas"
+    );
     // Vendor keywords and annotations are ignored.
-    check(json!({"type": "integer", "x-foo": 1, "title": "t", "description": "d", "examples": [1]}), &["1"], &["\"1\""]);
+    check(
+        json!({"type": "integer", "x-foo": 1, "title": "t", "description": "d", "examples": [1]}),
+        &["1"],
+        &["\"1\""],
+    );
 }
 
 #[test]
@@ -189,7 +243,11 @@ fn one_of_made_disjoint_by_required_properties() {
         {"properties": {"lock": {"type": "string"}}, "required": ["lock"]},
         {"properties": {"error": {"type": "string"}}, "required": ["error"]}
     ]});
-    check(s, &["{\"lock\": \"a\"}", "{\"error\": \"e\"}", "{\"lock\": \"a\", \"x\": 1}"], &["{\"lock\": \"a\", \"error\": \"e\"}", "{\"error\": \"e\", \"lock\": \"a\"}", "{}"]);
+    check(
+        s,
+        &["{\"lock\": \"a\"}", "{\"error\": \"e\"}", "{\"lock\": \"a\", \"x\": 1}"],
+        &["{\"lock\": \"a\", \"error\": \"e\"}", "{\"error\": \"e\", \"lock\": \"a\"}", "{}"],
+    );
     let s = json!({"oneOf": [{"$ref": "#/$defs/s"}, {"type": "object"}], "$defs": {"s": {"oneOf": [{"type": "string"}, {"type": "array"}]}}});
     check(s, &["\"a\"", "[]", "{}"], &["1"]);
 }
@@ -198,14 +256,32 @@ fn one_of_made_disjoint_by_required_properties() {
 fn one_of_required_only_branches() {
     let s = json!({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}, "width": {"type": "number"}},
         "oneOf": [{"required": ["radius"]}, {"required": ["base", "width"]}]});
-    check(s, &["{\"radius\": 5}", "{\"base\": 1, \"width\": 2}"], &["{\"base\": 1, \"radius\": 5}", "{\"base\": 1}", "{}"]);
+    check(
+        s,
+        &["{\"radius\": 5}", "{\"base\": 1, \"width\": 2}"],
+        &["{\"base\": 1, \"radius\": 5}", "{\"base\": 1}", "{}"],
+    );
 }
 
 #[test]
 fn properties_in_schema_order_or_required_order() {
     // Five properties: more than ANY_ORDER_MAX, so two orders are accepted.
     let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}, "e": {}}, "required": ["c", "a"], "additionalProperties": false});
-    check(s, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"c\": 3, \"a\": 1, \"b\": 2}", "{\"c\": 3, \"a\": 1}", "{\"a\": 1, \"c\": 3, \"e\": 3}"], &["{\"b\": 2, \"a\": 1, \"c\": 3}", "{\"c\": 3}", "{\"a\": 1, \"c\": 3, \"a\": 1}", "{\"a\": 1, \"c\": 3, \"e\": 3, \"d\": 1}"]);
+    check(
+        s,
+        &[
+            "{\"a\": 1, \"b\": 2, \"c\": 3}",
+            "{\"c\": 3, \"a\": 1, \"b\": 2}",
+            "{\"c\": 3, \"a\": 1}",
+            "{\"a\": 1, \"c\": 3, \"e\": 3}",
+        ],
+        &[
+            "{\"b\": 2, \"a\": 1, \"c\": 3}",
+            "{\"c\": 3}",
+            "{\"a\": 1, \"c\": 3, \"a\": 1}",
+            "{\"a\": 1, \"c\": 3, \"e\": 3, \"d\": 1}",
+        ],
+    );
 }
 
 #[test]
@@ -213,11 +289,22 @@ fn other_keys_exclude_named_keys() {
     let s = json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a\"c": {"type": "integer"}}});
     check(
         s,
-        &["{\"ab\": 1}", "{\"ab\": 1, \"a\": \"x\"}", "{\"ab\": 1, \"abc\": \"x\"}", "{\"ab\": 1, \"b\\n\": \"x\"}", "{\"a\\\"c\": 2}", "{\"a\\\"\": \"x\"}"],
+        &[
+            "{\"ab\": 1}",
+            "{\"ab\": 1, \"a\": \"x\"}",
+            "{\"ab\": 1, \"abc\": \"x\"}",
+            "{\"ab\": 1, \"b\\n\": \"x\"}",
+            "{\"a\\\"c\": 2}",
+            "{\"a\\\"\": \"x\"}",
+        ],
         &["{\"ab\": \"x\"}", "{\"ab\": 1, \"ab\": \"x\"}", "{\"a\\\"c\": \"x\"}"],
     );
     let s = json!({"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": {"type": "integer"}});
-    check(s, &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"], &["{\"name\": 1}", "{\"x\": \"s\"}"]);
+    check(
+        s,
+        &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"],
+        &["{\"name\": 1}", "{\"x\": \"s\"}"],
+    );
 }
 
 #[test]
@@ -225,18 +312,30 @@ fn small_objects_accept_any_order() {
     let s = json!({"type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "method": {"type": "string"}, "id": {"type": "integer"}, "params": {"type": "array"}}, "required": ["jsonrpc", "method"], "additionalProperties": false});
     check(
         s,
-        &["{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"params\": [], \"id\": 1}", "{\"method\": \"m\", \"jsonrpc\": \"2.0\"}", "{\"id\": 1, \"method\": \"m\", \"jsonrpc\": \"2.0\"}"],
-        &["{\"method\": \"m\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"method\": \"n\"}", "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"x\": 1}", "{}"],
+        &[
+            "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"params\": [], \"id\": 1}",
+            "{\"method\": \"m\", \"jsonrpc\": \"2.0\"}",
+            "{\"id\": 1, \"method\": \"m\", \"jsonrpc\": \"2.0\"}",
+        ],
+        &[
+            "{\"method\": \"m\"}",
+            "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"method\": \"n\"}",
+            "{\"jsonrpc\": \"2.0\", \"method\": \"m\", \"x\": 1}",
+            "{}",
+        ],
     );
 }
-
 
 // The cases below come from JSON-Schema-Test-Suite (MIT), trimmed; each was a wrong accept.
 
 #[test]
 fn unevaluated_properties_see_only_their_own_object() {
     // unevaluatedProperties--22: a sibling allOf part's properties are not evaluated by it.
-    check(json!({"allOf": [{"properties": {"foo": true}}, {"unevaluatedProperties": false}]}), &["{}"], &["{\"foo\": 1}"]);
+    check(
+        json!({"allOf": [{"properties": {"foo": true}}, {"unevaluatedProperties": false}]}),
+        &["{}"],
+        &["{\"foo\": 1}"],
+    );
     // Properties of an in-place allOf part and of a $ref target count as evaluated.
     check(
         json!({"allOf": [{"properties": {"foo": {"type": "string"}}}], "unevaluatedProperties": false}),
@@ -268,7 +367,11 @@ fn unevaluated_items_and_items_beside_prefix_items() {
     check(json!({"allOf": [{"prefixItems": [true]}], "unevaluatedItems": false}), &["[1]"], &["[1, 2]"]);
     check(json!({"allOf": [{"prefixItems": [true]}, {"unevaluatedItems": false}]}), &["[]"], &["[1]"]);
     // items--6: items beside an allOf holding prefixItems applies from index 0.
-    check(json!({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}}), &["[5, 5]"], &["[3, 5]", "[5, 4]"]);
+    check(
+        json!({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}}),
+        &["[5, 5]"],
+        &["[3, 5]", "[5, 4]"],
+    );
 }
 
 #[test]
@@ -315,7 +418,11 @@ fn dialects_give_their_own_meaning() {
     check(refd(d7), &["{\"a\": 5}"], &["{\"a\": \"x\"}"]);
     check(refd(d19), &["{\"a\": 2}"], &["{\"a\": 5}"]);
     // Tuple items: array-form items with additionalItems before 2020-12, and without $schema.
-    check(json!({"$schema": d19, "items": [{"type": "string"}], "additionalItems": false}), &["[\"a\"]"], &["[\"a\", 1]", "[1]"]);
+    check(
+        json!({"$schema": d19, "items": [{"type": "string"}], "additionalItems": false}),
+        &["[\"a\"]"],
+        &["[\"a\", 1]", "[1]"],
+    );
     check(json!({"items": [{"type": "string"}], "additionalItems": false}), &["[\"a\"]"], &["[\"a\", 1]"]);
     // prefixItems is unknown in draft-07.
     check(json!({"$schema": d7, "prefixItems": [{"type": "string"}]}), &["[1]"], &[]);
@@ -332,11 +439,19 @@ fn dialects_give_their_own_meaning() {
 #[test]
 fn dependent_required_for_small_objects() {
     let s = json!({"dependentRequired": {"bar": ["foo"]}});
-    check(s, &["{}", "{\"foo\": 1}", "{\"foo\": 1, \"bar\": 2}", "{\"bar\": 2, \"foo\": 1}", "{\"x\": 1}"], &["{\"bar\": 2}", "{\"bar\": 2, \"x\": 1}"]);
+    check(
+        s,
+        &["{}", "{\"foo\": 1}", "{\"foo\": 1, \"bar\": 2}", "{\"bar\": 2, \"foo\": 1}", "{\"x\": 1}"],
+        &["{\"bar\": 2}", "{\"bar\": 2, \"x\": 1}"],
+    );
     let d4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"type": "integer"}}, "dependencies": {"a": ["b", "c"]}});
     check(d4, &["{\"a\": 1, \"b\": 2, \"c\": 3}", "{\"b\": 1}"], &["{\"a\": 1, \"b\": 2}"]);
     // A needed name that can never be present makes its dependant impossible.
-    check(json!({"properties": {"b": false}, "dependentRequired": {"a": ["b"]}}), &["{}"], &["{\"a\": 1}", "{\"a\": 1, \"b\": 1}"]);
+    check(
+        json!({"properties": {"b": false}, "dependentRequired": {"a": ["b"]}}),
+        &["{}"],
+        &["{\"a\": 1}", "{\"a\": 1, \"b\": 1}"],
+    );
     // Too many named properties to track: refused, not ignored.
     let big = json!({"properties": {"a": true, "b": true, "c": true, "d": true, "e": true}, "dependentRequired": {"a": ["b"]}});
     assert_eq!(error_keyword(big), "dependentRequired");

@@ -50,11 +50,22 @@ pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
                 ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(a)) => {
                     todo.extend(a.iter().enumerate().map(|(i, x)| (x, format!("{kp}/{i}"))));
                 }
-                ("properties" | "patternProperties" | "dependentSchemas" | super::dialect::TARGETS, Value::Object(o)) => {
+                (
+                    "properties" | "patternProperties" | "dependentSchemas" | super::dialect::TARGETS,
+                    Value::Object(o),
+                ) => {
                     todo.extend(o.iter().map(|(n, x)| (x, format!("{kp}/{}", escape_pointer(n)))));
                 }
                 (
-                    "additionalProperties" | "items" | "contains" | "propertyNames" | "not" | "if" | "then" | "else" | "unevaluatedProperties"
+                    "additionalProperties"
+                    | "items"
+                    | "contains"
+                    | "propertyNames"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "unevaluatedProperties"
                     | "unevaluatedItems",
                     _,
                 ) => todo.push((c, kp)),
@@ -96,10 +107,16 @@ pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
             } else {
                 let mut p = Map::new();
                 if !ev.names.is_empty() {
-                    p.insert("properties".into(), Value::Object(ev.names.iter().map(|n| (n.clone(), Value::Bool(true))).collect()));
+                    p.insert(
+                        "properties".into(),
+                        Value::Object(ev.names.iter().map(|n| (n.clone(), Value::Bool(true))).collect()),
+                    );
                 }
                 if !ev.patterns.is_empty() {
-                    p.insert("patternProperties".into(), Value::Object(ev.patterns.iter().map(|n| (n.clone(), Value::Bool(true))).collect()));
+                    p.insert(
+                        "patternProperties".into(),
+                        Value::Object(ev.patterns.iter().map(|n| (n.clone(), Value::Bool(true))).collect()),
+                    );
                 }
                 Some(p)
             };

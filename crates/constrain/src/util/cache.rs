@@ -13,7 +13,6 @@ use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
-
 /// A generation at least this large is dropped on a background thread: freeing many
 /// entries takes far longer than a mask.
 const DROP_OFF_THREAD_BYTES: usize = 1 << 20;
@@ -63,7 +62,8 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
     pub fn new(max_bytes: usize, shards: usize) -> Self {
         let shards = shards.max(1);
         let young_limit = max_bytes / 2 / shards;
-        let shards = (0..shards).map(|_| Mutex::new(Shard { young: Generation::default(), old: Generation::default() }));
+        let shards =
+            (0..shards).map(|_| Mutex::new(Shard { young: Generation::default(), old: Generation::default() }));
         GenCache { shards: shards.collect(), young_limit }
     }
 

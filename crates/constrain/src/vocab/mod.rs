@@ -54,11 +54,7 @@ impl Vocabulary {
     /// end-of-generation ids. End-of-generation ids are treated as special for grammar purposes.
     ///
     /// Fails if an id is out of range or no end-of-generation id is given.
-    pub fn new(
-        tokens: Vec<Vec<u8>>,
-        special: &[TokenId],
-        eos: &[TokenId],
-    ) -> Result<Self, Error> {
+    pub fn new(tokens: Vec<Vec<u8>>, special: &[TokenId], eos: &[TokenId]) -> Result<Self, Error> {
         if tokens.len() > u32::MAX as usize {
             return Err(Error::TooLarge(tokens.len()));
         }
@@ -85,8 +81,8 @@ impl Vocabulary {
     /// `<|im_end|>`, `<|eot_id|>`, `<｜end▁of▁sentence｜>`, …) unless `eos` is given.
     pub fn from_tokenizer_json(path: impl AsRef<Path>, eos: Option<&[TokenId]>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let text = std::fs::read(path)
-            .map_err(|e| Error::Io { path: path.display().to_string(), message: e.to_string() })?;
+        let text =
+            std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), message: e.to_string() })?;
         tokenizer_json::load(&text, eos)
     }
 

@@ -132,9 +132,7 @@ impl Parser<'_> {
         if name_len == 0 {
             return false;
         }
-        rest.get(name_len..)
-            .map(|r| r.trim_start_matches([' ', '\t']).starts_with("::="))
-            .unwrap_or(false)
+        rest.get(name_len..).map(|r| r.trim_start_matches([' ', '\t']).starts_with("::=")).unwrap_or(false)
     }
 
     // ---- grammar structure ----
@@ -167,7 +165,9 @@ impl Parser<'_> {
             let id = self.rule_id(&name);
             if let Some(&first) = self.defined_at.get(&id) {
                 let (l, c) = self.line_col(first);
-                return Err(self.syntax(start, format!("rule `{name}` is defined twice (first at line {l}, column {c})")));
+                return Err(
+                    self.syntax(start, format!("rule `{name}` is defined twice (first at line {l}, column {c})"))
+                );
             }
             self.defined_at.insert(id, start);
             let body = self.alternatives(0)?;
@@ -197,17 +197,18 @@ impl Parser<'_> {
             if !self.defined_at.contains_key(&id) {
                 let name = self.ids.iter().find(|(_, &v)| v == id).map(|(k, _)| k.clone()).unwrap_or_default();
                 self.rule = from;
-                return Err(self.error_at(offset, ErrorKind::UnknownRule(format!("`{name}` (referenced but never defined)"))));
+                return Err(
+                    self.error_at(offset, ErrorKind::UnknownRule(format!("`{name}` (referenced but never defined)")))
+                );
             }
         }
         let root = match self.ids.get("root") {
             Some(&id) if self.defined_at.contains_key(&id) => id,
             _ => {
                 self.rule = NO_RULE.to_string();
-                return Err(self.syntax(
-                    self.src.len(),
-                    "the grammar has no `root` rule; GBNF starts matching at `root ::= …`",
-                ));
+                return Err(
+                    self.syntax(self.src.len(), "the grammar has no `root` rule; GBNF starts matching at `root ::= …`")
+                );
             }
         };
         self.builder.build(root)
@@ -342,7 +343,9 @@ impl Parser<'_> {
         if digits.is_empty() {
             return Err(self.syntax(start, "expected a number in the repetition count"));
         }
-        digits.parse().map_err(|_| self.syntax(start, format!("repetition count {digits} is too large (max {})", u32::MAX)))
+        digits
+            .parse()
+            .map_err(|_| self.syntax(start, format!("repetition count {digits} is too large (max {})", u32::MAX)))
     }
 
     /// `"…"`; the position is at the opening quote.
@@ -374,7 +377,10 @@ impl Parser<'_> {
             Some('u') => (4, "\\u"),
             Some('U') => (8, "\\U"),
             Some(c) => {
-                return Err(self.syntax(at, format!("unknown escape `\\{c}` (known: \\n \\t \\r \\\\ \\\" \\[ \\] \\xNN \\uNNNN \\UNNNNNNNN)")))
+                return Err(self.syntax(
+                    at,
+                    format!("unknown escape `\\{c}` (known: \\n \\t \\r \\\\ \\\" \\[ \\] \\xNN \\uNNNN \\UNNNNNNNN)"),
+                ))
             }
             None => return Err(self.syntax(at, "the text ends after a backslash")),
         };

@@ -86,8 +86,11 @@ fn rule_names(g: &Grammar) -> Vec<String> {
             if i == g.start().index() {
                 return "root".to_string();
             }
-            let mut base: String =
-                rule.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' }).collect();
+            let mut base: String = rule
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
+                .collect();
             if base.is_empty() {
                 base = "rule".to_string();
             }

@@ -44,7 +44,11 @@ fn rules_may_span_lines_and_be_used_before_definition() {
 
 #[test]
 fn windows_line_ends_and_byte_order_mark() {
-    check("\u{FEFF}# list\r\nroot ::= item (\",\" item)*\r\n\r\nitem ::= [a-z]+ # word\r\n", &["ab,c"], &["ab,", "a\r"]);
+    check(
+        "\u{FEFF}# list\r\nroot ::= item (\",\" item)*\r\n\r\nitem ::= [a-z]+ # word\r\n",
+        &["ab,c"],
+        &["ab,", "a\r"],
+    );
 }
 
 #[test]
@@ -93,9 +97,8 @@ fn negated_classes_and_any_char() {
     assert!(!p.matches(&[0xFF]));
     check("root ::= .", &["a", "\n", "é", "😀", "\u{0}"], &["", "ab"]);
     assert!(!pda("root ::= .").matches(&[0xED, 0xA0, 0x80])); // a UTF-8-encoded surrogate
-    // `[^…]` of everything matches nothing; `[]` too.
-    let g = parse(r"root ::= [^\x00-\U0010FFFF] | [] | ")
-        .unwrap();
+                                                              // `[^…]` of everything matches nothing; `[]` too.
+    let g = parse(r"root ::= [^\x00-\U0010FFFF] | [] | ").unwrap();
     assert_eq!(g.rule(g.start()).expr, Expr::Empty);
 }
 
@@ -181,7 +184,8 @@ fn left_recursion_is_rejected_by_the_automaton() {
 
 #[test]
 fn printing_round_trips_and_escapes() {
-    let text = "root ::= (item (\",\" item)*)? \"\\n\"\nitem ::= \"\\\"\" [^\"\\\\\\x00-\\x1F]* \"\\\"\" | [0-9]{1,3} | .\n";
+    let text =
+        "root ::= (item (\",\" item)*)? \"\\n\"\nitem ::= \"\\\"\" [^\"\\\\\\x00-\\x1F]* \"\\\"\" | [0-9]{1,3} | .\n";
     let g = parse(text).unwrap();
     let printed = to_gbnf(&g);
     let g2 = parse(&printed).unwrap_or_else(|e| panic!("{e}\n{printed}"));
@@ -200,7 +204,12 @@ fn printing_handles_any_names_bytes_and_start_rule() {
     let empty_name = b.add("", Expr::Literal(vec![b'q', 0xFF, b'"', 0xC3]));
     let start = b.add(
         "start",
-        Expr::seq([Expr::Ref(other_root), Expr::Ref(weird), Expr::Ref(empty_name), Expr::star(Expr::Chars(vec![('-', '-'), ('^', '^')]))]),
+        Expr::seq([
+            Expr::Ref(other_root),
+            Expr::Ref(weird),
+            Expr::Ref(empty_name),
+            Expr::star(Expr::Chars(vec![('-', '-'), ('^', '^')])),
+        ]),
     );
     let g = b.build(start).unwrap();
     let printed = to_gbnf(&g);
@@ -209,7 +218,8 @@ fn printing_handles_any_names_bytes_and_start_rule() {
     assert!(printed.contains("rule ::= \"q\" %xFF \"\\\"\" %xC3\n"), "{printed}");
     let p1 = Pda::build(&g, &Limits::default()).unwrap();
     let p2 = pda(&printed);
-    let samples: &[&[u8]] = &[b"r\xFFq\xFF\"\xC3", b"rbq\xFF\"\xC3", b"r\x85q\xFF\"\xC3-^-", b"ra", b"r\x91q\xFF\"\xC3", b"rbq\"\xC3"];
+    let samples: &[&[u8]] =
+        &[b"r\xFFq\xFF\"\xC3", b"rbq\xFF\"\xC3", b"r\x85q\xFF\"\xC3-^-", b"ra", b"r\x91q\xFF\"\xC3", b"rbq\"\xC3"];
     for s in samples {
         assert_eq!(p1.matches(s), p2.matches(s), "{s:?}\n{printed}");
     }
@@ -243,7 +253,8 @@ mod round_trip {
     /// bytes, and bytes that are not UTF-8 on their own.
     const BYTES: &[u8] = &[b'a', b'b', b'-', b'^', b']', b'[', b'"', b'\\', b'\n', 0x00, 0x7F, 0x80, 0xA9, 0xC3, 0xFF];
     /// Character alphabet for character classes.
-    const CHARS: &[char] = &['a', 'b', '-', '^', ']', '\\', '"', '\t', 'é', '\u{80}', '\u{D7FF}', '\u{E000}', '\u{10FFFF}'];
+    const CHARS: &[char] =
+        &['a', 'b', '-', '^', ']', '\\', '"', '\t', 'é', '\u{80}', '\u{D7FF}', '\u{E000}', '\u{10FFFF}'];
 
     /// Sample pieces: every byte of the alphabet and the UTF-8 of every character.
     fn pieces() -> Vec<Vec<u8>> {
@@ -283,10 +294,13 @@ mod round_trip {
         let names = prop::sample::select(vec!["root", "a b", "", "item", "root-2", "é/x", "x_1"]);
         (prop::collection::vec((names, expr()), 3), 0..3u32).prop_map(|(rules, start)| {
             let mut b = GrammarBuilder::new();
-            let ids: Vec<RuleId> = rules.iter().map(|(n, _)| {
-                let name = b.fresh_name(n);
-                b.declare(&name)
-            }).collect();
+            let ids: Vec<RuleId> = rules
+                .iter()
+                .map(|(n, _)| {
+                    let name = b.fresh_name(n);
+                    b.declare(&name)
+                })
+                .collect();
             for (id, (_, e)) in ids.iter().zip(rules) {
                 b.define(*id, e);
             }
