@@ -228,3 +228,26 @@ fn nested_unbounded_repetitions_are_linear() {
     let p = pda(&g).unwrap();
     assert!(p.matches(b"aaab") && !p.matches(b"b"));
 }
+
+/// Patterns the regex fuzz target found slow (tests/fixtures/fuzz-regex/): each compiles or
+/// stops at a budget with a typed error, with the fuzz target's own budgets and the defaults.
+#[test]
+fn regexes_found_by_fuzzing_end_within_their_budgets() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz-regex");
+    let fuzz_limits =
+        Limits::default().with_compile_fuel(2_000_000).with_max_automaton_states(50_000).with_max_grammar_size(100_000);
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let pattern = std::str::from_utf8(&bytes).unwrap();
+        let Ok(g) = regex::compile_anchored(pattern) else { continue };
+        for limits in [&fuzz_limits, &Limits::default()] {
+            match Pda::build(&g, limits) {
+                Ok(_) | Err(PdaError::TooManyStates { .. }) | Err(PdaError::Budget { .. }) => {}
+                Err(e) => panic!("{pattern:?}: unexpected error {e}"),
+            }
+        }
+        n += 1;
+    }
+    assert_eq!(n, 3, "the three fuzz finds compile to grammars");
+}
