@@ -12,7 +12,7 @@
 //! | [`Limits::max_nesting_depth`] | 500 | expression nesting (recursive passes over an expression) |
 //! | [`Limits::max_alternatives`] | 200 k | branches of one alternation |
 //! | [`Limits::compile_fuel`] | 50 M | steps of unrolling and determinisation for one constraint (≈ 1 s) |
-//! | [`Limits::max_automaton_states`] | 1 M | automaton states over all rules |
+//! | [`Limits::max_automaton_states`] | 250 k | automaton states over all rules |
 //! | [`Limits::max_stack_depth`] | 2 000 | parse stack depth while matching |
 //! | [`Limits::max_parse_stacks`] | 256 | simultaneous parse stacks (ambiguity) |
 //! | [`Limits::mask_fuel`] | 10 M | stack steps of one mask computation, or of one accepted byte |
@@ -83,7 +83,7 @@ impl Default for Limits {
             max_nesting_depth: 500,
             max_alternatives: 200_000,
             compile_fuel: 50_000_000,
-            max_automaton_states: 1_000_000,
+            max_automaton_states: 250_000,
             unroll_limit: 6,
             max_stack_depth: 2_000,
             max_parse_stacks: 256,

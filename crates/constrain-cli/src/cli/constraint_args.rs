@@ -51,7 +51,7 @@ pub struct LimitArgs {
     /// [default: 50 million].
     #[arg(long = "max-fuel", value_name = "STEPS")]
     pub max_fuel: Option<u64>,
-    /// Most automaton states one constraint may compile to [default: 1 million].
+    /// Most automaton states one constraint may compile to [default: 250 000].
     #[arg(long = "max-states", value_name = "N")]
     pub max_states: Option<usize>,
     /// Most simultaneous parse stacks while matching (`Limits::max_parse_stacks`) [default: 256].
