@@ -11,9 +11,9 @@ use std::hash::Hash;
 pub(crate) struct Hasher128(xxhash_rust::xxh3::Xxh3);
 
 impl Hasher128 {
-    /// A hasher with nothing fed yet.
+    /// A hasher with nothing fed yet, keyed by this process's [`secret`].
     pub(crate) fn new() -> Self {
-        Hasher128(xxhash_rust::xxh3::Xxh3::new())
+        Hasher128(xxhash_rust::xxh3::Xxh3::with_secret(*secret()))
     }
 
     /// Feeds `x`.
@@ -27,7 +27,30 @@ impl Hasher128 {
     }
 }
 
-/// A 128-bit hash (XXH3-128, the same in every process) of `x`.
+/// The XXH3 secret of every [`hash128`] in this process: 192 bytes drawn once, at random,
+/// from the standard library's per-process hash keys.
+///
+/// Cache keys are 128-bit hashes, and two equal keys are taken to be the same entry (the
+/// caches never compare the values behind them: a collision between two different contexts
+/// would hand one the other's mask). By chance that is about 2^-64 for a pair. Keying the
+/// hash per process means a schema or grammar cannot be crafted ahead of time to collide
+/// with another: the keys it would need are different in every run. The one read-only
+/// process-wide value in the engine.
+fn secret() -> &'static [u8; 192] {
+    static SECRET: std::sync::OnceLock<[u8; 192]> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| {
+        use std::hash::BuildHasher;
+        let keys = std::collections::hash_map::RandomState::new();
+        let mut out = [0u8; 192];
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(&keys.hash_one(i as u64).to_le_bytes());
+        }
+        out
+    })
+}
+
+/// A 128-bit hash (XXH3-128 keyed by the process's [`secret`]) of `x`: the same within a
+/// process, different between processes.
 pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
     let mut h = Hasher128::new();
     h.add(x);
