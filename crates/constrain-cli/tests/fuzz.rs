@@ -3,13 +3,13 @@
 //!
 //! Every keyword the generator covers must come out sound. A finding is stored in
 //! `tests/fixtures/fuzz/` as `fixed-*.json` once mended, and must stay fixed.
-use constrain_cli::cli::check::byte_index;
+use constrain::{TokenIndex, Vocabulary};
 use constrain_cli::fuzz::{replay, run_case, Config, Stats};
 use std::time::{Duration, Instant};
 
 #[test]
 fn bounded_run_finds_no_soundness_failure() {
-    let index = byte_index().expect("byte vocabulary");
+    let index = TokenIndex::new(Vocabulary::bytes());
     let cfg = Config::default();
     // At most this long (a debug build gets through fewer cases), at most this many cases.
     let budget = Duration::from_secs(40);
@@ -34,7 +34,7 @@ fn bounded_run_finds_no_soundness_failure() {
 
 #[test]
 fn stored_findings_replay() {
-    let index = byte_index().expect("byte vocabulary");
+    let index = TokenIndex::new(Vocabulary::bytes());
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
     let mut files: Vec<_> =
         std::fs::read_dir(&dir).expect("fixtures").filter_map(|e| e.ok().map(|e| e.path())).collect();

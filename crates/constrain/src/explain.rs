@@ -15,11 +15,10 @@
 //! ```rust
 //! use constrain::explain::{explain, Verdict};
 //! use constrain::schema::{self, Options};
-//! use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+//! use constrain::{Constraint, Limits, TokenIndex, Vocabulary};
 //!
 //! // Byte-level checking: a vocabulary of the 256 single bytes.
-//! let bytes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).chain([b"<eos>".to_vec()]).collect();
-//! let index = TokenIndex::new(Vocabulary::new(bytes, &[], &[TokenId(256)]).unwrap());
+//! let index = TokenIndex::new(Vocabulary::bytes());
 //! let schema = serde_json::json!({"type": "object", "properties": {"age": {"type": "integer"}}});
 //! let grammar = schema::compile(&schema, &Options::default()).unwrap();
 //! let c = Constraint::new(&grammar, index, &Limits::default()).unwrap();

@@ -3,18 +3,9 @@
 //! refusals. (`constrain check`'s side is in constrain-cli's tests/check.rs.)
 use constrain::explain::{explain, Verdict};
 use constrain::matcher::Error;
-use constrain::vocab::{TokenId, Vocabulary};
+use constrain::vocab::Vocabulary;
 use constrain::{Constraint, Limits, TokenIndex};
 use serde_json::{json, Value};
-use std::sync::Arc;
-
-/// The 256 single-byte tokens and an end token (id 256): the vocabulary `constrain check`
-/// uses (a copy of constrain-cli's `check::byte_index`, to keep this test engine-only).
-fn byte_index() -> Result<Arc<TokenIndex>, constrain::vocab::Error> {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    tokens.push(Vec::new());
-    Ok(TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(256)])?))
-}
 
 /// `anyOf` of 300 objects, each with its own required key: 300 parse stacks after `{`.
 fn any_of_300() -> Value {
@@ -28,7 +19,7 @@ fn any_of_300() -> Value {
 
 fn constraint(schema: &Value, limits: &Limits) -> Constraint {
     let g = constrain::schema::compile(schema, &Default::default()).expect("compiles");
-    Constraint::new(&g, byte_index().expect("byte vocabulary"), limits).expect("builds")
+    Constraint::new(&g, TokenIndex::new(Vocabulary::bytes()), limits).expect("builds")
 }
 
 #[test]

@@ -16,7 +16,6 @@ use constrain::{TokenId, Vocabulary};
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Exit code of `check`: the document is refused or incomplete.
 pub const EXIT_REJECTED: u8 = 6;
@@ -34,14 +33,6 @@ pub struct CheckArgs {
     /// Also replay the document token by token (this tokenizer.json) through the masks.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
-}
-
-/// A vocabulary of the 256 single bytes plus one end id: byte-level checking without a
-/// tokenizer.
-pub fn byte_index() -> Result<Arc<TokenIndex>, constrain::vocab::Error> {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-    tokens.push(Vec::new());
-    Ok(TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(256)])?))
 }
 
 /// Runs `constrain check`.
@@ -84,7 +75,7 @@ pub fn check(args: &CheckArgs) -> Result<u8, Failure> {
         let e = explain(&constraint, &doc, is_schema);
         return Ok(report_code(&e));
     }
-    let index = byte_index().map_err(|e| Failure::from(anyhow::anyhow!("byte vocabulary: {e}")))?;
+    let index = TokenIndex::new(Vocabulary::bytes());
     let constraint = Constraint::new(&grammar, index, &limits).map_err(Failure::constraint)?;
     let e = explain(&constraint, &doc, is_schema);
     Ok(report_code(&e))

@@ -28,7 +28,7 @@ pub struct FuzzArgs {
 
 /// Runs `constrain fuzz`.
 pub fn run(args: &FuzzArgs) -> anyhow::Result<ExitCode> {
-    let index = super::check::byte_index().map_err(|e| anyhow::anyhow!("byte vocabulary: {e}"))?;
+    let index = constrain::TokenIndex::new(constrain::Vocabulary::bytes());
     let cfg = Config { limits: args.limits.limits(), ..Config::default() };
     let deadline = Instant::now() + Duration::from_secs_f64(args.minutes.max(0.0) * 60.0);
     let mut stats = Stats::default();

@@ -75,6 +75,16 @@ impl Vocabulary {
         Ok(Vocabulary { tokens, special: is_special, eos, mask_len })
     }
 
+    /// The 256 single bytes (id = the byte) and one end-of-generation id, 256: byte-level
+    /// matching without a tokenizer (`constrain check`, the differential fuzzer, tests).
+    pub fn bytes() -> Self {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.push(Vec::new());
+        let mut special = vec![false; 257];
+        special[256] = true;
+        Vocabulary { tokens, special, eos: vec![TokenId(256)], mask_len: 257 }
+    }
+
     /// Loads a HF `tokenizer.json` (byte-level BPE or SentencePiece-style), decoding every
     /// token to the exact bytes it emits. Added tokens marked `special` become special ids;
     /// end-of-generation ids are guessed from the usual names (`</s>`, `<|endoftext|>`,
