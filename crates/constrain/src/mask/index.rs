@@ -182,6 +182,10 @@ impl TokenIndex {
             scratch.context.build(target, cap, &stacks.arena, top);
             let entry = self.entry(target, &scratch.context, &mut scratch.walk);
             cut |= entry.cut();
+            if cut & CUT_FUEL != 0 {
+                // The mask is an error now: classifying the other tops would be wasted work.
+                break;
+            }
             entry.add_accepted(mask);
             if entry.has_suffixes() {
                 let bottom = scratch.context.bottom().unwrap_or(top);
