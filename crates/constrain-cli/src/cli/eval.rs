@@ -618,10 +618,8 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
         let allowed = filled.is_ok() && is_allowed(mask, token);
         let accepted = if allowed { Some(m.accept_token(token)) } else { None };
         times.push(ns(t));
-        match filled {
-            Err(MatchError::Limit(_)) => return Replay::Limit,
-            Err(_) => return Replay::Error,
-            Ok(()) => {}
+        if let Err(e) = filled {
+            return failed_fill(e);
         }
         match accepted {
             None if m.hit_limit() => return Replay::Limit,
@@ -637,10 +635,8 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
     let eos = constraint.index().vocab().eos_tokens();
     let eos_allowed = filled.is_ok() && eos.iter().any(|&e| is_allowed(mask, e));
     times.push(ns(t));
-    match filled {
-        Err(MatchError::Limit(_)) => return Replay::Limit,
-        Err(_) => return Replay::Error,
-        Ok(()) => {}
+    if let Err(e) = filled {
+        return failed_fill(e);
     }
     if eos_allowed != m.is_accepting() {
         return Replay::Inconsistent;
@@ -651,6 +647,15 @@ fn replay(constraint: &Constraint, tokens: &[TokenId], mask: &mut [u32], times: 
         Replay::Limit
     } else {
         Replay::Rejected
+    }
+}
+
+/// The verdict when `fill_mask` fails: a budget running out is a limit hit, anything else
+/// a matcher error.
+fn failed_fill(e: MatchError) -> Replay {
+    match e {
+        MatchError::Limit(_) => Replay::Limit,
+        _ => Replay::Error,
     }
 }
 
