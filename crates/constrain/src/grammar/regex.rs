@@ -189,13 +189,18 @@ pub fn compile_anchored(pattern: &str) -> Result<Grammar, Error> {
 /// Whether an ECMA-262 `pattern` (search semantics, as in JSON Schema) matches `text`.
 /// Used to decide which `patternProperties` a named property falls under.
 pub fn ecma_is_match(pattern: &str, text: &str) -> Result<bool, Error> {
+    Ok(ecma_regex(pattern)?.is_match(text))
+}
+
+/// An ECMA-262 `pattern` (search semantics) compiled for matching many texts: the run-time
+/// checks (`crate::check`) use it to find the `patternProperties` a generated key falls under.
+pub(crate) fn ecma_regex(pattern: &str) -> Result<regex_automata::meta::Regex, Error> {
     let translated = ecma_to_rust(pattern)?;
-    // A full DFA is not worth building for one match; the lazy DFA/NFA engines suffice.
-    let re = regex_automata::meta::Regex::builder()
+    // A full DFA is not worth building for a few matches; the lazy DFA/NFA engines suffice.
+    regex_automata::meta::Regex::builder()
         .configure(regex_automata::meta::Regex::config().dfa(false).onepass(false).backtrack(false))
         .build(&translated)
-        .map_err(|e| unsupported(format!("pattern {pattern:?} does not compile: {e}")))?;
-    Ok(re.is_match(text))
+        .map_err(|e| unsupported(format!("pattern {pattern:?} does not compile: {e}")))
 }
 
 /// Most branches a pattern's anchors may split it into.
