@@ -23,6 +23,9 @@
 //! - [`vocab`] and [`mask`]: token bytes, the vocabulary trie, and per-state token masks that are
 //!   computed once per automaton state and cached — only tokens that run past the end of the
 //!   current rule are checked against the real stack at run time.
+//! - [`check`]: run-time checks for the keywords a grammar cannot express (`uniqueItems`,
+//!   overlapping `oneOf`, `if`/`then`/`else`, …): each value they apply to is validated the
+//!   moment it completes, and the mask leaves out the tokens that would complete a failing one.
 //! - [`matcher`]: the per-sequence state: fill a mask, accept a token, roll back, detect the end.
 //! - [`sampling`]: logit warpers (penalties, temperature, top-k, top-p, min-p) and a seeded draw.
 //! - [`closing`]: closing mode, the policy that ends an output complete within a token budget.
@@ -84,6 +87,7 @@
 #![forbid(unsafe_code)]
 
 pub mod automaton;
+pub mod check;
 pub mod closing;
 pub mod explain;
 pub mod grammar;

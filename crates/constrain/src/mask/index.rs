@@ -34,6 +34,8 @@ pub struct TokenIndex {
     /// a matcher per schema would otherwise grow them afresh on its first miss. Locked once
     /// per matcher created or dropped, never while filling a mask.
     pub(super) spare_walks: std::sync::Mutex<Vec<WalkScratch>>,
+    /// What the run-time checks need to know of each token (computed on first use).
+    token_stats: std::sync::OnceLock<crate::check::tracker::TokenStats>,
 }
 
 impl TokenIndex {
@@ -71,7 +73,14 @@ impl TokenIndex {
             rules: RuleCache::new(config.rule_cache_bytes),
             unions: Memo::new(MAX_SUBTREE_UNIONS),
             spare_walks: std::sync::Mutex::new(Vec::new()),
+            token_stats: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Per token, its quotes and closing brackets: which tokens the run-time checks must
+    /// try (computed once per tokenizer, on first use).
+    pub(crate) fn token_stats(&self) -> &crate::check::tracker::TokenStats {
+        self.token_stats.get_or_init(|| crate::check::tracker::TokenStats::new(&self.vocab))
     }
 
     /// The tokens below first byte `byte` (see [`TokenIndex::subtree_sets`]).

@@ -60,6 +60,8 @@ use crate::automaton::distance::{Distances, UNREACHABLE};
 use crate::automaton::exec::{Stacks, BOTTOM};
 use crate::automaton::keys::NodeKeys;
 use crate::automaton::Pda;
+use crate::check::tracker::Checker;
+use crate::check::ValueChecks;
 use crate::grammar::Grammar;
 use crate::mask::{set_bit, Scratch, Target, TokenIndex};
 use crate::{Limits, TokenId};
@@ -81,13 +83,15 @@ struct Inner {
     /// Distances to the end (see [`crate::automaton::distance`]), over the bytes the
     /// vocabulary has single-byte tokens for; computed on first use (closing mode).
     distances: OnceLock<Distances>,
+    /// The grammar's run-time checks ([`crate::check`]), if any.
+    checks: Option<Arc<ValueChecks>>,
 }
 
 impl Constraint {
     /// Compiles `grammar` into an automaton and binds it to the token index.
     pub fn new(grammar: &Grammar, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, Error> {
         let pda = Pda::build_with(grammar, limits, index.rule_cache())?;
-        Ok(Constraint::bind(pda, index, limits))
+        Ok(Constraint::bind(pda, index, limits, grammar.checks_shared()))
     }
 
     /// Binds an already built automaton to the token index. Its recursive rules are salted
@@ -95,15 +99,19 @@ impl Constraint {
     /// never share a fingerprint, and so cached masks, with another grammar's.
     pub fn from_pda(mut pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
         pda.fingerprint(index.rule_cache().next_salt());
-        Constraint::bind(pda, index, limits)
+        Constraint::bind(pda, index, limits, None)
     }
 
     /// Binds `pda`, whose fingerprints were salted from `index`'s rule cache.
-    fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits) -> Constraint {
+    fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits, checks: Option<Arc<ValueChecks>>) -> Constraint {
         let node_key = NodeKeys::new(&pda);
-        Constraint {
-            inner: Arc::new(Inner { pda, index, limits: limits.clone(), node_key, distances: OnceLock::new() }),
-        }
+        let inner = Inner { pda, index, limits: limits.clone(), node_key, distances: OnceLock::new(), checks };
+        Constraint { inner: Arc::new(inner) }
+    }
+
+    /// The run-time checks every matcher of this constraint applies, if any.
+    pub fn checks(&self) -> Option<&ValueChecks> {
+        self.inner.checks.as_deref()
     }
 
     /// A fresh matcher at the start of the grammar.
@@ -184,12 +192,15 @@ pub struct Matcher {
     scratch: Scratch,
     /// Limits that cut a token's run-time check in the last [`Matcher::fill_mask`].
     mask_cut: u8,
+    /// The run-time checks' tracker, when the constraint has checks.
+    checker: Option<Checker>,
 }
 
 impl Matcher {
     fn new(constraint: Constraint) -> Matcher {
         let stacks = Stacks::new(&constraint.inner.limits);
         let scratch = constraint.index().scratch();
+        let checker = constraint.inner.checks.clone().map(Checker::new);
         let mut m = Matcher {
             constraint,
             stacks,
@@ -199,6 +210,7 @@ impl Matcher {
             next: Vec::new(),
             scratch,
             mask_cut: 0,
+            checker,
         };
         m.reset();
         m
@@ -212,7 +224,11 @@ impl Matcher {
         self.clear_cut();
         self.mask_cut = 0;
         self.stacks.refuel();
-        let accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
+        let mut accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
+        if let Some(ch) = &mut self.checker {
+            ch.reset();
+            accepting = accepting && ch.end_ok();
+        }
         let cut = self.stacks.overflow_what;
         self.levels.push(Level { tops_start: 0, arena_len: 0, accepting, finished: false, cut });
     }
@@ -258,6 +274,9 @@ impl Matcher {
         let target = Target { pda: &inner.pda, keys: &inner.node_key, limits: &inner.limits };
         let tops = self.tops.get(level.tops_start..).unwrap_or(&[]);
         let cut = inner.index.fill(&target, tops, &mut self.stacks, &mut self.scratch, mask);
+        if let Some(ch) = &mut self.checker {
+            ch.filter(mask, vocab, inner.index.token_stats());
+        }
         if level.accepting {
             for &eos in vocab.eos_tokens() {
                 set_bit(mask, eos.0);
@@ -341,6 +360,13 @@ impl Matcher {
             accepting = reached;
             std::mem::swap(&mut self.cur, &mut self.next);
         }
+        if let Some(ch) = &mut self.checker {
+            if !ch.advance(bytes) {
+                self.stacks.arena.truncate(arena_len);
+                return Err(Error::RejectedBytes);
+            }
+            accepting = accepting && ch.end_ok();
+        }
         let tops_start = self.tops.len();
         self.tops.extend_from_slice(&self.cur);
         let cut = level.cut | self.stacks.overflow_what;
@@ -359,6 +385,9 @@ impl Matcher {
                 self.tops.truncate(l.tops_start);
                 self.stacks.arena.truncate(l.arena_len);
             }
+        }
+        if let Some(ch) = &mut self.checker {
+            ch.rollback(n);
         }
         Ok(())
     }
@@ -416,6 +445,11 @@ impl Matcher {
             }
         }
         self.stacks.arena.truncate(arena_len);
+        if let Some(ch) = &mut self.checker {
+            // Bytes that would complete a checked value are left to the mask.
+            let keep = ch.unchecked_prefix(&out);
+            out.truncate(keep);
+        }
         out
     }
 

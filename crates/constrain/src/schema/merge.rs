@@ -96,8 +96,17 @@ impl<'a> Compiler<'a> {
             }
         }
         let mut acc = Map::new();
+        // A conflict the merged map cannot say may be dropped (the grammar accepts more)
+        // when a run-time check then enforces the keyword.
+        let mut relax = |keyword: &str| {
+            let ok = self.relaxes(keyword);
+            if ok {
+                self.relax(ptr, keyword);
+            }
+            ok
+        };
         for part in flat {
-            merge_into(&mut acc, part, ptr)?;
+            merge_into(&mut acc, part, ptr, &mut relax)?;
         }
         Ok(Value::Object(acc))
     }
@@ -204,7 +213,15 @@ fn merge_items(acc: &mut Map<String, Value>, part: &mut Map<String, Value>) {
     }
 }
 
-fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &str) -> Result<(), Error> {
+///
+/// `relax(keyword)` says whether a conflict over `keyword` may be resolved by keeping the
+/// looser side (recording it for a run-time check) instead of failing.
+fn merge_into(
+    acc: &mut Map<String, Value>,
+    mut part: Map<String, Value>,
+    ptr: &str,
+    relax: &mut dyn FnMut(&str) -> bool,
+) -> Result<(), Error> {
     normalise_bounds(&mut part);
     normalise_bounds(acc);
     merge_items(acc, &mut part);
@@ -215,8 +232,8 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
     let part_props: Vec<String> =
         part.get("properties").and_then(|p| p.as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
     let has_pattern = acc.contains_key("patternProperties") || part.contains_key("patternProperties");
-    let acc_addl = acc.get("additionalProperties").cloned();
-    let part_addl = part.get("additionalProperties").cloned();
+    let mut acc_addl = acc.get("additionalProperties").cloned();
+    let mut part_addl = part.get("additionalProperties").cloned();
     // A name matched by one side's patternProperties must still satisfy the other side's
     // additionalProperties, which one merged map cannot say.
     let trivial = |v: &Option<Value>| {
@@ -224,11 +241,16 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
     };
     let cross = (acc.contains_key("patternProperties") && !trivial(&part_addl))
         || (part.contains_key("patternProperties") && !trivial(&acc_addl));
-    if cross
+    let conflict = cross
         || (has_pattern
             && (acc_addl.is_some() || part_addl.is_some())
-            && !(acc_props.is_empty() && part_props.is_empty()))
-    {
+            && !(acc_props.is_empty() && part_props.is_empty()));
+    if conflict && relax("allOf") {
+        // Without `additionalProperties` on either side the merged map accepts more.
+        acc.remove("additionalProperties");
+        part.remove("additionalProperties");
+        (acc_addl, part_addl) = (None, None);
+    } else if conflict {
         return Err(Error::new(
             ptr,
             "allOf",
@@ -365,9 +387,13 @@ fn merge_into(acc: &mut Map<String, Value>, mut part: Map<String, Value>, ptr: &
                 }
                 Value::Array(out)
             }
-            "not" => return Err(Error::new(ptr, "not", "cannot merge two `not` keywords across allOf parts")),
+            // not A and not B = not (A or B): exact.
+            "not" => serde_json::json!({ "anyOf": [old, v] }),
             _ => {
                 if old == v || k.starts_with("x-") || !super::is_constraint_keyword(&k) {
+                    old
+                } else if relax(&k) {
+                    // Keeping one side's value accepts more than both.
                     old
                 } else {
                     return Err(Error::new(

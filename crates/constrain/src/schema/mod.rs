@@ -114,7 +114,7 @@ pub enum Whitespace {
 
 /// Options for compiling a schema. `#[non_exhaustive]`: build it from `Options::default()`
 /// and the `with_*` methods, so new options do not break callers.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
     /// Whitespace policy between JSON tokens.
@@ -129,6 +129,15 @@ pub struct Options {
     /// Forces a dialect; `None`: the one `$schema` names (2020-12 without it). See
     /// [`dialect`].
     pub draft: Option<dialect::Draft>,
+    /// Enforce the keywords a grammar cannot express with run-time checks ([`crate::check`])
+    /// instead of refusing them. Default true; `false` refuses them with an [`Error`].
+    pub runtime_checks: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { whitespace: Whitespace::default(), strict: false, lenient: false, draft: None, runtime_checks: true }
+    }
 }
 
 impl Options {
@@ -153,6 +162,12 @@ impl Options {
     /// Sets [`Options::draft`].
     pub fn with_draft(mut self, draft: Option<dialect::Draft>) -> Self {
         self.draft = draft;
+        self
+    }
+
+    /// Sets [`Options::runtime_checks`].
+    pub fn with_runtime_checks(mut self, on: bool) -> Self {
+        self.runtime_checks = on;
         self
     }
 }
@@ -245,6 +260,16 @@ fn escape_pointer(seg: &str) -> String {
     seg.replace('~', "~0").replace('/', "~1")
 }
 
+/// [`escape_pointer`], for the run-time checks' map of subschemas.
+pub(crate) fn escape_pointer_segment(seg: &str) -> String {
+    escape_pointer(seg)
+}
+
+/// The JSON pointer a `$ref` fragment spells (percent-decoded), for the run-time checks.
+pub(crate) fn percent_decode_pointer(fragment: &str) -> String {
+    percent_decode(fragment)
+}
+
 /// Compiles a JSON Schema into a grammar whose start rule matches exactly the JSON texts
 /// (under `options.whitespace`) that validate against the schema.
 pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, Error> {
@@ -254,7 +279,7 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, Error> {
 /// [`compile`], also returning the [`Note`]s on where the grammar accepts less than the
 /// schema allows (e.g. host names without A-labels).
 pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar, Vec<Note>), Error> {
-    let (doc, _) = dialect::normalise(schema, options.draft)?;
+    let (normalised, draft) = dialect::normalise(schema, options.draft)?;
     let mut notes = Vec::new();
     if let (None, Some(Value::String(uri))) = (options.draft, schema.get("$schema")) {
         if dialect::Draft::from_uri(uri).is_none() {
@@ -265,22 +290,47 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
             ));
         }
     }
-    let doc = unevaluated::rewrite(&doc, &mut notes);
+    let doc = unevaluated::rewrite(&normalised, &mut notes);
     let mut c = Compiler::new(&doc, options);
     let start = c.ref_rule_for_pointer("");
     let built = c
         .drain()
         .and_then(|_| c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}"))));
     notes.append(&mut c.notes);
-    let g = built.map_err(|mut e| {
+    let relaxed = c.relaxed.take();
+    let mut g = built.map_err(|mut e| {
         e.0.pointer = dialect::original_pointer(&e.0.pointer);
         e
     })?;
+    if !relaxed.is_empty() {
+        let mut list = Vec::new();
+        for (ptr, keyword) in relaxed {
+            let shown = dialect::original_pointer(&format!("{ptr}/{}", escape_pointer(&keyword)));
+            list.push((ptr, keyword, shown));
+        }
+        // The checks validate against the schema before `unevaluated*` were rewritten (the
+        // rewrite may narrow a subschema, which under `not` would widen it), and the whole
+        // document against the schema as written, in its own dialect.
+        let checks = crate::check::ValueChecks::build(&normalised, schema, draft, list).map_err(|e| {
+            Error::new(
+                &dialect::original_pointer(&e.pointer),
+                "",
+                format!("cannot build the run-time check: {}", e.message),
+            )
+        })?;
+        g.set_checks(checks);
+    }
     for n in &mut notes {
         n.0.pointer = dialect::original_pointer(&n.0.pointer);
     }
     notes.dedup();
     Ok((g, notes))
+}
+
+/// Keywords a run-time check can enforce when the grammar cannot: all but the dynamic
+/// references, whose meaning the canonical document no longer holds.
+fn checkable(keyword: &str) -> bool {
+    !matches!(keyword, "$dynamicRef" | "$recursiveRef")
 }
 
 /// Keywords that constrain instances (everything else is an annotation or unknown, and is
@@ -377,6 +427,8 @@ pub(crate) struct Compiler<'a> {
     merged: HashMap<String, Expr>,
     /// Subschemas compiled so far (see [`MAX_EXPANSION`]).
     expanded: usize,
+    /// Keywords left to run-time checks: (canonical pointer of their schema, keyword).
+    relaxed: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -398,6 +450,7 @@ impl<'a> Compiler<'a> {
             notes: Vec::new(),
             merged: HashMap::default(),
             expanded: 0,
+            relaxed: Default::default(),
         };
         c.ws = match opts.whitespace {
             // The indentation after a newline is one shared rule, so the bounded count is one
@@ -416,13 +469,28 @@ impl<'a> Compiler<'a> {
         self.opts.lenient
     }
 
-    /// `Err` unless lenient, in which case the keyword is ignored.
+    /// A keyword the grammar cannot express. Lenient: ignored. With run-time checks: left
+    /// out of the grammar (which then accepts more there) and recorded, so the value it
+    /// applies to is validated as it completes ([`crate::check`]). Otherwise an error.
     fn unsupported(&self, ptr: &str, keyword: &str, why: &str) -> Result<(), Error> {
         if self.lenient() {
+            Ok(())
+        } else if self.opts.runtime_checks && checkable(keyword) {
+            self.relax(ptr, keyword);
             Ok(())
         } else {
             Err(Error::new(ptr, keyword, why))
         }
+    }
+
+    /// Records `keyword` of the schema at `ptr` as left to a run-time check.
+    fn relax(&self, ptr: &str, keyword: &str) {
+        self.relaxed.borrow_mut().push((ptr.to_string(), keyword.to_string()));
+    }
+
+    /// Whether `keyword`'s refusal may become a run-time check (see [`Compiler::unsupported`]).
+    fn relaxes(&self, keyword: &str) -> bool {
+        !self.lenient() && self.opts.runtime_checks && checkable(keyword)
     }
 
     /// Makes `expr` a rule of its own (shared with identical bodies) unless it is tiny.

@@ -1019,7 +1019,7 @@ mod tests {
         extra: &[&str],
     ) {
         let value: serde_json::Value = serde_json::from_str(schema).unwrap();
-        let g = crate::schema::compile(&value, &crate::schema::Options::default())
+        let g = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
             .unwrap_or_else(|e| panic!("{schema}: {e}"));
         let p = Pda::build(&g, &Limits::default()).unwrap();
         let mut around: Vec<&str> = extra.to_vec();
@@ -1212,8 +1212,12 @@ mod tests {
 
     #[test]
     fn unbounded_moduli_are_refused_not_dropped() {
-        let compile =
-            |s: &str| crate::schema::compile(&serde_json::from_str(s).unwrap(), &crate::schema::Options::default());
+        let compile = |s: &str| {
+            crate::schema::compile(
+                &serde_json::from_str(s).unwrap(),
+                &crate::schema::Options::default().with_runtime_checks(false),
+            )
+        };
         for s in [
             r#"{"type": "integer", "multipleOf": 1234567}"#,
             r#"{"type": "integer", "multipleOf": 7, "minimum": 5}"#,
@@ -1251,7 +1255,7 @@ mod tests {
             }
             schema += "}";
             let value: serde_json::Value = serde_json::from_str(&schema).unwrap();
-            if let Ok(g) = crate::schema::compile(&value, &crate::schema::Options::default()) {
+            if let Ok(g) = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false)) {
                 // An empty set does not build (`Empty`): then every candidate must be outside.
                 let p = Pda::build(&g, &Limits::default()).ok();
                 let lo_b = lo.as_ref().map(|(l, s)| (l.as_str(), *s));

@@ -26,7 +26,16 @@ impl<'a> Compiler<'a> {
         rest.remove(key);
         let has_rest = rest.keys().any(|k| is_constraint_keyword(k));
         let forbidden: Vec<Vec<String>> = if key == "oneOf" && !self.lenient() {
-            self.check_disjoint(branches, &rest, ptr)?
+            match self.check_disjoint(branches, &rest, ptr) {
+                Ok(f) => f,
+                // Overlapping branches: an alternation accepts values two branches match,
+                // which the run-time check then refuses.
+                Err(_) if self.relaxes("oneOf") => {
+                    self.relax(ptr, "oneOf");
+                    vec![vec![]; branches.len()]
+                }
+                Err(e) => return Err(e),
+            }
         } else {
             vec![vec![]; branches.len()]
         };

@@ -48,15 +48,9 @@ impl<'a> Compiler<'a> {
         let content: Option<(Expr, &str)> = match (pattern, fmt) {
             (Some(p), Some((f, _))) => {
                 self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
-                let e =
-                    to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
-                Some((e, "pattern"))
+                self.pattern_expr(p, ptr)?.map(|e| (e, "pattern"))
             }
-            (Some(p), None) => {
-                let e =
-                    to_expr(p, &RegexOptions::json_schema()).map_err(|e| Error::new(ptr, "pattern", e.to_string()))?;
-                Some((e, "pattern"))
-            }
+            (Some(p), None) => self.pattern_expr(p, ptr)?.map(|e| (e, "pattern")),
             (None, Some((_, e))) => Some((e, "format")),
             (None, None) => None,
         };
@@ -94,6 +88,19 @@ impl<'a> Compiler<'a> {
         };
         let e = Expr::seq([Expr::lit("\""), body, Expr::lit("\"")]);
         Ok(self.rule("string_c", e))
+    }
+
+    /// The grammar of `pattern`; `None` when the pattern has no regular form (lookaround,
+    /// backreferences) and is left to a run-time check instead.
+    fn pattern_expr(&mut self, pattern: &str, ptr: &str) -> Result<Option<Expr>, Error> {
+        match to_expr(pattern, &RegexOptions::json_schema()) {
+            Ok(e) => Ok(Some(e)),
+            Err(_) if self.relaxes("pattern") => {
+                self.relax(ptr, "pattern");
+                Ok(None)
+            }
+            Err(e) => Err(Error::new(ptr, "pattern", e.to_string())),
+        }
     }
 
     /// The key of an object member whose name is none of `excluded` (a JSON string, quotes
