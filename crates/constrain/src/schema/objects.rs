@@ -386,8 +386,19 @@ impl<'a> Compiler<'a> {
         }
         let key = Expr::seq([Expr::lit("\""), json::escape_expr(&Expr::alt(key_alts)), Expr::lit("\"")]);
         let key = self.rule("pattern_key", key);
-        let value =
-            self.compile_value(first.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(first.pattern)))?;
+        let value = if same_schema || !self.relaxes("patternProperties") {
+            self.compile_value(first.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(first.pattern)))?
+        } else {
+            // Patterns with different schemas: any of them (the run-time check holds a key
+            // to every schema whose pattern it matches).
+            let mut values = Vec::new();
+            for p in &kw.patterns {
+                values.push(
+                    self.compile_value(p.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(p.pattern)))?,
+                );
+            }
+            Expr::alt(values)
+        };
         Ok((value != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
     }
 
@@ -446,6 +457,15 @@ impl<'a> Compiler<'a> {
             }
         }
         let first_required = named.iter().any(|m| m.required);
+        if named.len() > ANY_ORDER_MAX && self.relaxes("properties") {
+            // Any order for any number of properties: every member may come next, and a
+            // run-time check refuses a repeated key and, when the object closes, a missing
+            // required one (the set of keys written so far is the check's state).
+            self.relax(ptr, "properties");
+            let member = Expr::alt(named.iter().map(|m| m.expr.clone()).chain(has_free.then(|| free.clone())));
+            let body = Expr::seq([member.clone(), Expr::star(Expr::seq([self.sep(), member]))]);
+            return Ok(Members::Body { body: Some(body), may_be_empty: true });
+        }
         let body = if named.len() <= ANY_ORDER_MAX {
             let deps = dependency_bits(named, &kw.dependent);
             self.any_order(named, &deps, &free, &free_tail)

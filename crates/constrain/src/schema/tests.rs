@@ -281,22 +281,30 @@ fn one_of_required_only_branches() {
 }
 
 #[test]
-fn properties_in_schema_order_or_required_order() {
-    // Five properties: more than ANY_ORDER_MAX, so two orders are accepted.
+fn properties_in_any_order_for_any_size() {
+    // Five properties: more than ANY_ORDER_MAX. The grammar alone accepts two orders...
     let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}, "e": {}}, "required": ["c", "a"], "additionalProperties": false});
+    let grammar_only = pda_with(s.clone(), &Options::default().with_runtime_checks(false));
+    assert!(grammar_only.matches(b"{\"a\": 1, \"b\": 2, \"c\": 3}"));
+    assert!(grammar_only.matches(b"{\"c\": 3, \"a\": 1, \"b\": 2}"));
+    assert!(!grammar_only.matches(b"{\"b\": 2, \"a\": 1, \"c\": 3}"));
+    // ...with run-time checks, any order, and still no repeated or missing key.
     check(
         s,
         &[
             "{\"a\": 1, \"b\": 2, \"c\": 3}",
             "{\"c\": 3, \"a\": 1, \"b\": 2}",
             "{\"c\": 3, \"a\": 1}",
-            "{\"a\": 1, \"c\": 3, \"e\": 3}",
+            "{\"b\": 2, \"a\": 1, \"c\": 3}",
+            "{\"e\": [], \"d\": 1, \"a\": 1, \"c\": 3}",
         ],
         &[
-            "{\"b\": 2, \"a\": 1, \"c\": 3}",
             "{\"c\": 3}",
+            "{\"b\": 2, \"a\": 1}",
             "{\"a\": 1, \"c\": 3, \"a\": 1}",
-            "{\"a\": 1, \"c\": 3, \"e\": 3, \"d\": 1}",
+            "{\"a\": 1, \"c\": 3, \"\\u0061\": 1}",
+            "{\"a\": 1, \"c\": 3, \"f\": 1}",
+            "{\"a\": 1, \"c\": \"3\"}",
         ],
     );
 }
