@@ -65,6 +65,7 @@ fn args(dir: PathBuf, root: &Path) -> EvalArgs {
         limits: Default::default(),
         draft: None,
         lenient: false,
+        no_runtime_checks: false,
     }
 }
 

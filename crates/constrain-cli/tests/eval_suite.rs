@@ -28,6 +28,7 @@ fn eval(set: &str, tag: &str) -> Value {
         verbose: false,
         draft: None,
         lenient: false,
+        no_runtime_checks: false,
         explain: false,
         limits: Default::default(),
     };

@@ -36,6 +36,10 @@ pub struct ConstraintArgs {
     /// JSON Schema dialect (4, 6, 7, 2019-09, 2020-12), instead of the schema's `$schema`.
     #[arg(long)]
     pub draft: Option<constrain::schema::dialect::Draft>,
+    /// Refuse the JSON Schema keywords a grammar cannot express (`uniqueItems`, `if`,
+    /// overlapping `oneOf`, …) instead of checking them at run time.
+    #[arg(long)]
+    pub no_runtime_checks: bool,
     /// Budgets for compiling and matching (see [`constrain::Limits`]).
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -153,13 +157,21 @@ impl ConstraintArgs {
             let options = constrain::schema::Options::default()
                 .with_whitespace(self.whitespace.into())
                 .with_strict(self.strict)
-                .with_draft(self.draft);
+                .with_draft(self.draft)
+                .with_runtime_checks(!self.no_runtime_checks);
             let (grammar, notes) = constrain::schema::compile_with_notes(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
             })?;
             for n in &notes {
                 eprintln!("warning: {n}");
+            }
+            if let Some(checks) = grammar.checks() {
+                let listed: Vec<String> =
+                    checks.relaxed().iter().take(4).map(|r| format!("{} at {}", r.keyword, r.pointer)).collect();
+                let more = checks.relaxed().len().saturating_sub(listed.len());
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                eprintln!("note: checked at run time, as each value completes: {}{more}", listed.join(", "));
             }
             return Ok(Some(grammar));
         }

@@ -86,6 +86,10 @@ pub struct EvalArgs {
     /// accept invalid instances (wrong accepts are then expected).
     #[arg(long)]
     pub lenient: bool,
+    /// Refuse the keywords a grammar cannot express instead of checking them at run time
+    /// (measures the grammar alone).
+    #[arg(long)]
+    pub no_runtime_checks: bool,
     /// For every wrong verdict, print to stderr where the constraint refused the instance
     /// (offset, line:column, JSON pointer, allowed bytes), or that it accepted it whole.
     #[arg(long)]
@@ -173,12 +177,14 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             schema::Options::default()
                 .with_whitespace(args.whitespace.into())
                 .with_lenient(args.lenient)
-                .with_draft(args.draft),
+                .with_draft(args.draft)
+                .with_runtime_checks(!args.no_runtime_checks),
         ),
     };
     println!(
-        "dialect: {}; lenient: {}",
+        "dialect: {}; run-time checks: {}; lenient: {}",
         args.draft.map_or("from $schema (2020-12 without it)".to_string(), |d| format!("forced to {}", d.name())),
+        if args.no_runtime_checks { "off" } else { "on" },
         if args.lenient {
             "ON (unsupported keywords ignored: constraints may accept invalid instances)"
         } else {
