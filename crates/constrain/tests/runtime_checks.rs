@@ -1,0 +1,204 @@
+//! Run-time checks: the keywords a grammar cannot express, enforced exactly by the matcher.
+//! Each schema is compiled with the default options and judged on documents fed byte by
+//! byte (a vocabulary of the 256 bytes) and through token masks; the grammar alone would
+//! refuse these schemas, or accept more than they allow.
+
+use constrain::mask::is_allowed;
+use constrain::schema::{self, Options};
+use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
+use serde_json::{json, Value};
+
+fn constraint(schema: &Value) -> Constraint {
+    let g = schema::compile(schema, &Options::default()).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    assert!(g.checks().is_some(), "{schema}: expected run-time checks");
+    Constraint::new(&g, TokenIndex::new(Vocabulary::bytes()), &Limits::default()).expect("constraint")
+}
+
+fn accepts(c: &Constraint, doc: &str) -> bool {
+    let mut m = c.matcher();
+    m.accept_bytes(doc.as_bytes()).is_ok() && m.is_accepting()
+}
+
+/// Every `good` document is accepted and no `bad` one, and the jsonschema crate agrees on
+/// each (so the lists themselves are right).
+fn check(schema: Value, good: &[&str], bad: &[&str]) {
+    let c = constraint(&schema);
+    let v = jsonschema::validator_for(&schema).expect("schema");
+    for g in good {
+        assert!(v.is_valid(&serde_json::from_str(g).expect("JSON")), "{schema}: {g} is not valid");
+        assert!(accepts(&c, g), "{schema} should accept {g}");
+    }
+    for b in bad {
+        assert!(!v.is_valid(&serde_json::from_str(b).expect("JSON")), "{schema}: {b} is valid");
+        assert!(!accepts(&c, b), "{schema} should reject {b}");
+    }
+}
+
+#[test]
+fn unique_items_with_json_equality() {
+    check(
+        json!({"type": "array", "uniqueItems": true}),
+        &["[]", "[1, 2]", "[{\"a\": 1}, {\"a\": 2}]", "[[1], [1, 1]]", "[1, \"1\"]"],
+        &["[1, 1]", "[1, 1.0]", "[{\"a\": 1, \"b\": 2}, {\"b\": 2, \"a\": 1}]", "[null, null]"],
+    );
+}
+
+#[test]
+fn contains_with_bounds() {
+    check(
+        json!({"type": "array", "contains": {"type": "integer", "minimum": 5}, "minContains": 2, "maxContains": 3}),
+        &["[5, 6]", "[1, 5, 7, 9]"],
+        &["[5]", "[1, 2]", "[5, 6, 7, 8]"],
+    );
+}
+
+#[test]
+fn if_then_else() {
+    check(
+        json!({"type": "object", "if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+               "then": {"required": ["a"]}, "else": {"required": ["b"]}}),
+        &["{\"kind\": \"a\", \"a\": 1}", "{\"kind\": \"x\", \"b\": 1}", "{\"b\": 2}"],
+        &["{\"kind\": \"a\", \"b\": 1}", "{\"kind\": \"x\", \"a\": 1}", "{}"],
+    );
+}
+
+#[test]
+fn one_of_with_overlapping_branches() {
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 10}]}),
+        &["3", "10.5", "-7"],
+        &["12", "10"],
+    );
+}
+
+#[test]
+fn not_beyond_type_and_required() {
+    check(json!({"type": "string", "not": {"pattern": "^a"}}), &["\"b\"", "\"ba\""], &["\"a\"", "\"abc\""]);
+}
+
+#[test]
+fn multiple_of_any_value() {
+    check(
+        json!({"type": "number", "multipleOf": 0.123456789, "minimum": -1e30}),
+        &["0", "0.246913578", "-0.123456789"],
+        &["0.1", "1"],
+    );
+}
+
+#[test]
+fn pattern_with_lookaround() {
+    check(json!({"type": "string", "pattern": "^(?!ab)[a-z]+$"}), &["\"ba\"", "\"a\""], &["\"ab\"", "\"abc\"", "\"\""]);
+}
+
+#[test]
+fn dependencies_in_both_forms_and_dependent_schemas() {
+    check(
+        json!({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}, "dependencies": {"c": ["d"], "e": {"properties": {"f": {"type": "integer"}}}}}),
+        &["{}", "{\"a\": 1, \"b\": 2}", "{\"c\": 1, \"d\": 1}", "{\"e\": 1, \"f\": 2}"],
+        &["{\"a\": 1}", "{\"c\": 1}", "{\"e\": 1, \"f\": \"x\"}"],
+    );
+}
+
+#[test]
+fn property_names_and_counts_over_free_keys() {
+    check(
+        json!({"type": "object", "properties": {"id": {}}, "propertyNames": {"maxLength": 3}, "minProperties": 2, "maxProperties": 3}),
+        &["{\"id\": 1, \"a\": 2}", "{\"ab\": 1, \"cd\": 2, \"ef\": 3}"],
+        &["{\"id\": 1}", "{\"long\": 1, \"a\": 2}", "{\"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4}"],
+    );
+}
+
+#[test]
+fn pattern_properties_with_several_matching_patterns() {
+    check(
+        json!({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"minimum": 10}}}),
+        &["{\"ab\": 12}", "{\"a\": 1, \"xb\": 11}"],
+        &["{\"ab\": 5}", "{\"ab\": \"x\"}", "{\"b\": 3}"],
+    );
+}
+
+#[test]
+fn unevaluated_properties_under_not() {
+    // `not` around `unevaluatedProperties`: the check validates the schema as written.
+    check(
+        json!({"type": "object", "not": {"properties": {"a": true}, "unevaluatedProperties": false}}),
+        &["{\"b\": 1}", "{\"a\": 1, \"b\": 2}"],
+        &["{}", "{\"a\": 1}"],
+    );
+}
+
+#[test]
+fn duplicate_keys_are_refused_when_the_key_closes() {
+    let c = constraint(&json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}},
+        "required": ["a"]}));
+    let mut m = c.matcher();
+    m.accept_bytes(b"{\"a\": 1, \"b\": 2, ").expect("prefix");
+    assert!(m.accept_bytes(b"\"a\"").is_err(), "a repeated key closes");
+    assert!(m.accept_bytes(b"\"\\u0061\"").is_err(), "the same key, escaped");
+    m.accept_bytes(b"\"c\": 3}").expect("a new key");
+    assert!(m.is_accepting());
+}
+
+/// The mask and the matcher agree token by token, over a vocabulary of multi-byte tokens
+/// that complete checked values in the middle of a token.
+#[test]
+fn masks_leave_out_tokens_that_complete_a_failing_value() {
+    let pieces = ["[", "1", "2", ",", "]", "1]", ",1]", ",2]", ", ", "3", "1,", "2,"];
+    let mut tokens: Vec<Vec<u8>> = pieces.iter().map(|p| p.as_bytes().to_vec()).collect();
+    tokens.push(Vec::new());
+    let eos = TokenId(pieces.len() as u32);
+    let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("vocabulary"));
+    let schema = json!({"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": true});
+    let g = schema::compile(&schema, &Options::default()).expect("compiles");
+    let c = Constraint::new(&g, index.clone(), &Limits::default()).expect("constraint");
+    let mut m = c.matcher();
+    let mut mask = vec![0u32; index.vocab().mask_words()];
+    let allowed = |m: &mut constrain::Matcher, mask: &mut Vec<u32>| {
+        m.fill_mask(mask).expect("mask");
+        (0..pieces.len()).filter(|&i| is_allowed(mask, TokenId(i as u32))).map(|i| pieces[i]).collect::<Vec<_>>()
+    };
+    m.accept_token(TokenId(0)).expect("[");
+    m.accept_token(TokenId(10)).expect("1,");
+    // `1]` and `1` followed by `]` would repeat 1; `2,` and `2` are fine.
+    let a = allowed(&mut m, &mut mask);
+    assert!(a.contains(&"2") && a.contains(&"2,") && a.contains(&"1"), "{a:?}");
+    assert!(!a.contains(&"1]"), "{a:?}");
+    m.accept_token(TokenId(11)).expect("2,");
+    m.accept_token(TokenId(1)).expect("1 (a number may still grow)");
+    let a = allowed(&mut m, &mut mask);
+    // The 1 would complete as a repeat: refused at once, not when the array closes.
+    assert!(!a.contains(&"]") && !a.contains(&",") && !a.contains(&", "), "[1,2,1 is a repeat: {a:?}");
+    assert!(a.contains(&"2") || a.contains(&"3") || a.is_empty(), "{a:?}");
+    // Every allowed token is accepted and every other refused.
+    for (i, p) in pieces.iter().enumerate() {
+        let ok = m.accept_token(TokenId(i as u32)).is_ok();
+        assert_eq!(ok, a.contains(p), "{p}");
+        if ok {
+            m.rollback(1).expect("roll back");
+        }
+    }
+    m.rollback(2).expect("back to [1,");
+    m.accept_token(TokenId(9)).expect("3");
+    m.accept_token(TokenId(4)).expect("]");
+    m.fill_mask(&mut mask).expect("mask");
+    assert!(is_allowed(&mask, eos) && m.is_accepting());
+}
+
+#[test]
+fn a_number_at_the_top_level_is_checked_at_the_end() {
+    let c = constraint(&json!({"type": "integer", "multipleOf": 7, "minimum": 5}));
+    let mut m = c.matcher();
+    m.accept_bytes(b"1").expect("prefix");
+    assert!(!m.is_accepting(), "1 is not a multiple of 7");
+    m.accept_bytes(b"4").expect("14");
+    assert!(m.is_accepting());
+    assert!(!accepts(&c, "0") && accepts(&c, "7") && !accepts(&c, "-7"));
+}
+
+#[test]
+fn runtime_checks_can_be_turned_off() {
+    let s = json!({"type": "array", "uniqueItems": true});
+    let e = schema::compile(&s, &Options::default().with_runtime_checks(false)).expect_err("refused");
+    assert_eq!(e.keyword(), "uniqueItems");
+    assert_eq!(e.pointer(), "/uniqueItems");
+}
