@@ -29,6 +29,7 @@
 
 mod llama;
 mod model_path;
+mod sequence;
 
 pub use llama::Generator;
 pub use model_path::{
