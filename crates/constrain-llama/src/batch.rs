@@ -4,8 +4,8 @@
 //! settings and an event sink). Output: [`BatchEvent`]s through each request's sink — text
 //! as it is produced, then the [`Output`] or an [`Error`].
 //!
-//! How: [`Generator::serve_batched`] owns one context with a unified KV cache of
-//! `parallel × ctx_size` cells; sequence `i` of the batch is KV sequence id `i`. Each step
+//! How: [`Generator::serve_batched`] owns one context with `parallel` KV streams of
+//! `ctx_size` cells; sequence `i` of the batch is KV sequence id `i`. Each step
 //! (1) admits waiting requests into free slots (a new request joins at the next step),
 //! (2) runs the first half of every active sequence's step ([`Sequence::prepare`]: stop
 //! checks, jump-forward) on this thread, (3) fills the masks and samples of all sequences
@@ -14,7 +14,10 @@
 //! ONE `llama_decode` of a batch holding every sequence's new tokens plus as much of the
 //! waiting prompts as fits (prompts are prefilled into their own sequence, logits only for
 //! their last token). A finished, failed or cancelled sequence (its sink returned `false`)
-//! frees its slot and its KV cells (`llama_memory_seq_rm`) at once.
+//! frees its slot and its KV cells (`llama_memory_seq_rm`) at once, except its prompt's:
+//! a later request is put in the free slot whose kept prompt shares the longest prefix with
+//! its own, and only the rest of its prompt is evaluated (a repeated system prompt or
+//! conversation is not evaluated again).
 //!
 //! The context is not `Send`: call [`Generator::serve_batched`] on the thread that will own
 //! it for the server's lifetime; it returns when the request channel closes.
@@ -23,6 +26,7 @@ use super::{Error, Generator, Output, StopReason};
 use constrain::matcher::Constraint;
 use constrain::sampling::SamplerSettings;
 use constrain::vocab::{TokenId, Vocabulary};
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -127,6 +131,8 @@ impl Generator {
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let mut batch = LlamaBatch::new(n_batch, 1);
         let mut slots: Vec<Option<Slot>> = (0..parallel).map(|_| None).collect();
+        // Per sequence id: the prompt tokens whose cells it still holds (prefix cache).
+        let mut cached: Vec<Vec<LlamaToken>> = vec![Vec::new(); parallel];
         let mut closed = false;
         loop {
             busy.store(slots.iter().filter(|s| s.is_some()).count(), Ordering::Relaxed);
@@ -136,13 +142,13 @@ impl Generator {
                     return Ok(());
                 }
                 match requests.recv() {
-                    Ok(r) => self.admit(&mut slots, r, n_ctx),
+                    Ok(r) => self.admit(&mut slots, &mut cached, &mut ctx, r, n_ctx),
                     Err(_) => return Ok(()),
                 }
             }
             while !closed && slots.iter().any(Option::is_none) {
                 match requests.try_recv() {
-                    Ok(r) => self.admit(&mut slots, r, n_ctx),
+                    Ok(r) => self.admit(&mut slots, &mut cached, &mut ctx, r, n_ctx),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => closed = true,
                 }
@@ -192,10 +198,16 @@ impl Generator {
                 };
                 if let Some(end) = end {
                     if let Some(slot) = entry.take() {
+                        // Keep the prompt's cells (evaluated so far) for a later request
+                        // with the same prefix; free the rest.
+                        let keep = slot.prompt_queued;
+                        cached[id] = slot.prompt[..keep].to_vec();
+                        if !matches!(ctx.clear_kv_cache_seq(Some(id as u32), Some(keep as u32), None), Ok(true)) {
+                            cached[id].clear();
+                            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+                        }
                         finish(slot, end);
                     }
-                    // Freeing a sequence's cells cannot fail for a whole sequence.
-                    let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
                 }
             }
             let mut fed: Vec<(usize, Fed)> = Vec::new();
@@ -252,20 +264,29 @@ impl Generator {
                     (Ok(()), None, Fed::Tokens(n)) => slot.seq.fed(n),
                     (Ok(()), None, Fed::PromptDone) => slot.seq.prompt_done(slot.started.elapsed()),
                     (Ok(()), None, Fed::PromptPart) => {}
-                    (Ok(()), Some(Err(e)), _) => fail(&mut slots[id], e, &mut ctx, id),
+                    (Ok(()), Some(Err(e)), _) => fail(&mut slots[id], e, &mut ctx, id, &mut cached[id]),
                     (Ok(()), Some(Ok(_)), _) => {}
-                    (Err(msg), _, _) => fail(&mut slots[id], Error::Llama(msg.clone()), &mut ctx, id),
+                    (Err(msg), _, _) => fail(&mut slots[id], Error::Llama(msg.clone()), &mut ctx, id, &mut cached[id]),
                 }
             }
         }
     }
 
-    /// Puts `request` into a free slot, or fails it (bad prompt, budget too small).
-    fn admit(&self, slots: &mut [Option<Slot>], mut request: BatchRequest, n_ctx: usize) {
-        let Some(free) = slots.iter_mut().find(|s| s.is_none()) else {
+    /// Puts `request` into the free slot whose cached prompt shares the longest prefix with
+    /// its prompt (those cells are reused, the rest of the sequence is cleared), or fails it
+    /// (bad prompt, budget too small).
+    fn admit(
+        &self,
+        slots: &mut [Option<Slot>],
+        cached: &mut [Vec<LlamaToken>],
+        ctx: &mut LlamaContext<'_>,
+        mut request: BatchRequest,
+        n_ctx: usize,
+    ) {
+        if !slots.iter().any(Option::is_none) {
             (request.events)(BatchEvent::Failed(Error::Llama("no free sequence".into())));
             return;
-        };
+        }
         let started = Instant::now();
         let prompt = match &request.prompt {
             BatchPrompt::Raw(text) => Ok(self.raw_tokens(text, false)),
@@ -285,24 +306,35 @@ impl Generator {
             let seq = Sequence::new(request.constraint.as_ref(), settings, self.index().vocab(), &prompt, n_ctx)?;
             Ok((seq, prompt))
         });
-        match seq {
-            Ok((seq, prompt)) => {
-                *free = Some(Slot {
-                    seq,
-                    events: request.events,
-                    prompt,
-                    prompt_queued: 0,
-                    started,
-                    logits_at: None,
-                    pending: Vec::new(),
-                    outcome: None,
-                    text: String::new(),
-                });
-            }
+        let (seq, prompt) = match seq {
+            Ok(ok) => ok,
             Err(e) => {
                 (request.events)(BatchEvent::Failed(e));
+                return;
             }
+        };
+        let common = |id: usize| cached[id].iter().zip(&prompt).take_while(|(a, b)| a == b).count();
+        let Some(id) = (0..slots.len()).filter(|&id| slots[id].is_none()).max_by_key(|&id| (common(id), id)) else {
+            return;
+        };
+        // At least the last prompt token is evaluated again: its logits start generation.
+        let mut reuse = common(id).min(prompt.len() - 1);
+        if !matches!(ctx.clear_kv_cache_seq(Some(id as u32), Some(reuse as u32), None), Ok(true)) {
+            reuse = 0;
+            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
         }
+        cached[id].clear();
+        slots[id] = Some(Slot {
+            seq,
+            events: request.events,
+            prompt,
+            prompt_queued: reuse,
+            started,
+            logits_at: None,
+            pending: Vec::new(),
+            outcome: None,
+            text: String::new(),
+        });
     }
 }
 
@@ -345,10 +377,11 @@ fn finish(mut slot: Slot, end: Result<StopReason, Error>) {
     (slot.events)(event);
 }
 
-/// Fails the sequence in `entry` (KV sequence `id`) and frees it.
-fn fail(entry: &mut Option<Slot>, e: Error, ctx: &mut llama_cpp_2::context::LlamaContext<'_>, id: usize) {
+/// Fails the sequence in `entry` (KV sequence `id`) and frees it and all its cells.
+fn fail(entry: &mut Option<Slot>, e: Error, ctx: &mut LlamaContext<'_>, id: usize, cached: &mut Vec<LlamaToken>) {
     if let Some(slot) = entry.take() {
         finish(slot, Err(e));
     }
+    cached.clear();
     let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
 }
