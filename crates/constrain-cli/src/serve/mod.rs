@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// `max_tokens` of a request that gives none.
     #[arg(long, default_value_t = 512)]
     pub default_max_tokens: usize,
+    /// Whitespace in JSON Schema output (`compact`: none, as OpenAI's structured outputs;
+    /// `pretty`: bounded indentation, as the command line's default).
+    #[arg(long, value_enum, default_value_t = crate::cli::constraint_args::WhitespaceArg::Compact)]
+    pub whitespace: crate::cli::constraint_args::WhitespaceArg,
     /// Compiled constraints kept (least recently used ones are dropped).
     #[arg(long, default_value_t = 64)]
     pub cache_size: usize,
@@ -109,6 +113,7 @@ struct AppState {
     busy: Arc<AtomicUsize>,
     parallel: usize,
     default_max_tokens: usize,
+    whitespace: constrain::schema::Whitespace,
 }
 
 /// Decrements the in-flight count when a request ends, however it ends.
@@ -171,6 +176,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         busy,
         parallel,
         default_max_tokens: args.default_max_tokens.max(1),
+        whitespace: args.whitespace.into(),
     });
     let app = router(state, args.max_body);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -273,7 +279,7 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     }
     let grammar = match spec {
         ConstraintSpec::Schema { schema, strict, param } => {
-            let options = constrain::schema::Options::default().with_strict(*strict);
+            let options = constrain::schema::Options::default().with_strict(*strict).with_whitespace(state.whitespace);
             constrain::schema::compile(schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 ApiError::bad(
