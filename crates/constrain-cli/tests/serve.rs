@@ -163,6 +163,22 @@ fn gbnf_and_regex(addr: &str) {
     assert_eq!(parts.len(), 3, "{text}");
     assert!(parts.iter().all(|p| ["cat", "dog", "cow", "hen"].contains(p)), "{text}");
 
+    // A stop string cuts the output (and is not part of it).
+    for stream in [false, true] {
+        let body = json!({"prompt": "Letters:", "grammar": "root ::= \"abc\" [d-f] \"xyz\"", "stop": ["e", "d", "f"],
+                          "stream": stream});
+        let r = post_json(addr, "/v1/completions", &body, TIMEOUT).unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        let chunks: Vec<Value> = if stream {
+            r.sse_data().iter().filter(|d| *d != "[DONE]").map(|d| serde_json::from_str(d).unwrap()).collect()
+        } else {
+            vec![r.json().unwrap()]
+        };
+        let text: String = chunks.iter().filter_map(|c| c["choices"][0]["text"].as_str()).collect();
+        assert_eq!(text, "abc", "{chunks:?}");
+        assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "stop");
+    }
+
     let body = json!({"messages": [{"role": "user", "content": "A date?"}], "regex": "20[0-9]{2}-[01][0-9]", "max_tokens": 16});
     let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);

@@ -229,6 +229,9 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
             None => return Err(ApiError::bad("prompt".to_string(), "`prompt` is required")),
         }
     };
+    if prompt == BatchPrompt::Raw(String::new()) {
+        return Err(ApiError::bad("prompt".to_string(), "`prompt` must not be empty"));
+    }
     if let Some(n) = r.n {
         if n != 1 {
             return Err(ApiError::bad("n".to_string(), "only n = 1 is supported"));
@@ -462,6 +465,7 @@ mod tests {
         assert_eq!(e.status, 400);
         assert!(parse(b"{not json", true, 1).is_err());
         assert!(parse(br#"{"messages":[]}"#, true, 1).is_err());
+        assert_eq!(parse(br#"{"prompt":""}"#, false, 1).unwrap_err().status, 400);
         let e = parse(br#"{"prompt":"x","logit_bias":{"abc":1}}"#, false, 1).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("logit_bias"));
     }

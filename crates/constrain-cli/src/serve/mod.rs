@@ -132,7 +132,7 @@ enum Ev {
     Failed(constrain_llama::Error),
 }
 
-/// Runs the server until interrupted.
+/// Runs the server until the process is killed (SIGTERM, Ctrl-C).
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let path = match &args.model {
         Some(p) => p.clone(),
@@ -183,28 +183,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
         eprintln!("constrain serve: listening on http://{}", listener.local_addr()?);
-        axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
+        // No graceful shutdown: nothing needs flushing, so SIGTERM and Ctrl-C end the process
+        // at once (their default action), in-flight requests included.
+        axum::serve(listener, app).await?;
         Ok(())
     })
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
 fn router(state: Arc<AppState>, max_body: usize) -> Router {
@@ -378,10 +361,16 @@ fn submit(state: &AppState, job: &Job, constraint: Option<Constraint>) -> Result
         if gone.load(Ordering::Relaxed) {
             return false;
         }
-        let ok = match ev {
+        // `false` stops the sequence: the client is gone (a send failed) or a stop string
+        // was seen (then the final `Done` still goes through).
+        let sent = match ev {
             BatchEvent::Text(t) => {
                 let out = filter.push(&t);
-                (out.is_empty() || tx.send(Ev::Text(out)).is_ok()) && !filter.hit
+                let sent = out.is_empty() || tx.send(Ev::Text(out)).is_ok();
+                if sent && filter.hit {
+                    return false;
+                }
+                sent
             }
             BatchEvent::Done(output) => {
                 let rest = filter.finish();
@@ -392,10 +381,10 @@ fn submit(state: &AppState, job: &Job, constraint: Option<Constraint>) -> Result
             }
             BatchEvent::Failed(e) => tx.send(Ev::Failed(e)).is_ok(),
         };
-        if !ok {
+        if !sent {
             gone.store(true, Ordering::Relaxed);
         }
-        ok
+        sent
     });
     let request = BatchRequest {
         prompt: job.prompt.clone(),
