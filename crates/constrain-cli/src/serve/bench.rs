@@ -176,8 +176,10 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
     measure(&addr, 1, 1, args.max_tokens, true)?;
     println!("mode           clients  requests  tokens   tok/s    p50 ms   p99 ms");
     let mut rows = Vec::new();
-    for constrained in [false, true] {
-        for &clients in &args.clients {
+    // Interleaved (both modes at one client count, then the next), so that the two modes of
+    // a row pair run under the same machine load.
+    for &clients in &args.clients {
+        for constrained in [false, true] {
             let m = measure(&addr, clients.max(1), args.requests.max(1), args.max_tokens, constrained)?;
             let mode = if constrained { "constrained" } else { "unconstrained" };
             println!(
