@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building constrain needs on a Debian/Ubuntu machine: a Rust toolchain (via
-# rustup, if cargo is missing) and cmake, clang and libclang-dev for the llama.cpp build.
+# rustup, if cargo is missing), cmake, clang and libclang-dev for the llama.cpp build, and the
+# `openai` Python package for the server tests.
 set -euo pipefail
 
 sudo=""; [[ $(id -u) -ne 0 ]] && sudo=sudo
@@ -20,4 +21,19 @@ if ! command -v cargo >/dev/null; then
         command -v curl >/dev/null || $sudo apt-get install -y curl
         curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
     fi
+fi
+
+# The `constrain serve` tests drive the server with the official OpenAI Python client.
+if ! python3 -c "import openai" >/dev/null 2>&1; then
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        $sudo apt-get update
+        $sudo apt-get install -y python3-pip
+    fi
+    # User-level; Debian's Python refuses that without --break-system-packages (PEP 668).
+    python3 -m pip install --quiet --user openai \
+        || python3 -m pip install --quiet --user --break-system-packages openai
+fi
+if ! python3 -c "import openai" >/dev/null 2>&1; then
+    echo "install-deps.sh: the openai Python package could not be installed (the serve tests need it)" >&2
+    exit 1
 fi

@@ -2,6 +2,8 @@
 //!
 //! - [`cli`]: argument parsing and the commands (generation, `grammar`, `bench`, `eval`,
 //!   `check`, `fuzz`); the binary's `main` is [`cli::main`].
+//! - `serve` (feature `llama`): `constrain serve`, the OpenAI-compatible HTTP server, and
+//!   `constrain bench-serve`, its load benchmark.
 //! - [`fuzz`]: the differential fuzzer behind `constrain fuzz` (the schema compiler against
 //!   the `jsonschema` crate).
 //!
@@ -10,3 +12,5 @@
 
 pub mod cli;
 pub mod fuzz;
+#[cfg(feature = "llama")]
+pub mod serve;

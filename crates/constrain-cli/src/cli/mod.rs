@@ -16,7 +16,8 @@
 //! | 7 | `check`: a parse limit cut a path (no verdict); `eval`: limit hits occurred |
 //!
 //! Commands: generation (the default), `grammar` (print the GBNF a constraint compiles to),
-//! `bench` (constrained vs unconstrained speed) and `eval` (JSONSchemaBench-style report).
+//! `bench` (constrained vs unconstrained speed), `eval` (JSONSchemaBench-style report),
+//! `serve` (OpenAI-compatible HTTP server) and `bench-serve` (its load benchmark).
 pub mod bench;
 pub mod check;
 pub mod constraint_args;
@@ -79,6 +80,12 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Differential fuzzing of the schema compiler against the `jsonschema` crate.
     Fuzz(fuzz::FuzzArgs),
+    /// OpenAI-compatible HTTP server with batched, constrained decoding.
+    #[cfg(feature = "llama")]
+    Serve(crate::serve::ServeArgs),
+    /// Load benchmark of `constrain serve` (1, 4, 8 clients; constrained and not).
+    #[cfg(feature = "llama")]
+    BenchServe(crate::serve::bench::BenchServeArgs),
 }
 
 /// Arguments of `constrain grammar`.
@@ -202,6 +209,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Eval(args)) => eval::run(&args).map_err(Failure::from),
         Some(Command::Check(args)) => check::run(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args).map_err(Failure::from),
+        #[cfg(feature = "llama")]
+        Some(Command::Serve(args)) => crate::serve::run(&args).map(|()| ExitCode::SUCCESS).map_err(Failure::from),
+        #[cfg(feature = "llama")]
+        Some(Command::BenchServe(args)) => {
+            crate::serve::bench::run(&args).map(|()| ExitCode::SUCCESS).map_err(Failure::from)
+        }
     }
 }
 

@@ -1,0 +1,472 @@
+//! The OpenAI request and response shapes `constrain serve` speaks, and their checks.
+//!
+//! Input: a request body already parsed as JSON. Output: a [`Job`] (prompt, constraint
+//! spec, sampling settings, stop strings) or an [`ApiError`] naming the offending field.
+//! Unknown fields are ignored, as OpenAI-compatible servers do.
+use constrain::sampling::SamplerSettings;
+use constrain::TokenId;
+use constrain_llama::BatchPrompt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// An OpenAI-style error: HTTP status plus the `{"error": {...}}` body's fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiError {
+    /// HTTP status code.
+    pub status: u16,
+    /// Human-readable message.
+    pub message: String,
+    /// `invalid_request_error`, `server_error`, …
+    pub kind: &'static str,
+    /// The request field at fault, if any.
+    pub param: Option<String>,
+    /// A short machine-readable code, if any.
+    pub code: Option<&'static str>,
+}
+
+impl ApiError {
+    /// A 400 about `param`.
+    pub fn bad(param: impl Into<Option<String>>, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: 400,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: param.into(),
+            code: None,
+        }
+    }
+
+    /// Sets the code.
+    pub fn with_code(mut self, code: &'static str) -> ApiError {
+        self.code = Some(code);
+        self
+    }
+
+    /// An error with any status.
+    pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into(), kind, param: None, code: None }
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Value {
+        json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}})
+    }
+}
+
+/// A chat message's content: a string or a list of parts (only text parts are used).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    role: String,
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+/// `stop`: one string or several.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// `prompt` of `/v1/completions`: a string or a list of one string.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PromptField {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// Every field either endpoint reads.
+#[derive(Debug, Deserialize)]
+struct Request {
+    #[serde(default)]
+    messages: Option<Vec<Message>>,
+    #[serde(default)]
+    prompt: Option<PromptField>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+    #[serde(default)]
+    max_completion_tokens: Option<u64>,
+    #[serde(default)]
+    temperature: Option<f32>,
+    #[serde(default)]
+    top_p: Option<f32>,
+    #[serde(default)]
+    top_k: Option<i64>,
+    #[serde(default)]
+    min_p: Option<f32>,
+    #[serde(default)]
+    seed: Option<i64>,
+    #[serde(default)]
+    presence_penalty: Option<f32>,
+    #[serde(default)]
+    frequency_penalty: Option<f32>,
+    #[serde(default)]
+    repeat_penalty: Option<f32>,
+    #[serde(default)]
+    logit_bias: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    stop: Option<Stop>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<Value>,
+    #[serde(default)]
+    n: Option<u64>,
+    #[serde(default)]
+    response_format: Option<Value>,
+    #[serde(default)]
+    grammar: Option<String>,
+    #[serde(default)]
+    json_schema: Option<Value>,
+    #[serde(default)]
+    regex: Option<String>,
+}
+
+/// What to constrain the output to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConstraintSpec {
+    /// A JSON Schema (`json_object` is the schema `{"type": "object"}`); `strict` forbids
+    /// properties the schema does not name. `param` is the request field, for errors.
+    Schema {
+        /// The schema.
+        schema: Value,
+        /// OpenAI's `strict`.
+        strict: bool,
+        /// The request field holding it.
+        param: &'static str,
+    },
+    /// A GBNF grammar (llama.cpp's `grammar`).
+    Gbnf(String),
+    /// A regular expression the whole output must match.
+    Regex(String),
+}
+
+impl ConstraintSpec {
+    /// A stable key for the compiled-constraint cache.
+    pub fn cache_key(&self) -> u64 {
+        let text = match self {
+            ConstraintSpec::Schema { schema, strict, .. } => format!("schema:{strict}:{schema}"),
+            ConstraintSpec::Gbnf(g) => format!("gbnf:{g}"),
+            ConstraintSpec::Regex(r) => format!("regex:{r}"),
+        };
+        xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+    }
+}
+
+/// A checked request.
+#[derive(Debug)]
+pub struct Job {
+    /// The prompt.
+    pub prompt: BatchPrompt,
+    /// The constraint, if any.
+    pub constraint: Option<ConstraintSpec>,
+    /// Sampling settings.
+    pub sampler: SamplerSettings,
+    /// Token budget.
+    pub max_tokens: usize,
+    /// Stop strings (at most 4, none empty).
+    pub stop: Vec<String>,
+    /// Server-sent events instead of one body.
+    pub stream: bool,
+    /// Whether a streamed response ends with a usage chunk.
+    pub include_usage: bool,
+}
+
+/// Reads a request of either endpoint (`chat`: `/v1/chat/completions`).
+pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, ApiError> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::bad(None, format!("the body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad(None, "the body must be a JSON object"));
+    }
+    let mut r: Request = serde_json::from_value(value).map_err(|e| ApiError::bad(None, format!("bad request: {e}")))?;
+    let prompt = if chat {
+        let messages =
+            r.messages.take().ok_or_else(|| ApiError::bad("messages".to_string(), "`messages` is required"))?;
+        if messages.is_empty() {
+            return Err(ApiError::bad("messages".to_string(), "`messages` must not be empty"));
+        }
+        let mut turns = Vec::with_capacity(messages.len());
+        for (i, m) in messages.into_iter().enumerate() {
+            let text = match m.content {
+                None => String::new(),
+                Some(Content::Text(t)) => t,
+                Some(Content::Parts(parts)) => {
+                    let mut text = String::new();
+                    for p in parts {
+                        match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                            (Some("text"), Some(t)) => text.push_str(t),
+                            _ => {
+                                return Err(ApiError::bad(
+                                    format!("messages[{i}].content"),
+                                    "only text content parts are supported",
+                                ))
+                            }
+                        }
+                    }
+                    text
+                }
+            };
+            turns.push((m.role, text));
+        }
+        BatchPrompt::Chat(turns)
+    } else {
+        match r.prompt.take() {
+            Some(PromptField::One(p)) => BatchPrompt::Raw(p),
+            Some(PromptField::Many(mut ps)) if ps.len() == 1 => BatchPrompt::Raw(ps.remove(0)),
+            Some(PromptField::Many(_)) => {
+                return Err(ApiError::bad("prompt".to_string(), "only one prompt per request is supported"))
+            }
+            None => return Err(ApiError::bad("prompt".to_string(), "`prompt` is required")),
+        }
+    };
+    if prompt == BatchPrompt::Raw(String::new()) {
+        return Err(ApiError::bad("prompt".to_string(), "`prompt` must not be empty"));
+    }
+    if let Some(n) = r.n {
+        if n != 1 {
+            return Err(ApiError::bad("n".to_string(), "only n = 1 is supported"));
+        }
+    }
+    let max_tokens = match r.max_completion_tokens.or(r.max_tokens) {
+        None => default_max_tokens,
+        Some(0) => return Err(ApiError::bad("max_tokens".to_string(), "max_tokens must be at least 1")),
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let sampler = sampler_settings(&r)?;
+    let stop = match r.stop.take() {
+        None => Vec::new(),
+        Some(Stop::One(s)) => vec![s],
+        Some(Stop::Many(v)) => v,
+    };
+    if stop.len() > 4 || stop.iter().any(String::is_empty) {
+        return Err(ApiError::bad("stop".to_string(), "`stop` takes at most 4 non-empty strings"));
+    }
+    let constraint = constraint_spec(r.response_format.take(), r.grammar.take(), r.json_schema.take(), r.regex.take())?;
+    let include_usage =
+        r.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
+    Ok(Job { prompt, constraint, sampler, max_tokens, stop, stream: r.stream.unwrap_or(false), include_usage })
+}
+
+/// The sampling chain: llama.cpp's defaults for every field the request leaves out.
+fn sampler_settings(r: &Request) -> Result<SamplerSettings, ApiError> {
+    let mut s = SamplerSettings::default();
+    if let Some(t) = r.temperature {
+        s.temperature = t;
+    }
+    if let Some(p) = r.top_p {
+        s.top_p = p;
+    }
+    if let Some(k) = r.top_k {
+        s.top_k = usize::try_from(k.max(0)).unwrap_or(0);
+    }
+    if let Some(p) = r.min_p {
+        s.min_p = p;
+    }
+    if let Some(p) = r.presence_penalty {
+        s.presence_penalty = p;
+    }
+    if let Some(p) = r.frequency_penalty {
+        s.frequency_penalty = p;
+    }
+    if let Some(p) = r.repeat_penalty {
+        s.repeat_penalty = p;
+    }
+    s.seed = r.seed.map(|x| x as u64);
+    if let Some(bias) = &r.logit_bias {
+        for (key, value) in bias {
+            let id: u32 = key
+                .parse()
+                .map_err(|_| ApiError::bad("logit_bias".to_string(), format!("`{key}` is not a token id")))?;
+            let b = value
+                .as_f64()
+                .filter(|b| (-100.0..=100.0).contains(b))
+                .ok_or_else(|| ApiError::bad("logit_bias".to_string(), "biases are numbers from -100 to 100"))?;
+            // OpenAI: -100 bans the token.
+            let b = if b <= -100.0 { f32::NEG_INFINITY } else { b as f32 };
+            s.logit_bias.push((TokenId(id), b));
+        }
+    }
+    s.validate().map_err(|e| ApiError::bad(None, e.to_string()))?;
+    Ok(s)
+}
+
+/// At most one of `response_format` (non-text), `grammar`, `json_schema` and `regex`.
+fn constraint_spec(
+    response_format: Option<Value>,
+    grammar: Option<String>,
+    json_schema: Option<Value>,
+    regex: Option<String>,
+) -> Result<Option<ConstraintSpec>, ApiError> {
+    let mut specs = Vec::new();
+    if let Some(rf) = response_format {
+        let param = "response_format".to_string();
+        match rf.get("type").and_then(Value::as_str) {
+            Some("text") => {}
+            Some("json_object") => specs.push(ConstraintSpec::Schema {
+                schema: json!({"type": "object"}),
+                strict: false,
+                param: "response_format",
+            }),
+            Some("json_schema") => {
+                let js = rf
+                    .get("json_schema")
+                    .ok_or_else(|| ApiError::bad(param.clone(), "`response_format.json_schema` is required"))?;
+                let schema = js.get("schema").cloned().unwrap_or_else(|| json!({}));
+                let strict = js.get("strict").and_then(Value::as_bool).unwrap_or(false);
+                specs.push(ConstraintSpec::Schema { schema, strict, param: "response_format.json_schema.schema" });
+            }
+            _ => {
+                return Err(ApiError::bad(
+                    "response_format.type".to_string(),
+                    "`response_format.type` must be text, json_object or json_schema",
+                ))
+            }
+        }
+    }
+    if let Some(g) = grammar {
+        specs.push(ConstraintSpec::Gbnf(g));
+    }
+    if let Some(schema) = json_schema {
+        specs.push(ConstraintSpec::Schema { schema, strict: false, param: "json_schema" });
+    }
+    if let Some(r) = regex {
+        specs.push(ConstraintSpec::Regex(r));
+    }
+    if specs.len() > 1 {
+        return Err(ApiError::bad(None, "give at most one of response_format (json), grammar, json_schema, regex"));
+    }
+    Ok(specs.pop())
+}
+
+/// The OpenAI `finish_reason`: `stop` when the model, the grammar or a stop string ended the
+/// output, `length` when the token budget did (closing mode completing a constrained output
+/// included: the document is valid but shorter than the model wanted).
+pub fn finish_reason(stop: constrain_llama::StopReason, stop_string: bool) -> &'static str {
+    use constrain_llama::StopReason as S;
+    match stop {
+        _ if stop_string => "stop",
+        S::Finished | S::Eos => "stop",
+        S::MaxTokens | S::Closed => "length",
+    }
+}
+
+/// Holds back text that may be the start of a stop string, and cuts the output at the first
+/// complete one.
+#[derive(Debug, Default)]
+pub struct StopFilter {
+    stops: Vec<String>,
+    text: String,
+    emitted: usize,
+    /// A stop string was found (the text ends before it).
+    pub hit: bool,
+}
+
+impl StopFilter {
+    /// A filter for `stops`.
+    pub fn new(stops: Vec<String>) -> StopFilter {
+        StopFilter { stops, ..StopFilter::default() }
+    }
+
+    /// Adds generated text; returns the part that is safe to send.
+    pub fn push(&mut self, piece: &str) -> String {
+        if self.hit {
+            return String::new();
+        }
+        self.text.push_str(piece);
+        if self.stops.is_empty() {
+            return self.take(self.text.len());
+        }
+        let longest = self.stops.iter().map(String::len).max().unwrap_or(0);
+        let mut from = self.emitted.saturating_sub(longest);
+        while !self.text.is_char_boundary(from) {
+            from -= 1;
+        }
+        let found = self.stops.iter().filter_map(|s| self.text[from..].find(s.as_str()).map(|p| from + p)).min();
+        if let Some(at) = found {
+            self.hit = true;
+            self.text.truncate(at);
+            return self.take(at);
+        }
+        // Keep back the longest tail that starts some stop string.
+        let mut keep = 0;
+        for s in &self.stops {
+            for n in (1..s.len().min(self.text.len() + 1)).rev() {
+                if s.is_char_boundary(n) && self.text.ends_with(&s[..n]) {
+                    keep = keep.max(n);
+                    break;
+                }
+            }
+        }
+        let end = (self.text.len() - keep).max(self.emitted);
+        self.take(end)
+    }
+
+    /// The rest of the held-back text, at the end of generation.
+    pub fn finish(&mut self) -> String {
+        self.take(self.text.len())
+    }
+
+    fn take(&mut self, end: usize) -> String {
+        let mut end = end.min(self.text.len());
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end <= self.emitted {
+            return String::new();
+        }
+        let out = self.text[self.emitted..end].to_string();
+        self.emitted = end;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_strings_cut_and_hold_back() {
+        let mut f = StopFilter::new(vec!["END".into()]);
+        assert_eq!(f.push("abc E"), "abc ");
+        assert_eq!(f.push("N"), "");
+        assert_eq!(f.push("x"), "ENx");
+        assert_eq!(f.push("yEND tail"), "y");
+        assert!(f.hit);
+        assert_eq!(f.finish(), "");
+        let mut f = StopFilter::new(Vec::new());
+        assert_eq!(f.push("é"), "é");
+    }
+
+    #[test]
+    fn requests_parse_and_bad_fields_are_named() {
+        let job = parse(
+            br#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"seed":3,"temperature":0,
+                "response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer"},"strict":true}}}"#,
+            true,
+            100,
+        )
+        .unwrap();
+        assert_eq!(job.max_tokens, 5);
+        assert_eq!(job.sampler.seed, Some(3));
+        assert!(matches!(job.constraint, Some(ConstraintSpec::Schema { strict: true, .. })));
+        let e = parse(br#"{"messages":[{"role":"user","content":"hi"}],"n":2}"#, true, 100).unwrap_err();
+        assert_eq!((e.status, e.param.as_deref()), (400, Some("n")));
+        let e = parse(br#"{"prompt":"x","grammar":"root ::= \"a\"","regex":"a"}"#, false, 100).unwrap_err();
+        assert_eq!(e.status, 400);
+        assert!(parse(b"{not json", true, 1).is_err());
+        assert!(parse(br#"{"messages":[]}"#, true, 1).is_err());
+        assert_eq!(parse(br#"{"prompt":""}"#, false, 1).unwrap_err().status, 400);
+        let e = parse(br#"{"prompt":"x","logit_bias":{"abc":1}}"#, false, 1).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("logit_bias"));
+    }
+}

@@ -1,0 +1,506 @@
+//! `constrain serve`: an OpenAI-compatible HTTP server with batched, constrained decoding.
+//!
+//! Input: HTTP requests (`POST /v1/chat/completions`, `POST /v1/completions`,
+//! `GET /v1/models`, `GET /health`). Output: OpenAI-shaped JSON bodies, or Server-Sent Events
+//! ending with `data: [DONE]` for `stream: true`; errors as `{"error": {...}}` with 400 (bad
+//! request, schema or grammar — a schema error names its JSON pointer), 413 (body over the
+//! limit), 503 (queue full), 500 (generation failed).
+//!
+//! How: one OS thread owns the model and the llama.cpp context and runs
+//! [`constrain_llama::Generator::serve_batched`] (continuous batching, one decode per step for
+//! every active sequence). Handlers on a small tokio runtime check the request
+//! ([`api::parse`]), compile the constraint on a blocking thread (cached by a hash of the
+//! schema or grammar: a repeated schema is not compiled again), send the job to the decode
+//! thread and await its events on a channel. A client that goes away drops that channel; the
+//! decode thread then frees the sequence and its KV cells.
+pub mod api;
+pub mod bench;
+pub mod client;
+
+use api::{ApiError, ConstraintSpec, Job, StopFilter};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use constrain::mask::TokenIndex;
+use constrain::matcher::Constraint;
+use constrain_llama::{BatchEvent, BatchRequest, Generator, GeneratorSettings, Output};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+/// Arguments of `constrain serve`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// GGUF model file [default: $CONSTRAIN_MODEL, else the cached SmolLM2-135M-Instruct].
+    #[arg(short = 'm', long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Address to listen on (loopback by default).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on; 0 picks a free one (the address is printed on stderr).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Sequences decoded together in one batch.
+    #[arg(long, default_value_t = 8)]
+    pub parallel: usize,
+    /// Context size of each sequence in tokens (prompt + output); the KV cache holds
+    /// `parallel` times this.
+    #[arg(short = 'c', long = "ctx-size", default_value_t = 2048)]
+    pub ctx_size: u32,
+    /// CPU threads for llama.cpp [default: all available cores].
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+    /// Requests allowed to wait for a free sequence; more get 503.
+    #[arg(long, default_value_t = 64)]
+    pub max_queue: usize,
+    /// Largest request body in bytes; larger ones get 413.
+    #[arg(long, default_value_t = 4 << 20)]
+    pub max_body: usize,
+    /// `max_tokens` of a request that gives none.
+    #[arg(long, default_value_t = 512)]
+    pub default_max_tokens: usize,
+    /// Whitespace in JSON Schema output (`compact`: none, as OpenAI's structured outputs;
+    /// `pretty`: bounded indentation, as the command line's default).
+    #[arg(long, value_enum, default_value_t = crate::cli::constraint_args::WhitespaceArg::Compact)]
+    pub whitespace: crate::cli::constraint_args::WhitespaceArg,
+    /// Compiled constraints kept (least recently used ones are dropped).
+    #[arg(long, default_value_t = 64)]
+    pub cache_size: usize,
+    /// Show llama.cpp's logs.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Compiled constraints by request hash, least recently used last.
+struct ConstraintCache {
+    entries: Vec<(u64, Constraint)>,
+    capacity: usize,
+}
+
+impl ConstraintCache {
+    fn get(&mut self, key: u64) -> Option<Constraint> {
+        let i = self.entries.iter().position(|(k, _)| *k == key)?;
+        let entry = self.entries.remove(i);
+        let c = entry.1.clone();
+        self.entries.insert(0, entry);
+        Some(c)
+    }
+
+    fn put(&mut self, key: u64, c: Constraint) {
+        self.entries.retain(|(k, _)| *k != key);
+        self.entries.insert(0, (key, c));
+        self.entries.truncate(self.capacity.max(1));
+    }
+}
+
+/// What every handler shares.
+struct AppState {
+    jobs: Mutex<mpsc::Sender<BatchRequest>>,
+    index: Arc<TokenIndex>,
+    cache: Mutex<ConstraintCache>,
+    inflight: AtomicUsize,
+    max_inflight: usize,
+    model_id: String,
+    /// Sequences in use (kept by the decode thread).
+    busy: Arc<AtomicUsize>,
+    parallel: usize,
+    default_max_tokens: usize,
+    whitespace: constrain::schema::Whitespace,
+}
+
+/// Decrements the in-flight count when a request ends, however it ends.
+struct Inflight(Arc<AppState>);
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        self.0.inflight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What the decode thread sends a handler (after stop strings are applied).
+enum Ev {
+    Text(String),
+    Done(Box<Output>, bool),
+    Failed(constrain_llama::Error),
+}
+
+/// Runs the server until the process is killed (SIGTERM, Ctrl-C).
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let path = match &args.model {
+        Some(p) => p.clone(),
+        None => constrain_llama::default_model_path()?,
+    };
+    let model_id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+    let settings = GeneratorSettings {
+        ctx_size: args.ctx_size,
+        threads: args.threads,
+        verbose: args.verbose,
+        ..GeneratorSettings::default()
+    };
+    let (jobs_tx, jobs_rx) = mpsc::channel::<BatchRequest>();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let parallel = args.parallel.clamp(1, 256);
+    let busy = Arc::new(AtomicUsize::new(0));
+    let busy_decode = busy.clone();
+    // The decode thread owns the model and the context for the server's lifetime.
+    std::thread::Builder::new().name("decode".into()).spawn(move || {
+        let generator = match Generator::load(&path, settings) {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let _ = ready_tx.send(Ok(generator.index().clone()));
+        if let Err(e) = generator.serve_batched(parallel, jobs_rx, &busy_decode) {
+            eprintln!("constrain serve: decode loop failed: {e}");
+            std::process::exit(1);
+        }
+    })?;
+    let index = ready_rx.recv().map_err(|_| anyhow::anyhow!("the decode thread ended while loading the model"))??;
+    let state = Arc::new(AppState {
+        jobs: Mutex::new(jobs_tx),
+        index,
+        cache: Mutex::new(ConstraintCache { entries: Vec::new(), capacity: args.cache_size }),
+        inflight: AtomicUsize::new(0),
+        max_inflight: parallel + args.max_queue,
+        model_id,
+        busy,
+        parallel,
+        default_max_tokens: args.default_max_tokens.max(1),
+        whitespace: args.whitespace.into(),
+    });
+    let app = router(state, args.max_body);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
+        eprintln!("constrain serve: listening on http://{}", listener.local_addr()?);
+        // No graceful shutdown: nothing needs flushing, so SIGTERM and Ctrl-C end the process
+        // at once (their default action), in-flight requests included.
+        axum::serve(listener, app).await?;
+        Ok(())
+    })
+}
+
+fn router(state: Arc<AppState>, max_body: usize) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .fallback(|| async { error_response(&ApiError::new(404, "invalid_request_error", "no such endpoint")) })
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+fn error_response(e: &ApiError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, Json(e.body())).into_response()
+}
+
+/// `{"status": "ok"}` plus the sequences in use and the requests in flight.
+async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(json!({
+        "status": "ok",
+        "slots_busy": state.busy.load(Ordering::Relaxed),
+        "slots_total": state.parallel,
+        "requests_in_flight": state.inflight.load(Ordering::SeqCst),
+    }))
+}
+
+async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(json!({"object": "list", "data": [
+        {"id": state.model_id, "object": "model", "created": 0, "owned_by": "constrain"}
+    ]}))
+}
+
+async fn chat(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    handle(state, body, true).await
+}
+
+async fn completions(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    handle(state, body, false).await
+}
+
+async fn handle(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat: bool) -> Response {
+    match respond(state, body, chat).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Maps a generation error to an HTTP error.
+fn generation_error(e: &constrain_llama::Error) -> ApiError {
+    use constrain_llama::Error as E;
+    match e {
+        E::PromptTooLong { .. } => {
+            ApiError::bad("messages".to_string(), e.to_string()).with_code("context_length_exceeded")
+        }
+        E::BudgetTooSmall { .. } => ApiError::bad("max_tokens".to_string(), e.to_string()),
+        E::Settings(_) | E::Schema(_) | E::Constraint(_) => ApiError::bad(None, e.to_string()),
+        _ => ApiError::new(500, "server_error", e.to_string()),
+    }
+}
+
+/// Compiles (or finds in the cache) the constraint of `spec`.
+fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiError> {
+    let key = spec.cache_key();
+    if let Some(c) = state.cache.lock().ok().and_then(|mut cache| cache.get(key)) {
+        return Ok(c);
+    }
+    let grammar = match spec {
+        ConstraintSpec::Schema { schema, strict, param } => {
+            let options = constrain::schema::Options::default().with_strict(*strict).with_whitespace(state.whitespace);
+            constrain::schema::compile(schema, &options).map_err(|e| {
+                let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
+                ApiError::bad(
+                    param.to_string(),
+                    format!("unsupported or invalid schema at {at} (keyword `{}`): {}", e.keyword(), e.message()),
+                )
+                .with_code("invalid_schema")
+            })?
+        }
+        ConstraintSpec::Gbnf(text) => constrain::grammar::gbnf::parse(text).map_err(|e| {
+            ApiError::bad("grammar".to_string(), format!("invalid GBNF grammar: {e}")).with_code("invalid_grammar")
+        })?,
+        ConstraintSpec::Regex(pattern) => constrain::grammar::regex::compile_anchored(pattern).map_err(|e| {
+            ApiError::bad("regex".to_string(), format!("invalid regex: {e}")).with_code("invalid_regex")
+        })?,
+    };
+    let c = Constraint::new(&grammar, state.index.clone(), &constrain::Limits::default()).map_err(|e| {
+        ApiError::bad(None, format!("the constraint cannot be compiled: {e}")).with_code("invalid_constraint")
+    })?;
+    if let Ok(mut cache) = state.cache.lock() {
+        cache.put(key, c.clone());
+    }
+    Ok(c)
+}
+
+async fn respond(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat: bool) -> Result<Response, ApiError> {
+    let body = body.map_err(|e| {
+        let status = e.status().as_u16();
+        let kind = if status == 413 { "request_too_large" } else { "invalid_request_error" };
+        ApiError::new(status, kind, e.body_text())
+    })?;
+    let job = api::parse(&body, chat, state.default_max_tokens)?;
+    if state.inflight.fetch_add(1, Ordering::SeqCst) >= state.max_inflight {
+        state.inflight.fetch_sub(1, Ordering::SeqCst);
+        return Err(ApiError::new(503, "server_busy", "the request queue is full; retry later"));
+    }
+    let guard = Inflight(state.clone());
+    let constraint = match job.constraint.clone() {
+        None => None,
+        Some(spec) => {
+            let st = state.clone();
+            let compiled = tokio::task::spawn_blocking(move || compile(&st, &spec))
+                .await
+                .map_err(|e| ApiError::new(500, "server_error", format!("compilation failed: {e}")))??;
+            Some(compiled)
+        }
+    };
+    let mut rx = submit(&state, &job, constraint)?;
+    let id = format!("{}-{:x}", if chat { "chatcmpl" } else { "cmpl" }, rand::random::<u64>());
+    let meta = Meta { id, created: now(), model: state.model_id.clone(), chat, include_usage: job.include_usage };
+    if job.stream {
+        // The first event decides the status: an early failure is still an HTTP error.
+        let first = rx.recv().await;
+        if let Some(Ev::Failed(e)) = &first {
+            return Err(generation_error(e));
+        }
+        let stream = sse_stream(meta, first, rx, guard);
+        return Ok(Sse::new(stream).into_response());
+    }
+    let mut text = String::new();
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            Ev::Text(t) => text.push_str(&t),
+            Ev::Failed(e) => return Err(generation_error(&e)),
+            Ev::Done(out, hit) => {
+                drop(guard);
+                let finish = api::finish_reason(out.stop, hit);
+                let usage = usage(&out);
+                let choice = if chat {
+                    json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
+                } else {
+                    json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
+                };
+                return Ok(Json(json!({
+                    "id": meta.id, "object": meta.object(false), "created": meta.created, "model": meta.model,
+                    "choices": [choice], "usage": usage, "system_fingerprint": null
+                }))
+                .into_response());
+            }
+        }
+    }
+    Err(ApiError::new(500, "server_error", "the decode thread stopped"))
+}
+
+fn usage(out: &Output) -> Value {
+    json!({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.generated_tokens,
+           "total_tokens": out.prompt_tokens + out.generated_tokens})
+}
+
+/// Sends `job` to the decode thread; its events come back on the returned channel.
+fn submit(state: &AppState, job: &Job, constraint: Option<Constraint>) -> Result<UnboundedReceiver<Ev>, ApiError> {
+    let (tx, rx) = unbounded_channel();
+    let mut filter = StopFilter::new(job.stop.clone());
+    let gone = Arc::new(AtomicBool::new(false));
+    let events = Box::new(move |ev: BatchEvent| -> bool {
+        if gone.load(Ordering::Relaxed) {
+            return false;
+        }
+        // `false` stops the sequence: the client is gone (a send failed) or a stop string
+        // was seen (then the final `Done` still goes through).
+        let sent = match ev {
+            BatchEvent::Text(t) => {
+                let out = filter.push(&t);
+                let sent = out.is_empty() || tx.send(Ev::Text(out)).is_ok();
+                if sent && filter.hit {
+                    return false;
+                }
+                sent
+            }
+            BatchEvent::Done(output) => {
+                let rest = filter.finish();
+                if !rest.is_empty() {
+                    let _ = tx.send(Ev::Text(rest));
+                }
+                tx.send(Ev::Done(Box::new(output), filter.hit)).is_ok()
+            }
+            BatchEvent::Failed(e) => tx.send(Ev::Failed(e)).is_ok(),
+        };
+        if !sent {
+            gone.store(true, Ordering::Relaxed);
+        }
+        sent
+    });
+    let request = BatchRequest {
+        prompt: job.prompt.clone(),
+        constraint,
+        sampler: job.sampler.clone(),
+        max_tokens: job.max_tokens,
+        events,
+    };
+    let jobs = state.jobs.lock().map_err(|_| ApiError::new(500, "server_error", "the job queue is broken"))?;
+    jobs.send(request).map_err(|_| ApiError::new(500, "server_error", "the decode thread stopped"))?;
+    Ok(rx)
+}
+
+/// The fields every chunk repeats.
+struct Meta {
+    id: String,
+    created: u64,
+    model: String,
+    chat: bool,
+    include_usage: bool,
+}
+
+impl Meta {
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.chat, chunk) {
+            (true, true) => "chat.completion.chunk",
+            (true, false) => "chat.completion",
+            (false, _) => "text_completion",
+        }
+    }
+
+    fn chunk(&self, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
+        let choice = if self.chat {
+            let delta = match (text, first) {
+                (Some(t), true) => json!({"role": "assistant", "content": t}),
+                (Some(t), false) => json!({"content": t}),
+                (None, _) => json!({}),
+            };
+            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
+        } else {
+            json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish})
+        };
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
+               "choices": [choice], "system_fingerprint": null})
+    }
+}
+
+/// The SSE events of a streamed response: a chunk per text piece, a final chunk with the
+/// finish reason (and a usage chunk if asked), then `[DONE]`.
+fn sse_stream(
+    meta: Meta,
+    first: Option<Ev>,
+    rx: UnboundedReceiver<Ev>,
+    guard: Inflight,
+) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>> {
+    struct St {
+        meta: Meta,
+        first: Option<Ev>,
+        rx: UnboundedReceiver<Ev>,
+        started: bool,
+        done: bool,
+        queued: Vec<Event>,
+        _guard: Inflight,
+    }
+    let st = St { meta, first, rx, started: false, done: false, queued: Vec::new(), _guard: guard };
+    futures_util::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(ev) = st.queued.pop() {
+                return Some((Ok(ev), st));
+            }
+            if st.done {
+                return None;
+            }
+            let ev = match st.first.take() {
+                Some(ev) => Some(ev),
+                None => st.rx.recv().await,
+            };
+            let data = |v: Value| Event::default().data(v.to_string());
+            match ev {
+                Some(Ev::Text(t)) => {
+                    let chunk = st.meta.chunk(Some(&t), None, !st.started);
+                    st.started = true;
+                    return Some((Ok(data(chunk)), st));
+                }
+                Some(Ev::Done(out, hit)) => {
+                    st.done = true;
+                    // Popped from the back: [DONE] last.
+                    st.queued.push(Event::default().data("[DONE]"));
+                    if st.meta.include_usage {
+                        let mut u = st.meta.chunk(None, None, false);
+                        u["choices"] = json!([]);
+                        u["usage"] = usage(&out);
+                        st.queued.push(data(u));
+                    }
+                    let finish = api::finish_reason(out.stop, hit);
+                    let mut last = st.meta.chunk(
+                        if st.started || !st.meta.chat { None } else { Some("") },
+                        Some(finish),
+                        !st.started,
+                    );
+                    if !st.meta.include_usage {
+                        last["usage"] = usage(&out);
+                    }
+                    st.queued.push(data(last));
+                }
+                Some(Ev::Failed(e)) => {
+                    st.done = true;
+                    st.queued.push(Event::default().data("[DONE]"));
+                    st.queued.push(data(generation_error(&e).body()));
+                }
+                None => {
+                    st.done = true;
+                    st.queued.push(Event::default().data("[DONE]"));
+                    st.queued.push(data(ApiError::new(500, "server_error", "the decode thread stopped").body()));
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,338 @@
+//! `constrain serve` end to end: the real binary with the default model on a free loopback
+//! port, driven by a Rust HTTP client and by the official `openai` Python package
+//! (`tests/openai_client.py`; `scripts/install-deps.sh` installs it, and its absence fails
+//! the test).
+//!
+//! One server for the whole file (one model process at a time), started and killed by one
+//! test: a [`Server`] guard kills it on drop, also when an assertion fails. Every load is
+//! bounded: a fixed number of requests with small `max_tokens`.
+#![cfg(feature = "llama")]
+
+use constrain_cli::serve::client::{post_json, request, Server};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn person_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120},
+            "pets": {"type": "array", "items": {"enum": ["cat", "dog", "fish"]}, "maxItems": 3}
+        },
+        "required": ["name", "age", "pets"],
+        "additionalProperties": false
+    })
+}
+
+fn point_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"x": {"type": "number"}, "y": {"type": "number"}, "label": {"type": "string", "pattern": "^[a-z]{1,8}$"}},
+        "required": ["x", "y", "label"]
+    })
+}
+
+fn list_schema() -> Value {
+    json!({"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 9}, "minItems": 2, "maxItems": 4})
+}
+
+/// Panics unless `text` is a JSON document valid against `schema`.
+fn assert_valid(schema: &Value, text: &str) -> Value {
+    let value: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    let validator = jsonschema::draft202012::new(schema).expect("valid schema");
+    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "does not validate: {errors:?}\n{text}");
+    value
+}
+
+fn chat_body(prompt: &str, schema: Option<&Value>, seed: u64, max_tokens: u64) -> Value {
+    let mut body = json!({
+        "model": "default",
+        "messages": [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0.7,
+        "seed": seed,
+    });
+    if let Some(schema) = schema {
+        body["response_format"] =
+            json!({"type": "json_schema", "json_schema": {"name": "doc", "schema": schema, "strict": true}});
+    }
+    body
+}
+
+fn content(v: &Value) -> &str {
+    v["choices"][0]["message"]["content"].as_str().unwrap_or_else(|| panic!("no content: {v}"))
+}
+
+#[test]
+fn serve_end_to_end() {
+    let started = Instant::now();
+    let exe = Path::new(env!("CARGO_BIN_EXE_constrain"));
+    let mut server =
+        Server::spawn(exe, &["--parallel", "8", "-c", "1024", "--max-queue", "0", "--max-body", "65536"], TIMEOUT)
+            .expect("the server starts (default model: scripts/fetch-model.sh)");
+    let addr = server.addr.clone();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+
+    let timed = |name: &str, f: &dyn Fn(&str)| {
+        let t = Instant::now();
+        f(&addr);
+        eprintln!("{name}: {:.1} s", t.elapsed().as_secs_f64());
+    };
+    timed("health and models", &health_and_models);
+    let text = std::cell::RefCell::new(String::new());
+    timed("schema request and stream", &|a| *text.borrow_mut() = schema_request_and_same_stream(a));
+    timed("gbnf, regex, stop", &gbnf_and_regex);
+    timed("bad requests", &bad_requests);
+    timed("cancelled clients", &cancelled_clients_free_their_sequence);
+    timed("8 concurrent", &eight_concurrent_documents_validate);
+    timed("full queue", &full_queue_is_503);
+    // Still serving after all that, with the same answer for the same seed.
+    let body = chat_body("Invent a person.", Some(&person_schema()), 7, 48);
+    let again = post_json(&addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(content(&again.json().unwrap()), *text.borrow());
+    timed("openai python client", &openai_python_client);
+    assert!(server.is_running());
+    eprintln!("serve tests took {:?}", started.elapsed());
+}
+
+fn health_and_models(addr: &str) {
+    let r = request(addr, "GET", "/health", None, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json().unwrap()["status"], "ok");
+    let r = request(addr, "GET", "/v1/models", None, TIMEOUT).unwrap();
+    let v = r.json().unwrap();
+    assert_eq!(v["object"], "list");
+    assert!(v["data"][0]["id"].as_str().is_some_and(|id| !id.is_empty()), "{v}");
+}
+
+/// A schema request, then the same request streamed: same text, `[DONE]` last.
+fn schema_request_and_same_stream(addr: &str) -> String {
+    let schema = person_schema();
+    let body = chat_body("Invent a person.", Some(&schema), 7, 48);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json().unwrap();
+    assert_eq!(v["object"], "chat.completion");
+    let text = content(&v).to_string();
+    assert_valid(&schema, &text);
+    assert!(matches!(v["choices"][0]["finish_reason"].as_str(), Some("stop" | "length")), "{v}");
+    assert!(v["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+
+    let mut body = body;
+    body["stream"] = json!(true);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")));
+    let data = r.sse_data();
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
+    let mut streamed = String::new();
+    let mut finish = None;
+    for d in &data[..data.len() - 1] {
+        let chunk: Value = serde_json::from_str(d).unwrap();
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        if let Some(t) = chunk["choices"][0]["delta"]["content"].as_str() {
+            streamed.push_str(t);
+        }
+        if let Some(f) = chunk["choices"][0]["finish_reason"].as_str() {
+            finish = Some(f.to_string());
+        }
+    }
+    assert_eq!(streamed, text, "streaming and non-streaming differ for the same seed");
+    assert!(finish.is_some());
+    text
+}
+
+fn gbnf_and_regex(addr: &str) {
+    let body = json!({
+        "prompt": "Three animals:",
+        "grammar": "root ::= animal (\", \" animal){2}\nanimal ::= \"cat\" | \"dog\" | \"cow\" | \"hen\"",
+        "max_tokens": 32, "temperature": 0.5, "seed": 1
+    });
+    let r = post_json(addr, "/v1/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json().unwrap();
+    assert_eq!(v["object"], "text_completion");
+    let text = v["choices"][0]["text"].as_str().unwrap();
+    let parts: Vec<&str> = text.split(", ").collect();
+    assert_eq!(parts.len(), 3, "{text}");
+    assert!(parts.iter().all(|p| ["cat", "dog", "cow", "hen"].contains(p)), "{text}");
+
+    // A stop string cuts the output (and is not part of it).
+    for stream in [false, true] {
+        let body = json!({"prompt": "Letters:", "grammar": "root ::= \"abc\" [d-f] \"xyz\"", "stop": ["e", "d", "f"],
+                          "stream": stream});
+        let r = post_json(addr, "/v1/completions", &body, TIMEOUT).unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        let chunks: Vec<Value> = if stream {
+            r.sse_data().iter().filter(|d| *d != "[DONE]").map(|d| serde_json::from_str(d).unwrap()).collect()
+        } else {
+            vec![r.json().unwrap()]
+        };
+        let text: String = chunks.iter().filter_map(|c| c["choices"][0]["text"].as_str()).collect();
+        assert_eq!(text, "abc", "{chunks:?}");
+        assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "stop");
+    }
+
+    let body = json!({"messages": [{"role": "user", "content": "A date?"}], "regex": "20[0-9]{2}-[01][0-9]", "max_tokens": 16});
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json().unwrap();
+    let t = content(&v);
+    assert!(t.len() == 7 && t.starts_with("20") && t.as_bytes()[4] == b'-', "{t}");
+}
+
+fn bad_requests(addr: &str) {
+    let post = |body: &[u8]| request(addr, "POST", "/v1/chat/completions", Some(body), TIMEOUT).unwrap();
+    let error_of = |r: &constrain_cli::serve::client::Response| {
+        let v = r.json().unwrap();
+        assert!(v["error"]["message"].is_string(), "{v}");
+        assert!(v["error"]["type"].is_string(), "{v}");
+        v
+    };
+    // Not JSON.
+    let r = post(b"{not json");
+    assert_eq!(r.status, 400);
+    error_of(&r);
+    // A bad schema: the error names the keyword's JSON pointer.
+    let bad = chat_body("x", Some(&json!({"type": "object", "properties": {"a": {"type": "nonsense"}}})), 1, 16);
+    let r = post(bad.to_string().as_bytes());
+    assert_eq!(r.status, 400, "{}", r.body);
+    let v = error_of(&r);
+    assert!(v["error"]["message"].as_str().unwrap().contains("/properties/a"), "{v}");
+    // A bad grammar, a bad regex, n = 2, two constraints, a missing field.
+    for body in [
+        json!({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= (("}),
+        json!({"messages": [{"role": "user", "content": "x"}], "regex": "a("}),
+        json!({"messages": [{"role": "user", "content": "x"}], "n": 2}),
+        json!({"messages": [{"role": "user", "content": "x"}], "regex": "a", "grammar": "root ::= \"a\""}),
+        json!({"model": "x"}),
+        json!({"messages": [{"role": "user", "content": "x"}], "temperature": -1}),
+        json!({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "yaml"}}),
+    ] {
+        let r = post(body.to_string().as_bytes());
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        error_of(&r);
+    }
+    // Over the body limit (64 KiB in this test).
+    let big = json!({"messages": [{"role": "user", "content": "x".repeat(100_000)}]});
+    let r = post(big.to_string().as_bytes());
+    assert_eq!(r.status, 413, "{}", r.body);
+    error_of(&r);
+    // A prompt longer than a sequence's context.
+    let long = json!({"messages": [{"role": "user", "content": "word ".repeat(3000)}], "max_tokens": 4});
+    let r = post(long.to_string().as_bytes());
+    assert_eq!(r.status, 400, "{}", r.body);
+    // Unknown endpoint.
+    let r = request(addr, "GET", "/v2/nothing", None, TIMEOUT).unwrap();
+    assert_eq!(r.status, 404);
+}
+
+/// Clients that hang up mid-generation (streaming and not) free their sequences: all 8
+/// sequences are usable afterwards (the next test needs them all).
+fn cancelled_clients_free_their_sequence(addr: &str) {
+    for stream in [false, true, false, true] {
+        let body = json!({"prompt": "Once upon a time", "max_tokens": 900, "stream": stream, "temperature": 1.0,
+                          "seed": 3, "logit_bias": {"0": -100, "2": -100, "4": -100}})
+        .to_string();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let head = format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        if stream {
+            // Wait for the first bytes of the stream, then hang up.
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            let mut buf = [0u8; 64];
+            assert!(s.read(&mut buf).unwrap() > 0);
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        drop(s);
+    }
+    // Every sequence is freed soon after its client left (one step of the decode loop).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = request(addr, "GET", "/health", None, TIMEOUT).unwrap().json().unwrap();
+        if v["slots_busy"] == 0 && v["requests_in_flight"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "sequences of cancelled requests are still busy: {v}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn eight_concurrent_documents_validate(addr: &str) {
+    let schemas = [person_schema(), point_schema(), list_schema()];
+    let prompts = ["Invent a person.", "A point on a map.", "Some small numbers."];
+    let results: Vec<(usize, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let schema = &schemas[i % 3];
+                let prompt = prompts[i % 3];
+                scope.spawn(move || {
+                    let r = post_json(
+                        addr,
+                        "/v1/chat/completions",
+                        &chat_body(prompt, Some(schema), i as u64, 48),
+                        TIMEOUT,
+                    )
+                    .unwrap();
+                    assert_eq!(r.status, 200, "{}", r.body);
+                    (i, content(&r.json().unwrap()).to_string())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results.len(), 8);
+    for (i, text) in &results {
+        assert_valid(&schemas[i % 3], text);
+    }
+}
+
+/// With `--max-queue 0`, a ninth request while eight run gets 503, and the others succeed.
+fn full_queue_is_503(addr: &str) {
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..12)
+            .map(|i| {
+                scope.spawn(move || {
+                    let body =
+                        json!({"prompt": "Count: 1, 2, 3,", "max_tokens": 24, "seed": i, "regex": "( [0-9]+,){5,}"});
+                    post_json(addr, "/v1/completions", &body, TIMEOUT).unwrap().status
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(statuses.contains(&503), "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+    assert!(statuses.iter().filter(|s| **s == 200).count() >= 8, "{statuses:?}");
+}
+
+/// The official Python client: schema requests 8 at a time, streaming = non-streaming for a
+/// seed, a bad schema raising `BadRequestError`. Python and `openai` must be installed.
+fn openai_python_client(addr: &str) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openai_client.py");
+    let python = ["python3", "python"]
+        .into_iter()
+        .find(|p| std::process::Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .expect("python3 is needed for the openai client test (scripts/install-deps.sh installs it)");
+    let out =
+        std::process::Command::new(python).arg(&script).arg(format!("http://{addr}/v1")).output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the openai client test failed (install it with scripts/install-deps.sh):\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("openai client: all checks passed"), "{stdout}\n{stderr}");
+}

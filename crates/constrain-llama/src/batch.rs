@@ -1,0 +1,387 @@
+//! Continuous batching: up to N sequences decoding together in one llama.cpp context.
+//!
+//! Input: [`BatchRequest`]s on a channel (a prompt, an optional [`Constraint`], sampling
+//! settings and an event sink). Output: [`BatchEvent`]s through each request's sink — text
+//! as it is produced, then the [`Output`] or an [`Error`].
+//!
+//! How: [`Generator::serve_batched`] owns one context with `parallel` KV streams of
+//! `ctx_size` cells; sequence `i` of the batch is KV sequence id `i`. Each step
+//! (1) admits waiting requests into free slots (a new request joins at the next step),
+//! (2) runs the first half of every active sequence's step ([`Sequence::prepare`]: stop
+//! checks, jump-forward) on this thread, (3) fills the masks and samples of all sequences
+//! that need a token in parallel (scoped threads, one chunk per core; each sequence has its
+//! own sampler and seeded RNG, so its tokens do not depend on the others), and (4) makes
+//! ONE `llama_decode` of a batch holding every sequence's new tokens plus as much of the
+//! waiting prompts as fits (prompts are prefilled into their own sequence, logits only for
+//! their last token). A finished, failed or cancelled sequence (its sink returned `false`)
+//! frees its slot and its KV cells (`llama_memory_seq_rm`) at once, except its prompt's:
+//! a later request is put in the free slot whose kept prompt shares the longest prefix with
+//! its own, and only the rest of its prompt is evaluated (a repeated system prompt or
+//! conversation is not evaluated again).
+//!
+//! The context is not `Send`: call [`Generator::serve_batched`] on the thread that will own
+//! it for the server's lifetime; it returns when the request channel closes.
+use super::sequence::{Next, Sequence, SequenceSettings};
+use super::{Error, Generator, Output, StopReason};
+use constrain::matcher::Constraint;
+use constrain::sampling::SamplerSettings;
+use constrain::vocab::{TokenId, Vocabulary};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::Instant;
+
+/// The prompt of a batched request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchPrompt {
+    /// `(role, content)` turns, rendered with the model's chat template and the assistant's
+    /// turn opened.
+    Chat(Vec<(String, String)>),
+    /// Plain text, tokenized as is (no template, control-token text left as text).
+    Raw(String),
+}
+
+/// What a request's sink receives, in order: [`BatchEvent::Text`] pieces (whole UTF-8
+/// characters), then exactly one [`BatchEvent::Done`] or [`BatchEvent::Failed`].
+#[derive(Debug)]
+pub enum BatchEvent {
+    /// New output text.
+    Text(String),
+    /// Generation ended; the output holds the whole text and the counts. A sequence the
+    /// sink stopped (by returning `false`) ends with [`StopReason::Finished`].
+    Done(Output),
+    /// The request failed (bad prompt, budget too small, dead end, llama.cpp error).
+    Failed(Error),
+}
+
+/// Receives a request's events; returns `false` to stop the sequence (client gone, or a
+/// stop string seen): its slot and KV cells are freed and a final `Done` is still sent.
+pub type EventSink = Box<dyn FnMut(BatchEvent) -> bool + Send>;
+
+/// One request for [`Generator::serve_batched`].
+pub struct BatchRequest {
+    /// The prompt.
+    pub prompt: BatchPrompt,
+    /// The constraint (compiled with this generator's [`Generator::constraint`]), or `None`
+    /// for free text.
+    pub constraint: Option<Constraint>,
+    /// This request's sampling chain (its own seed: the same seed gives the same output
+    /// whatever else is being decoded).
+    pub sampler: SamplerSettings,
+    /// Most tokens to produce; running out ends with [`StopReason::MaxTokens`] (or
+    /// [`StopReason::Closed`] when closing mode completes a constrained output).
+    pub max_tokens: usize,
+    /// Where the events go.
+    pub events: EventSink,
+}
+
+/// What one decode evaluated for a sequence.
+#[derive(Clone, Copy)]
+enum Fed {
+    /// `n` generated (sampled or forced) tokens.
+    Tokens(usize),
+    /// Part of the prompt.
+    PromptPart,
+    /// The rest of the prompt.
+    PromptDone,
+}
+
+/// A busy slot: one sequence of the batch.
+struct Slot {
+    seq: Sequence,
+    events: EventSink,
+    prompt: Vec<LlamaToken>,
+    /// Prompt tokens already in the batch or the cache.
+    prompt_queued: usize,
+    started: Instant,
+    /// Batch index of this sequence's logits in the last decode.
+    logits_at: Option<i32>,
+    /// Tokens to evaluate in the next decode.
+    pending: Vec<TokenId>,
+    /// The step's outcome: `None` while it needs sampling.
+    outcome: Option<Result<Next, Error>>,
+    /// Text produced in this step.
+    text: String,
+}
+
+impl Slot {
+    fn generating(&self) -> bool {
+        self.prompt_queued == self.prompt.len() && self.logits_at.is_some()
+    }
+}
+
+impl Generator {
+    /// Runs the batched decode loop (see the module doc) with up to `parallel` sequences
+    /// until `requests` closes. Requests beyond `parallel` wait in the channel. Fails only if
+    /// the context cannot be created; a failed decode fails the requests in that batch.
+    /// `busy` is kept at the number of sequences in use (for health reports).
+    pub fn serve_batched(
+        &self,
+        parallel: usize,
+        requests: Receiver<BatchRequest>,
+        busy: &AtomicUsize,
+    ) -> Result<(), Error> {
+        let parallel = parallel.clamp(1, 256);
+        let mut ctx = self.new_context(parallel as u32)?;
+        let n_batch = (ctx.n_batch() as usize).max(1);
+        let n_ctx = (ctx.n_ctx() as usize / parallel).max(1);
+        let vocab = self.index().vocab();
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let mut batch = LlamaBatch::new(n_batch, 1);
+        let mut slots: Vec<Option<Slot>> = (0..parallel).map(|_| None).collect();
+        // Per sequence id: the prompt tokens whose cells it still holds (prefix cache).
+        let mut cached: Vec<Vec<LlamaToken>> = vec![Vec::new(); parallel];
+        let mut closed = false;
+        loop {
+            busy.store(slots.iter().filter(|s| s.is_some()).count(), Ordering::Relaxed);
+            // 1. Admit waiting requests into free slots.
+            if slots.iter().all(Option::is_none) {
+                if closed {
+                    return Ok(());
+                }
+                match requests.recv() {
+                    Ok(r) => self.admit(&mut slots, &mut cached, &mut ctx, r, n_ctx),
+                    Err(_) => return Ok(()),
+                }
+            }
+            while !closed && slots.iter().any(Option::is_none) {
+                match requests.try_recv() {
+                    Ok(r) => self.admit(&mut slots, &mut cached, &mut ctx, r, n_ctx),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => closed = true,
+                }
+            }
+
+            // 2. Stop checks and jump-forward, here (they tokenize with the model).
+            let forced_cap = (n_batch / parallel).max(1);
+            for slot in slots.iter_mut().flatten().filter(|s| s.generating()) {
+                let Slot { seq, text, .. } = slot;
+                slot.outcome = match seq.prepare(self.model(), vocab, forced_cap, &mut |t| text.push_str(t)) {
+                    Ok(None) => None,
+                    Ok(Some(next)) => Some(Ok(next)),
+                    Err(e) => Some(Err(e)),
+                };
+            }
+
+            // 3. Masks and sampling of every sequence that needs a token, in parallel.
+            {
+                let mut work: Vec<(&mut Slot, &[f32])> = Vec::new();
+                for slot in slots.iter_mut().flatten() {
+                    if let (true, None, Some(at)) = (slot.generating(), &slot.outcome, slot.logits_at) {
+                        let logits = ctx.get_logits_ith(at);
+                        work.push((slot, logits));
+                    }
+                }
+                sample_all(&mut work, vocab, threads);
+            }
+
+            // 4. Deliver text, retire finished sequences, and build one batch.
+            batch.clear();
+            for (id, entry) in slots.iter_mut().enumerate() {
+                let Some(slot) = entry else { continue };
+                let outcome = if slot.generating() { slot.outcome.take() } else { None };
+                let mut keep = true;
+                if !slot.text.is_empty() {
+                    keep = (slot.events)(BatchEvent::Text(std::mem::take(&mut slot.text)));
+                }
+                let end = match outcome {
+                    Some(Ok(Next::Feed(tokens))) if keep => {
+                        slot.pending = tokens;
+                        None
+                    }
+                    Some(Ok(Next::Feed(_))) | None if !keep => Some(Ok(StopReason::Finished)),
+                    Some(Ok(Next::Feed(_))) | None => None,
+                    Some(Ok(Next::Stop(reason))) => Some(Ok(reason)),
+                    Some(Err(e)) => Some(Err(e)),
+                };
+                if let Some(end) = end {
+                    if let Some(slot) = entry.take() {
+                        // Keep the prompt's cells (evaluated so far) for a later request
+                        // with the same prefix; free the rest.
+                        let keep = slot.prompt_queued;
+                        cached[id] = slot.prompt[..keep].to_vec();
+                        if !matches!(ctx.clear_kv_cache_seq(Some(id as u32), Some(keep as u32), None), Ok(true)) {
+                            cached[id].clear();
+                            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+                        }
+                        finish(slot, end);
+                    }
+                }
+            }
+            let mut fed: Vec<(usize, Fed)> = Vec::new();
+            for (id, slot) in slots.iter_mut().enumerate() {
+                let Some(slot) = slot else { continue };
+                if slot.pending.is_empty() {
+                    continue;
+                }
+                let n_past = slot.seq.n_past();
+                let last = slot.pending.len() - 1;
+                let mut ok = true;
+                for (i, &t) in slot.pending.iter().enumerate() {
+                    ok &= batch.add(LlamaToken(t.0 as i32), (n_past + i) as i32, &[id as i32], i == last).is_ok();
+                }
+                slot.logits_at = Some(batch.n_tokens() - 1);
+                fed.push((id, Fed::Tokens(slot.pending.len())));
+                slot.pending.clear();
+                if !ok {
+                    slot.outcome = Some(Err(Error::Llama("the batch is full".into())));
+                }
+            }
+            for (id, slot) in slots.iter_mut().enumerate() {
+                let Some(slot) = slot else { continue };
+                let room = n_batch.saturating_sub(batch.n_tokens() as usize);
+                let left = slot.prompt.len() - slot.prompt_queued;
+                if left == 0 || room == 0 {
+                    continue;
+                }
+                let take = left.min(room);
+                let from = slot.prompt_queued;
+                for (i, &t) in slot.prompt[from..from + take].iter().enumerate() {
+                    let pos = from + i;
+                    let last = pos + 1 == slot.prompt.len();
+                    // Cannot fail: `take` fits the room left in the batch.
+                    let _ = batch.add(t, pos as i32, &[id as i32], last);
+                }
+                slot.prompt_queued += take;
+                if slot.prompt_queued == slot.prompt.len() {
+                    slot.logits_at = Some(batch.n_tokens() - 1);
+                    fed.push((id, Fed::PromptDone));
+                } else {
+                    fed.push((id, Fed::PromptPart));
+                }
+            }
+            if batch.n_tokens() == 0 {
+                continue;
+            }
+
+            // 5. One decode for every sequence.
+            let result = ctx.decode(&mut batch).map_err(|e| format!("decode failed: {e}"));
+            for (id, what) in fed {
+                let Some(slot) = &mut slots[id] else { continue };
+                match (&result, slot.outcome.take(), what) {
+                    (Ok(()), None, Fed::Tokens(n)) => slot.seq.fed(n),
+                    (Ok(()), None, Fed::PromptDone) => slot.seq.prompt_done(slot.started.elapsed()),
+                    (Ok(()), None, Fed::PromptPart) => {}
+                    (Ok(()), Some(Err(e)), _) => fail(&mut slots[id], e, &mut ctx, id, &mut cached[id]),
+                    (Ok(()), Some(Ok(_)), _) => {}
+                    (Err(msg), _, _) => fail(&mut slots[id], Error::Llama(msg.clone()), &mut ctx, id, &mut cached[id]),
+                }
+            }
+        }
+    }
+
+    /// Puts `request` into the free slot whose cached prompt shares the longest prefix with
+    /// its prompt (those cells are reused, the rest of the sequence is cleared), or fails it
+    /// (bad prompt, budget too small).
+    fn admit(
+        &self,
+        slots: &mut [Option<Slot>],
+        cached: &mut [Vec<LlamaToken>],
+        ctx: &mut LlamaContext<'_>,
+        mut request: BatchRequest,
+        n_ctx: usize,
+    ) {
+        if !slots.iter().any(Option::is_none) {
+            (request.events)(BatchEvent::Failed(Error::Llama("no free sequence".into())));
+            return;
+        }
+        let started = Instant::now();
+        let prompt = match &request.prompt {
+            BatchPrompt::Raw(text) => Ok(self.raw_tokens(text, false)),
+            BatchPrompt::Chat(turns) => {
+                let turns: Vec<(&str, &str)> = turns.iter().map(|(r, c)| (r.as_str(), c.as_str())).collect();
+                self.chat_tokens(&turns)
+            }
+        };
+        let settings = SequenceSettings {
+            sampler: request.sampler.clone(),
+            max_tokens: request.max_tokens,
+            truncate_ok: true,
+            ..self.sequence_settings(true)
+        };
+        let seq = prompt.and_then(|prompt| {
+            self.check_constraint(request.constraint.as_ref())?;
+            let seq = Sequence::new(request.constraint.as_ref(), settings, self.index().vocab(), &prompt, n_ctx)?;
+            Ok((seq, prompt))
+        });
+        let (seq, prompt) = match seq {
+            Ok(ok) => ok,
+            Err(e) => {
+                (request.events)(BatchEvent::Failed(e));
+                return;
+            }
+        };
+        let common = |id: usize| cached[id].iter().zip(&prompt).take_while(|(a, b)| a == b).count();
+        let Some(id) = (0..slots.len()).filter(|&id| slots[id].is_none()).max_by_key(|&id| (common(id), id)) else {
+            return;
+        };
+        // At least the last prompt token is evaluated again: its logits start generation.
+        let mut reuse = common(id).min(prompt.len() - 1);
+        if !matches!(ctx.clear_kv_cache_seq(Some(id as u32), Some(reuse as u32), None), Ok(true)) {
+            reuse = 0;
+            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+        }
+        cached[id].clear();
+        slots[id] = Some(Slot {
+            seq,
+            events: request.events,
+            prompt,
+            prompt_queued: reuse,
+            started,
+            logits_at: None,
+            pending: Vec::new(),
+            outcome: None,
+            text: String::new(),
+        });
+    }
+}
+
+/// Samples every sequence of `work` (with its logits), in up to `threads` chunks at once.
+fn sample_all(work: &mut [(&mut Slot, &[f32])], vocab: &Vocabulary, threads: usize) {
+    let one = |(slot, logits): &mut (&mut Slot, &[f32])| {
+        let Slot { seq, text, outcome, .. } = &mut **slot;
+        *outcome = Some(seq.sample(vocab, logits, &mut |t| text.push_str(t)));
+    };
+    if work.len() <= 1 || threads <= 1 {
+        work.iter_mut().for_each(one);
+        return;
+    }
+    let chunk = work.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut chunks = work.chunks_mut(chunk);
+        let first = chunks.next();
+        for rest in chunks {
+            scope.spawn(move || rest.iter_mut().for_each(one));
+        }
+        if let Some(first) = first {
+            first.iter_mut().for_each(one);
+        }
+    });
+}
+
+/// Sends a sequence's final event.
+fn finish(mut slot: Slot, end: Result<StopReason, Error>) {
+    let event = match end {
+        Ok(reason) => {
+            let mut tail = String::new();
+            let output = slot.seq.finish(reason, &mut |t| tail.push_str(t));
+            if !tail.is_empty() {
+                (slot.events)(BatchEvent::Text(tail));
+            }
+            BatchEvent::Done(output)
+        }
+        Err(e) => BatchEvent::Failed(e),
+    };
+    (slot.events)(event);
+}
+
+/// Fails the sequence in `entry` (KV sequence `id`) and frees it and all its cells.
+fn fail(entry: &mut Option<Slot>, e: Error, ctx: &mut LlamaContext<'_>, id: usize, cached: &mut Vec<LlamaToken>) {
+    if let Some(slot) = entry.take() {
+        finish(slot, Err(e));
+    }
+    cached.clear();
+    let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+}

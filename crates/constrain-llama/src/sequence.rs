@@ -1,0 +1,423 @@
+//! One sequence's decode state, shared by the single-sequence loop ([`Generator`]'s
+//! `generate*`) and the batched one ([`crate::batch`]).
+//!
+//! A [`Sequence`] holds everything one generation owns: the matcher, closing mode, the
+//! sampler (with its own seeded RNG, so a sequence samples the same tokens whatever else is
+//! in the batch), the output text and the counters. It never touches a llama.cpp context:
+//! the caller evaluates the tokens a step returns ([`Next::Feed`]) at positions
+//! [`Sequence::n_past`]`..`, calls [`Sequence::fed`], and hands the logits of the last one
+//! to the next step. A step is split in two so a batch can run the heavy half in parallel:
+//! [`Sequence::prepare`] (stop checks and jump-forward, which tokenizes with the model) and
+//! [`Sequence::sample`] (mask, closing, sampling: pure CPU work on the sequence's own state).
+//!
+//! [`Generator`]: crate::Generator
+use super::{Error, Output, StopReason, Timings};
+use constrain::closing::{Closer, Verdict};
+use constrain::matcher::{Constraint, Matcher};
+use constrain::sampling::{Sampler, SamplerSettings};
+use constrain::vocab::{TokenId, Vocabulary};
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+use std::time::Instant;
+
+/// What a sequence does next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Generation is over.
+    Stop(StopReason),
+    /// Evaluate these tokens (logits for the last one only), then step again.
+    Feed(Vec<TokenId>),
+}
+
+/// The per-generation knobs a [`Sequence`] needs (a subset of `GeneratorSettings`, plus
+/// whether running out of tokens is an error).
+#[derive(Clone, Debug)]
+pub(crate) struct SequenceSettings {
+    pub(crate) sampler: SamplerSettings,
+    pub(crate) max_tokens: usize,
+    pub(crate) jump_forward: bool,
+    pub(crate) close: bool,
+    pub(crate) close_margin: usize,
+    /// Running out of tokens returns the partial output ([`StopReason::MaxTokens`]).
+    pub(crate) truncate_ok: bool,
+}
+
+/// One generation's state (see the module doc).
+pub(crate) struct Sequence {
+    settings: SequenceSettings,
+    matcher: Option<Matcher>,
+    closer: Closer,
+    sampler: Sampler,
+    mask: Vec<u32>,
+    soft: Vec<u32>,
+    logits: Vec<f32>,
+    text: TextSink,
+    prompt_tokens: usize,
+    n_ctx: usize,
+    n_past: usize,
+    generated: usize,
+    forced: usize,
+    steps: usize,
+    /// Budget left before the pending sampled step (set by `prepare`).
+    remaining: usize,
+    timings: Timings,
+    generation_start: Instant,
+}
+
+impl Sequence {
+    /// A sequence for `prompt` (already evaluated, or about to be, at positions `0..`) in a
+    /// context of `n_ctx` tokens. The prompt feeds the penalties' window. Fails when the
+    /// budget cannot hold the constraint's shortest output (closing mode).
+    pub(crate) fn new(
+        constraint: Option<&Constraint>,
+        settings: SequenceSettings,
+        vocab: &Vocabulary,
+        prompt: &[LlamaToken],
+        n_ctx: usize,
+    ) -> Result<Sequence, Error> {
+        let mut sampler = Sampler::new(settings.sampler.clone()).map_err(Error::Settings)?;
+        if prompt.is_empty() {
+            return Err(Error::Llama("the prompt is empty after tokenization".into()));
+        }
+        if prompt.len() >= n_ctx {
+            return Err(Error::PromptTooLong { tokens: prompt.len(), ctx: n_ctx });
+        }
+        for t in prompt {
+            sampler.accept(TokenId(t.0 as u32));
+        }
+        let started = Instant::now();
+        let closer = match constraint {
+            Some(c) => Closer::new(c, settings.close, settings.max_tokens, n_ctx - prompt.len())?,
+            None => Closer::disabled(),
+        };
+        let timings = Timings { closing: started.elapsed(), ..Timings::default() };
+        Ok(Sequence {
+            matcher: constraint.map(|c| c.matcher()),
+            closer,
+            sampler,
+            mask: vec![0u32; vocab.mask_words()],
+            soft: Vec::new(),
+            logits: Vec::with_capacity(vocab.mask_len()),
+            text: TextSink::default(),
+            prompt_tokens: prompt.len(),
+            n_ctx,
+            n_past: 0,
+            generated: 0,
+            forced: 0,
+            steps: 0,
+            remaining: 0,
+            timings,
+            generation_start: Instant::now(),
+            settings,
+        })
+    }
+
+    /// Tokens evaluated so far in this sequence (the next position).
+    pub(crate) fn n_past(&self) -> usize {
+        self.n_past
+    }
+
+    /// Records that the prompt was evaluated (`prompt` is how long it took); the output's
+    /// generation time starts now.
+    pub(crate) fn prompt_done(&mut self, prompt: std::time::Duration) {
+        self.n_past = self.prompt_tokens;
+        self.timings.prompt = prompt;
+        self.generation_start = Instant::now();
+    }
+
+    /// Records that the tokens of the last [`Next::Feed`] were evaluated.
+    pub(crate) fn fed(&mut self, n: usize) {
+        self.n_past += n;
+        self.steps += 1;
+    }
+
+    /// The first half of a step: `Some` when the sequence stops or jump-forward has tokens
+    /// to feed (no logits needed); `None` when a token must be sampled ([`Sequence::sample`]).
+    /// `n_batch` bounds the forced tokens of one evaluation.
+    pub(crate) fn prepare(
+        &mut self,
+        model: &LlamaModel,
+        vocab: &Vocabulary,
+        n_batch: usize,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Option<Next>, Error> {
+        if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
+            return Ok(Some(Next::Stop(self.end_reason(StopReason::Finished))));
+        }
+        let max_tokens = self.settings.max_tokens;
+        let remaining = (max_tokens.saturating_sub(self.generated)).min(self.n_ctx.saturating_sub(self.n_past));
+        self.remaining = remaining;
+        if self.matcher.as_ref().is_some_and(|m| self.closer.should_stop(m, remaining)) {
+            // The budget shaped the end: stop at the first complete output.
+            return Ok(Some(Next::Stop(StopReason::Closed)));
+        }
+        if remaining == 0 {
+            if self.settings.truncate_ok {
+                return Ok(Some(Next::Stop(StopReason::MaxTokens)));
+            }
+            let reason = if self.n_past >= self.n_ctx {
+                "the context is full (raise --ctx-size)"
+            } else {
+                "max tokens reached (raise --max-tokens)"
+            };
+            return Err(Error::Incomplete { reason, tokens: self.generated, partial: self.text.lossy() });
+        }
+        // Jump-forward: feed the bytes the grammar dictates, as the tokenizer splits them.
+        if let (Some(m), true) = (self.matcher.as_mut(), self.settings.jump_forward) {
+            let tokens = forced_tokens(model, vocab, m, remaining.min(n_batch))?;
+            if !tokens.is_empty() {
+                for &t in &tokens {
+                    self.sampler.accept(t);
+                    self.text.push(vocab.token_bytes(t), on_text);
+                }
+                self.generated += tokens.len();
+                self.forced += tokens.len();
+                return Ok(Some(Next::Feed(tokens)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The second half of a step, after [`Sequence::prepare`] returned `None`: masks
+    /// `logits` (the last evaluated position's), samples a token and accepts it.
+    pub(crate) fn sample(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Next, Error> {
+        let remaining = self.remaining;
+        let generated = self.generated;
+        self.load_logits(vocab, logits);
+        if let Some(m) = self.matcher.as_mut() {
+            let t = Instant::now();
+            m.fill_mask(&mut self.mask).map_err(Error::Matcher)?;
+            let c = Instant::now();
+            self.closer.narrow(m, &mut self.mask, remaining).map_err(Error::Matcher)?;
+            if let Some(bonus) = self
+                .closer
+                .soft(m, &self.mask, &mut self.soft, remaining, self.settings.close_margin)
+                .map_err(Error::Matcher)?
+            {
+                add_bonus(&mut self.logits, &self.soft, bonus);
+            }
+            self.timings.closing += c.elapsed();
+            apply_mask(&mut self.logits, &self.mask);
+            self.timings.mask += t.elapsed();
+        }
+        let mut token = sample(&mut self.sampler, &mut self.logits, generated, self.matcher.as_ref())?;
+        if let Some(m) = self.matcher.as_mut() {
+            m.accept_token(token).map_err(Error::Matcher)?;
+            let t = Instant::now();
+            let verdict = self.closer.check(m, token, &mut self.mask, remaining).map_err(Error::Matcher)?;
+            self.timings.mask += t.elapsed();
+            self.timings.closing += t.elapsed();
+            if verdict == Verdict::Resample {
+                self.logits.clear();
+                self.logits.extend_from_slice(logits);
+                self.logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
+                apply_mask(&mut self.logits, &self.mask);
+                token = sample(&mut self.sampler, &mut self.logits, generated, Some(&*m))?;
+                m.accept_token(token).map_err(Error::Matcher)?;
+            }
+        }
+        // Every end-of-generation id of the model is EOS in its vocabulary.
+        if vocab.is_eos(token) {
+            return Ok(Next::Stop(self.end_reason(StopReason::Eos)));
+        }
+        self.sampler.accept(token);
+        self.text.push(vocab.token_bytes(token), on_text);
+        self.generated += 1;
+        if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
+            return Ok(Next::Stop(self.end_reason(StopReason::Finished)));
+        }
+        Ok(Next::Feed(vec![token]))
+    }
+
+    /// `reason`, or [`StopReason::Closed`] if closing mode shaped the end.
+    fn end_reason(&self, reason: StopReason) -> StopReason {
+        if self.closer.is_closing() {
+            StopReason::Closed
+        } else {
+            reason
+        }
+    }
+
+    fn load_logits(&mut self, vocab: &Vocabulary, logits: &[f32]) {
+        self.logits.clear();
+        self.logits.extend_from_slice(logits);
+        self.logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
+    }
+
+    /// The finished output.
+    pub(crate) fn finish(mut self, stop: StopReason, on_text: &mut dyn FnMut(&str)) -> Output {
+        self.text.flush(on_text);
+        self.timings.generation = self.generation_start.elapsed();
+        let text = self.text.into_string();
+        let value = serde_json::from_str(&text).ok();
+        Output {
+            text,
+            value,
+            prompt_tokens: self.prompt_tokens,
+            generated_tokens: self.generated,
+            forced_tokens: self.forced,
+            model_steps: self.steps,
+            stop,
+            timings: self.timings,
+        }
+    }
+}
+
+/// The tokens to feed without sampling: the grammar's forced bytes tokenized by the model,
+/// minus the last token (it might merge with the next free choice), keeping only a prefix
+/// whose bytes spell the forced bytes and that the matcher accepts. Accepts them into
+/// `matcher`.
+fn forced_tokens(
+    model: &LlamaModel,
+    vocab: &Vocabulary,
+    matcher: &mut Matcher,
+    budget: usize,
+) -> Result<Vec<TokenId>, Error> {
+    let bytes = matcher.forced_bytes();
+    if bytes.is_empty() || budget == 0 {
+        return Ok(Vec::new());
+    }
+    let mut tokens = model.vocab().tokenize(&bytes, false, false);
+    tokens.pop();
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for t in tokens {
+        let Ok(id) = u32::try_from(t.0).map(TokenId) else { break };
+        let piece = vocab.token_bytes(id);
+        if out.len() >= budget || piece.is_empty() || vocab.is_special(id) || !bytes[offset..].starts_with(piece) {
+            break;
+        }
+        match matcher.accept_token(id) {
+            Ok(()) => {}
+            Err(constrain::matcher::Error::Rejected(_)) => break,
+            Err(e) => return Err(Error::Matcher(e)),
+        }
+        offset += piece.len();
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// Samples one token; an empty candidate set is a dead end at step `step`.
+fn sample(sampler: &mut Sampler, logits: &mut [f32], step: usize, matcher: Option<&Matcher>) -> Result<TokenId, Error> {
+    match sampler.sample(logits) {
+        Ok(t) => Ok(t),
+        // A dead end that a parse limit caused names the limit, not the grammar.
+        Err(constrain::sampling::Error::NoCandidates) => match matcher.and_then(|m| m.limit_error()) {
+            Some(e) => Err(Error::Matcher(e)),
+            None => Err(Error::DeadEnd { step }),
+        },
+        Err(e) => Err(Error::Settings(e)),
+    }
+}
+
+/// Adds `bonus` to every logit whose bit is set in `mask`.
+fn add_bonus(logits: &mut [f32], mask: &[u32], bonus: f32) {
+    for (chunk, &word) in logits.chunks_mut(32).zip(mask.iter()) {
+        if word == 0 {
+            continue;
+        }
+        for (bit, l) in chunk.iter_mut().enumerate() {
+            if word >> bit & 1 == 1 {
+                *l += bonus;
+            }
+        }
+    }
+}
+
+/// Sets every logit whose mask bit is clear to `-inf`.
+fn apply_mask(logits: &mut [f32], mask: &[u32]) {
+    for (chunk, &word) in logits.chunks_mut(32).zip(mask.iter().chain(std::iter::repeat(&0))) {
+        if word == u32::MAX {
+            continue;
+        }
+        for (bit, l) in chunk.iter_mut().enumerate() {
+            if word >> bit & 1 == 0 {
+                *l = f32::NEG_INFINITY;
+            }
+        }
+    }
+}
+
+/// Collects output bytes and hands out whole UTF-8 characters as they complete.
+#[derive(Default)]
+struct TextSink {
+    bytes: Vec<u8>,
+    emitted: usize,
+}
+
+impl TextSink {
+    fn push(&mut self, piece: &[u8], on_text: &mut dyn FnMut(&str)) {
+        self.bytes.extend_from_slice(piece);
+        let pending = &self.bytes[self.emitted..];
+        let valid = match std::str::from_utf8(pending) {
+            Ok(s) => s.len(),
+            // An incomplete character at the end waits for the next piece; invalid bytes in
+            // the middle are emitted lossily.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => {
+                on_text(&String::from_utf8_lossy(pending));
+                self.emitted = self.bytes.len();
+                return;
+            }
+        };
+        if valid > 0 {
+            if let Ok(s) = std::str::from_utf8(&pending[..valid]) {
+                on_text(s);
+            }
+            self.emitted += valid;
+        }
+    }
+
+    fn flush(&mut self, on_text: &mut dyn FnMut(&str)) {
+        if self.emitted < self.bytes.len() {
+            on_text(&String::from_utf8_lossy(&self.bytes[self.emitted..]));
+            self.emitted = self.bytes.len();
+        }
+    }
+
+    fn lossy(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+
+    fn into_string(self) -> String {
+        match String::from_utf8(self.bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apply_mask_keeps_only_allowed() {
+        let mut logits = vec![1.0f32; 40];
+        let mut mask = vec![0u32; 2];
+        mask[0] = 0b101;
+        mask[1] = 1 << 7; // token 39
+        apply_mask(&mut logits, &mask);
+        let kept: Vec<usize> = (0..40).filter(|&i| logits[i].is_finite()).collect();
+        assert_eq!(kept, vec![0, 2, 39]);
+    }
+
+    #[test]
+    fn text_sink_waits_for_whole_characters() {
+        let mut out = Vec::new();
+        let mut sink = TextSink::default();
+        let e = "é".as_bytes();
+        sink.push(b"a", &mut |s: &str| out.push(s.to_string()));
+        sink.push(&e[..1], &mut |s: &str| out.push(s.to_string()));
+        sink.push(&e[1..], &mut |s: &str| out.push(s.to_string()));
+        sink.flush(&mut |s: &str| out.push(s.to_string()));
+        assert_eq!(out, vec!["a", "é"]);
+        assert_eq!(sink.into_string(), "aé");
+    }
+}
