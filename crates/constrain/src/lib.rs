@@ -14,8 +14,9 @@
 //!  tokenizer.json / GGUF ──vocab──> Vocabulary ──mask──> TokenIndex ┘     (shared)        (cheap, Send)
 //! ```
 //!
-//! - [`schema`]: JSON Schema → [`grammar::Grammar`]; unsupported keywords are errors carrying a
-//!   JSON pointer, never silently loosened.
+//! - [`schema`]: JSON Schema → [`grammar::Grammar`]; a keyword no grammar can express is
+//!   left to a run-time check ([`check`]) or, with checks off, an error carrying its JSON
+//!   pointer — never silently loosened.
 //! - [`grammar`]: a context-free grammar whose rule bodies are regular expressions over bytes.
 //! - [`automaton`]: one deterministic byte automaton per rule; rule references push and pop a
 //!   stack (a byte-level pushdown automaton). Large counted repetitions keep a counter on the

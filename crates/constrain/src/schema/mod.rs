@@ -5,9 +5,11 @@
 //! one canonical form ([`dialect`]: every `$ref` resolved to a local pointer, each dialect's
 //! meaning made explicit), then `unevaluated*` into plain keywords (`unevaluated`). Output: a [`Grammar`] whose start rule matches JSON texts (under the
 //! whitespace policy) that validate against the schema — never one that does not. A keyword
-//! or combination that cannot be enforced exactly is an [`Error`] naming the keyword and its
-//! JSON pointer, unless [`Options::lenient`] is set. Where the grammar accepts less than the
-//! schema, [`compile_with_notes`] says so in a [`Note`].
+//! or combination no grammar can express is left out of the grammar and recorded: the grammar
+//! carries [`crate::check::ValueChecks`] and every matcher enforces it exactly at run time
+//! ([`Options::runtime_checks`], on by default; off, it is an [`Error`] naming the keyword
+//! and its JSON pointer, as it is for what no check can enforce either). Where the grammar
+//! accepts less than the schema, [`compile_with_notes`] says so in a [`Note`].
 //!
 //! How: the schema is walked recursively; each schema becomes an [`Expr`]. Objects, arrays
 //! and constrained strings become rules of their own, interned so identical bodies are one
@@ -19,9 +21,10 @@
 //!
 //! Deviations from the spec (all make the grammar accept *less*, never more):
 //! - property order: objects with at most four named properties accept them in any order
-//!   (each at most once); larger objects accept schema order or "required first" order
-//!   (the names of `required` in that order, then the others in schema order); extra
-//!   properties (when allowed) come after the named ones; no key is ever repeated;
+//!   (each at most once); larger objects too with run-time checks when at most five of their
+//!   properties are required; otherwise schema order or "required first" order (the names of
+//!   `required` in that order, then the others in schema order), with extra properties (when
+//!   allowed) after the named ones; no key is ever repeated;
 //! - `oneOf` branches that overlap only through optional properties are made disjoint by
 //!   forbidding, in each branch, the properties only the other branch requires;
 //! - `pattern` with `minLength`/`maxLength` that cannot be intersected exactly is an error;

@@ -2,8 +2,10 @@
 //! `propertyNames`, `dependentRequired` and the property counts.
 //!
 //! Objects with at most [`ANY_ORDER_MAX`] named properties accept them in any order (one rule
-//! per set of members already written); larger ones accept schema order or required-first
-//! order. Free members (pattern or additional keys) come after the named ones.
+//! per set of members already written). Larger ones do too when run-time checks are on and at
+//! most [`REQUIRED_TRACKED_MAX`] properties are required (one rule per set of required
+//! members written; the check refuses repeated keys); otherwise they accept schema order or
+//! required-first order, with free members (pattern or additional keys) after the named ones.
 //!
 //! [`Compiler::compile_object`] runs the steps in order: read the keywords
 //! ([`ObjectKeywords::read`]), list the named properties ([`Compiler::member_names`]), compile
@@ -23,6 +25,10 @@ use crate::grammar::Expr;
 /// subset of properties written so far); larger ones accept schema order or required-first
 /// order.
 const ANY_ORDER_MAX: usize = 4;
+
+/// Larger objects accept any order (with run-time checks) when they have at most this many
+/// required properties: the grammar tracks which are written (one rule per subset).
+const REQUIRED_TRACKED_MAX: usize = 5;
 
 /// One `dependentRequired` entry: where `name` is present, every name of `needs` must be.
 struct Dependency {
@@ -457,14 +463,11 @@ impl<'a> Compiler<'a> {
             }
         }
         let first_required = named.iter().any(|m| m.required);
-        if named.len() > ANY_ORDER_MAX && self.relaxes("properties") {
-            // Any order for any number of properties: every member may come next, and a
-            // run-time check refuses a repeated key and, when the object closes, a missing
-            // required one (the set of keys written so far is the check's state).
+        let n_req = named.iter().filter(|m| m.required).count();
+        if named.len() > ANY_ORDER_MAX && n_req <= REQUIRED_TRACKED_MAX && self.relaxes("properties") {
             self.relax(ptr, "properties");
-            let member = Expr::alt(named.iter().map(|m| m.expr.clone()).chain(has_free.then(|| free.clone())));
-            let body = Expr::seq([member.clone(), Expr::star(Expr::seq([self.sep(), member]))]);
-            return Ok(Members::Body { body: Some(body), may_be_empty: true });
+            let body = self.loose_members(named, &free, has_free);
+            return Ok(Members::Body { body: Some(body), may_be_empty: n_req == 0 });
         }
         let body = if named.len() <= ANY_ORDER_MAX {
             let deps = dependency_bits(named, &kw.dependent);
@@ -478,6 +481,41 @@ impl<'a> Compiler<'a> {
             }
         };
         Ok(Members::Body { body: Some(body), may_be_empty: !first_required })
+    }
+
+    /// Members in any order, for objects of any size: the required ones each exactly once
+    /// (the grammar's state is the set of required members written so far, so the object
+    /// can close only once all are there, and closing mode's distances see them), the
+    /// optional and free ones any number of times. A run-time check refuses a repeated key
+    /// when it closes, and what the keys cannot show (counts, dependencies) when the object
+    /// closes. Non-empty.
+    fn loose_members(&mut self, named: &[Member], free: &Expr, has_free: bool) -> Expr {
+        let required: Vec<&Member> = named.iter().filter(|m| m.required).collect();
+        let optional = Expr::alt(
+            named.iter().filter(|m| !m.required).map(|m| m.expr.clone()).chain(has_free.then(|| free.clone())),
+        );
+        let sep = self.sep();
+        let full = (1usize << required.len()) - 1;
+        let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
+        for set in (0..=full).rev() {
+            let mut alts: Vec<Expr> = required
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| set & (1 << k) == 0)
+                .map(|(k, m)| Expr::seq([sep.clone(), m.expr.clone(), after[set | (1 << k)].clone()]))
+                .collect();
+            if set == full {
+                alts.push(Expr::Empty);
+            }
+            let rest = Expr::seq([Expr::star(Expr::seq([sep.clone(), optional.clone()])), Expr::alt(alts)]);
+            after[set] = self.rule("members", rest);
+        }
+        let mut first: Vec<Expr> =
+            required.iter().enumerate().map(|(k, m)| Expr::seq([m.expr.clone(), after[1 << k].clone()])).collect();
+        if optional != Expr::Nothing {
+            first.push(Expr::seq([optional, after[0].clone()]));
+        }
+        Expr::alt(first)
     }
 
     /// The members of an object without named properties: free members only, within the
