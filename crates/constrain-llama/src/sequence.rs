@@ -208,6 +208,8 @@ impl Sequence {
         let mut token = sample(&mut self.sampler, &mut self.logits, generated, self.matcher.as_ref())?;
         if let Some(m) = self.matcher.as_mut() {
             m.accept_token(token).map_err(Error::Matcher)?;
+            token = self.avoid_dead_end(vocab, logits, token, generated)?;
+            let Some(m) = self.matcher.as_mut() else { return Err(Error::DeadEnd { step: generated }) };
             let t = Instant::now();
             let verdict = self.closer.check(m, token, &mut self.mask, remaining).map_err(Error::Matcher)?;
             self.timings.mask += t.elapsed();
@@ -232,6 +234,45 @@ impl Sequence {
             return Ok(Next::Stop(self.end_reason(StopReason::Finished)));
         }
         Ok(Next::Feed(vec![token]))
+    }
+
+    /// With run-time checks a prefix can be a dead end: every continuation completes a value
+    /// that fails its check (a key repeated as it closes). Before `token` (accepted) goes to
+    /// the model, look one token ahead; if nothing could follow it, take it back and draw
+    /// again without it (a few times at most). Returns the token kept.
+    fn avoid_dead_end(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        mut token: TokenId,
+        step: usize,
+    ) -> Result<TokenId, Error> {
+        const TRIES: usize = 8;
+        let Some(m) = self.matcher.as_mut() else { return Ok(token) };
+        if m.constraint().checks().is_none() {
+            return Ok(token);
+        }
+        let mut ahead = vec![0u32; self.mask.len()];
+        for _ in 0..TRIES {
+            if vocab.is_eos(token) || m.is_finished() {
+                break;
+            }
+            m.fill_mask(&mut ahead).map_err(Error::Matcher)?;
+            if ahead.iter().any(|&w| w != 0) {
+                break;
+            }
+            m.rollback(1).map_err(Error::Matcher)?;
+            if let Some(w) = self.mask.get_mut(token.index() / 32) {
+                *w &= !(1 << (token.0 % 32));
+            }
+            self.logits.clear();
+            self.logits.extend_from_slice(logits);
+            self.logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
+            apply_mask(&mut self.logits, &self.mask);
+            token = sample(&mut self.sampler, &mut self.logits, step, Some(&*m))?;
+            m.accept_token(token).map_err(Error::Matcher)?;
+        }
+        Ok(token)
     }
 
     /// `reason`, or [`StopReason::Closed`] if closing mode shaped the end.
