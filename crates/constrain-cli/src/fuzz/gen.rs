@@ -211,6 +211,20 @@ impl Gen {
         if rng.random_bool(0.15) {
             o.insert("maxProperties".into(), json!(rng.random_range(0..4)));
         }
+        // Keywords only run-time checks enforce.
+        if rng.random_bool(0.1) {
+            o.insert("dependentRequired".into(), json!({"a": ["b"], "c": ["a"]}));
+        }
+        if rng.random_bool(0.1) {
+            o.insert("propertyNames".into(), json!({"maxLength": rng.random_range(1..4)}));
+        }
+        if rng.random_bool(0.1) {
+            o.insert("if".into(), json!({"required": ["a"]}));
+            o.insert("then".into(), self.node(rng, depth - 1));
+            if rng.random_bool(0.5) {
+                o.insert("else".into(), self.node(rng, depth - 1));
+            }
+        }
         Value::Object(o)
     }
 
@@ -231,6 +245,9 @@ impl Gen {
                 o.insert("items".into(), json!(false));
             }
             _ => {}
+        }
+        if rng.random_bool(0.15) {
+            o.insert("uniqueItems".into(), json!(true));
         }
         if rng.random_bool(0.2) {
             o.insert("contains".into(), self.node(rng, depth - 1));
