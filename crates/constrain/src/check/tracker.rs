@@ -400,28 +400,40 @@ impl Checker {
         self.end_ok.push(false);
     }
 
+    /// The context of steps over the text so far and then `tok` (the token being tried, or
+    /// nothing when the bytes were appended to the text already).
+    fn cx<'a>(&'a mut self, tok: &'a [u8], stop_at_check: bool) -> Cx<'a> {
+        Cx {
+            checks: &self.checks,
+            sets: &mut self.sets,
+            text: &self.text,
+            tok,
+            span: &mut self.span,
+            verdicts: &mut self.verdicts,
+            stop_at_check,
+            used_text: false,
+            key_memo: &mut self.key_memo,
+        }
+    }
+
+    /// Forgets the validation results and key outcomes, which hold for one text only.
+    fn forget_outcomes(&mut self) {
+        self.verdicts.clear();
+        self.key_memo.clear();
+    }
+
     /// Feeds `bytes` (one token's worth); all or nothing. Returns `false`, leaving the state
     /// unchanged, when they complete a value that fails its check.
     pub fn advance(&mut self, bytes: &[u8]) -> bool {
-        self.verdicts.clear();
-        self.key_memo.clear();
+        self.forget_outcomes();
         let base = self.text.len();
         self.text.extend_from_slice(bytes);
         let mut st = std::mem::take(&mut self.state);
         let ok = {
-            let mut cx = Cx {
-                checks: &self.checks,
-                sets: &mut self.sets,
-                text: &self.text,
-                tok: &[],
-                span: &mut self.span,
-                verdicts: &mut self.verdicts,
-                stop_at_check: false,
-                used_text: false,
-                key_memo: &mut self.key_memo,
-            };
+            let end = self.text.len() as u32;
+            let mut cx = self.cx(&[], false);
             (0..bytes.len()).all(|i| step(&mut st, bytes[i], (base + i) as u32, &mut cx) == Step::Ok)
-                && viable(&st, self.text.len() as u32, &mut cx)
+                && viable(&st, end, &mut cx)
         };
         if !ok {
             self.state = self.levels.last().map(|l| l.0.clone()).unwrap_or_default();
@@ -443,23 +455,13 @@ impl Checker {
             return true;
         }
         let mut ok = true;
-        self.verdicts.clear();
-        self.key_memo.clear();
+        self.forget_outcomes();
         if self.state.lex == Lex::Num && self.state.stack.is_empty() {
             let set = self.state.scalar_set;
             let start = self.state.scalar_start;
-            let mut cx = Cx {
-                checks: &self.checks,
-                sets: &mut self.sets,
-                text: &self.text,
-                tok: &[],
-                span: &mut self.span,
-                verdicts: &mut self.verdicts,
-                stop_at_check: false,
-                used_text: false,
-                key_memo: &mut self.key_memo,
-            };
-            ok = complete(set, start, self.text.len() as u32, &mut cx) == Step::Ok;
+            let end = self.text.len() as u32;
+            let mut cx = self.cx(&[], false);
+            ok = complete(set, start, end, &mut cx) == Step::Ok;
         }
         ok = ok && self.checks.whole_is_valid(&self.text);
         if let Some(slot) = self.end_ok.get_mut(n) {
@@ -582,8 +584,7 @@ impl Checker {
             self.plan_buf = plan;
             return;
         }
-        self.verdicts.clear();
-        self.key_memo.clear();
+        self.forget_outcomes();
         let sig = self.signature();
         let r = &mut self.reuse;
         if !(r.valid && r.sig == sig) {
@@ -724,34 +725,27 @@ impl Checker {
         self.sim.keys.clear();
         self.sim.keys.extend_from_slice(&self.state.keys);
         let base = self.text.len();
-        let mut cx = Cx {
-            checks: &self.checks,
-            sets: &mut self.sets,
-            text: &self.text,
-            tok: bytes,
-            span: &mut self.span,
-            verdicts: &mut self.verdicts,
-            stop_at_check,
-            used_text: false,
-            key_memo: &mut self.key_memo,
-        };
+        let mut sim = std::mem::take(&mut self.sim);
+        let mut cx = self.cx(bytes, stop_at_check);
         let mut out = None;
         for (i, &b) in bytes.iter().enumerate() {
-            if let Lex::Str { esc: 0, .. } = self.sim.lex {
+            if let Lex::Str { esc: 0, .. } = sim.lex {
                 // Nothing completes before the next quote.
                 if !bytes[i..].contains(&b'"') {
                     break;
                 }
             }
-            if step(&mut self.sim, b, (base + i) as u32, &mut cx) != Step::Ok {
+            if step(&mut sim, b, (base + i) as u32, &mut cx) != Step::Ok {
                 out = Some(i);
                 break;
             }
         }
-        if out.is_none() && !stop_at_check && !viable(&self.sim, (base + bytes.len()) as u32, &mut cx) {
+        if out.is_none() && !stop_at_check && !viable(&sim, (base + bytes.len()) as u32, &mut cx) {
             out = Some(bytes.len().saturating_sub(1));
         }
-        self.reuse.used_text |= cx.used_text;
+        let used_text = cx.used_text;
+        self.sim = sim;
+        self.reuse.used_text |= used_text;
         out
     }
 
