@@ -519,26 +519,16 @@ fn reverse_reach<'n, C: Iterator<Item = u32> + 'n>(
 /// copied in when it holds references.
 fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildError> {
     let err = |message: String| BuildError { pointer: ptr.to_string(), message };
-    let sub = doc.pointer(ptr).ok_or_else(|| err("no such subschema".into()))?;
-    let schema = match sub {
-        Value::Object(m) if !ptr.is_empty() && contains_ref(sub) => {
-            let mut m = m.clone();
-            if let Value::Object(root) = doc {
-                for k in ["definitions", "$defs", crate::schema::dialect::TARGETS] {
-                    if let Some(d) = root.get(k) {
-                        m.entry(k.to_string()).or_insert_with(|| d.clone());
-                    }
-                }
-            }
-            Value::Object(m)
-        }
-        other => other.clone(),
+    let built = match doc.pointer(ptr) {
+        None => return Err(err("no such subschema".into())),
+        Some(Value::Object(m)) if !ptr.is_empty() => crate::schema::subschema_validator(doc, m.clone()),
+        Some(other) => jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(other)
+            .map_err(|e| e.to_string()),
     };
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema)
-        .map_err(|e| err(e.to_string()))
+    built.map_err(err)
 }
 
 /// The validator of the schema as written, in its own dialect.
@@ -605,13 +595,5 @@ fn names(v: Option<&Value>) -> Box<[u128]> {
     match v {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|s| hash128(s.as_bytes())).collect(),
         _ => Box::default(),
-    }
-}
-
-fn contains_ref(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
-        Value::Array(a) => a.iter().any(contains_ref),
-        _ => false,
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::number::Dec;
-use super::{allowed_types, dialect, is_constraint_keyword, json, value_has_type, Compiler, Error, FORBIDDEN};
+use super::{allowed_types, is_constraint_keyword, json, value_has_type, Compiler, Error, FORBIDDEN};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -30,29 +30,14 @@ impl<'a> Compiler<'a> {
         let types = allowed_types(map);
         values.retain(|v| types.iter().any(|t| value_has_type(v, t)));
         if !others.is_empty() && !values.is_empty() {
-            // Filter by the sibling keywords with a real validator. References resolve
-            // against the root's definitions, copied in only when the siblings hold a
-            // reference: building a validator crawls everything it is given, and a large
-            // schema's definitions copied for each of its enums took minutes.
+            // Filter by the sibling keywords with a real validator.
             let mut doc = map.clone();
             doc.remove("enum");
             doc.remove("const");
             doc.remove(FORBIDDEN);
-            let has_ref = doc.contains_key("$ref") || doc.values().any(contains_ref);
-            if let (Value::Object(root), true) = (self.root, has_ref) {
-                for k in ["definitions", "$defs", dialect::TARGETS] {
-                    if let Some(d) = root.get(k) {
-                        doc.insert(k.into(), d.clone());
-                    }
-                }
-            }
-            let v = jsonschema::options()
-                .with_draft(jsonschema::Draft::Draft202012)
-                .should_validate_formats(true)
-                .build(&Value::Object(doc))
-                .map_err(|e| {
-                    Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}"))
-                })?;
+            let v = super::subschema_validator(self.root, doc).map_err(|e| {
+                Error::new(ptr, keyword, format!("cannot check enum values against sibling keywords: {e}"))
+            })?;
             values.retain(|x| v.is_valid(x));
         }
         if let Some(Value::Array(forbidden)) = map.get(FORBIDDEN) {
@@ -90,14 +75,5 @@ impl<'a> Compiler<'a> {
             _ => Expr::Alt(alts),
         };
         Ok(if e.size() > 8 { self.rule("enum", e) } else { e })
-    }
-}
-
-/// Whether `v` holds a `$ref` keyword anywhere.
-fn contains_ref(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
-        Value::Array(a) => a.iter().any(contains_ref),
-        _ => false,
     }
 }

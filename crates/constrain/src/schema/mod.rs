@@ -263,6 +263,39 @@ fn escape_pointer(seg: &str) -> String {
     seg.replace('~', "~0").replace('/', "~1")
 }
 
+/// A validator (2020-12, formats asserted) for `schema`, a subschema of the canonical
+/// document `root`. References resolve against the root's definitions, copied in only when
+/// the subschema holds a reference: building a validator crawls everything it is given, and
+/// a large schema's definitions copied for each subschema took minutes. Used to filter
+/// `enum` values by their sibling keywords and by the run-time checks.
+pub(crate) fn subschema_validator(
+    root: &Value,
+    mut schema: Map<String, Value>,
+) -> Result<jsonschema::Validator, String> {
+    let has_ref = schema.contains_key("$ref") || schema.values().any(contains_ref);
+    if let (Value::Object(root), true) = (root, has_ref) {
+        for k in ["definitions", "$defs", dialect::TARGETS] {
+            if let Some(d) = root.get(k) {
+                schema.entry(k.to_string()).or_insert_with(|| d.clone());
+            }
+        }
+    }
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&Value::Object(schema))
+        .map_err(|e| e.to_string())
+}
+
+/// Whether a `$ref` appears anywhere in `v`.
+fn contains_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
+        Value::Array(a) => a.iter().any(contains_ref),
+        _ => false,
+    }
+}
+
 /// [`escape_pointer`], for the run-time checks' map of subschemas.
 pub(crate) fn escape_pointer_segment(seg: &str) -> String {
     escape_pointer(seg)
