@@ -50,6 +50,8 @@ pub(crate) struct Sequence {
     sampler: Sampler,
     mask: Vec<u32>,
     soft: Vec<u32>,
+    /// The mask one token ahead, when run-time checks could leave a dead end.
+    ahead: Vec<u32>,
     logits: Vec<f32>,
     text: TextSink,
     prompt_tokens: usize,
@@ -97,6 +99,7 @@ impl Sequence {
             sampler,
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
+            ahead: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
             text: TextSink::default(),
             prompt_tokens: prompt.len(),
@@ -215,12 +218,7 @@ impl Sequence {
             self.timings.mask += t.elapsed();
             self.timings.closing += t.elapsed();
             if verdict == Verdict::Resample {
-                self.logits.clear();
-                self.logits.extend_from_slice(logits);
-                self.logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
-                apply_mask(&mut self.logits, &self.mask);
-                token = sample(&mut self.sampler, &mut self.logits, generated, Some(&*m))?;
-                m.accept_token(token).map_err(Error::Matcher)?;
+                token = self.redraw(vocab, logits, generated)?;
             }
         }
         // Every end-of-generation id of the model is EOS in its vocabulary.
@@ -252,24 +250,34 @@ impl Sequence {
         if m.constraint().checks().is_none() {
             return Ok(token);
         }
-        let mut ahead = vec![0u32; self.mask.len()];
+        self.ahead.resize(self.mask.len(), 0);
         for _ in 0..TRIES {
+            let Some(m) = self.matcher.as_mut() else { break };
             if vocab.is_eos(token) || m.is_finished() {
                 break;
             }
-            m.fill_mask(&mut ahead).map_err(Error::Matcher)?;
-            if ahead.iter().any(|&w| w != 0) {
+            m.fill_mask(&mut self.ahead).map_err(Error::Matcher)?;
+            if self.ahead.iter().any(|&w| w != 0) {
                 break;
             }
             m.rollback(1).map_err(Error::Matcher)?;
             if let Some(w) = self.mask.get_mut(token.index() / 32) {
                 *w &= !(1 << (token.0 % 32));
             }
-            self.logits.clear();
-            self.logits.extend_from_slice(logits);
-            self.logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
-            apply_mask(&mut self.logits, &self.mask);
-            token = sample(&mut self.sampler, &mut self.logits, step, Some(&*m))?;
+            token = self.redraw(vocab, logits, step)?;
+        }
+        Ok(token)
+    }
+
+    /// Draws again from the step's raw `logits` under the current mask (after the matcher
+    /// refused or rolled back the first draw) and accepts the token drawn.
+    fn redraw(&mut self, vocab: &Vocabulary, logits: &[f32], step: usize) -> Result<TokenId, Error> {
+        self.logits.clear();
+        self.logits.extend_from_slice(logits);
+        self.logits.resize(vocab.mask_len(), f32::NEG_INFINITY);
+        apply_mask(&mut self.logits, &self.mask);
+        let token = sample(&mut self.sampler, &mut self.logits, step, self.matcher.as_ref())?;
+        if let Some(m) = self.matcher.as_mut() {
             m.accept_token(token).map_err(Error::Matcher)?;
         }
         Ok(token)
