@@ -202,3 +202,121 @@ fn runtime_checks_can_be_turned_off() {
     assert_eq!(e.keyword(), "uniqueItems");
     assert_eq!(e.pointer(), "/uniqueItems");
 }
+
+/// Every 1-, 2- and 3-byte string over an alphabet of JSON's structural bytes, letters,
+/// a digit, a space and a backslash: tokens that end keys and strings, close brackets and
+/// start the next member in one, or escape a quote. One end-of-generation id.
+fn structural_vocabulary() -> std::sync::Arc<TokenIndex> {
+    let alphabet = b"{}[]\",:ab1\\ e";
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for &x in alphabet {
+        tokens.push(vec![x]);
+        for &y in alphabet {
+            tokens.push(vec![x, y]);
+            for &z in alphabet {
+                tokens.push(vec![x, y, z]);
+            }
+        }
+    }
+    let eos = TokenId(tokens.len() as u32);
+    tokens.push(Vec::new());
+    TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("vocabulary"))
+}
+
+/// The tokens `m` accepts now, asserting that they are exactly those of its mask.
+fn assert_mask_is_exact(m: &mut constrain::Matcher, mask: &mut [u32], vocab: &Vocabulary, what: &str) -> Vec<TokenId> {
+    m.fill_mask(mask).expect("mask");
+    let mut allowed = Vec::new();
+    for id in 0..vocab.len() as u32 {
+        let t = TokenId(id);
+        if vocab.is_eos(t) {
+            continue;
+        }
+        let ok = m.accept_token(t).is_ok();
+        if ok {
+            m.rollback(1).expect("roll back");
+            allowed.push(t);
+        }
+        let bytes = String::from_utf8_lossy(vocab.token_bytes(t));
+        assert_eq!(is_allowed(mask, t), ok, "{what}: token {bytes:?}");
+    }
+    allowed
+}
+
+/// The mask's shortcuts (tokens no check can refuse from a lexical context, keys decided
+/// from their spelling, names still open to a key, strings whose end nothing checks) leave
+/// out exactly the tokens the matcher refuses: after prefixes chosen to reach them, and
+/// along seeded random walks through checked objects and arrays, every token of the mask
+/// is accepted and every other refused.
+#[test]
+fn mask_shortcuts_agree_with_the_matcher_token_by_token() {
+    use rand::{Rng, SeedableRng};
+    let index = structural_vocabulary();
+    let vocab = index.vocab();
+    // Each schema, with prefixes after which a shortcut decides.
+    let schemas = [
+        // Any order with closed names (more than four properties), a unique array inside.
+        (
+            json!({"type": "object", "properties": {
+                "a": {"type": "string"}, "b": {"type": "integer"}, "ab": {"type": "string"}, "ba": {},
+                "bb": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+                "required": ["a"], "additionalProperties": false}),
+            vec![
+                "{\"a\":\"a\",\"ab\":\"",
+                "{\"a\":\"\",\"a",
+                "{\"bb\":[\"a\",\"",
+                "{\"a\":\"\",\"ab\":\"\" ,",
+                "{\"a\":\"\",\"b\":1,\"ba\":1,\"bb\":[],\"ab\":\"a",
+            ],
+        ),
+        // Free keys, checked (a count over free keys): keys must not repeat.
+        (
+            json!({"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 2}),
+            vec!["{\"a\":\"\",\"", "{\"ab\":\"\",\"a", "{\"a\\\"\":\"\",\"a"],
+        ),
+        // Unique strings.
+        (json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}), vec!["[\"a\",\"", "[\"ab\",\"a"]),
+        // Overlapping oneOf of closed objects: the union of their names.
+        (
+            json!({"oneOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false},
+                {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                 "additionalProperties": false}]}),
+            vec!["{\"a\":\"a\",\"b\":\"b", "{\"b\":\"\",\"", "{\"b\":\"\", "],
+        ),
+        // A checked string inside objects inside an array.
+        (
+            json!({"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(?!b)"}}}}),
+            vec!["[{\"a\":\"", "[{\"a\":\"b", "[{\"b\":\"b"],
+        ),
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut steps = 0;
+    for (schema, prefixes) in &schemas {
+        let g = schema::compile(schema, &Options::default()).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        assert!(g.checks().is_some(), "{schema}: expected run-time checks");
+        let c = Constraint::new(&g, index.clone(), &Limits::default()).expect("constraint");
+        for prefix in prefixes {
+            let mut m = c.matcher();
+            m.accept_bytes(prefix.as_bytes()).unwrap_or_else(|e| panic!("{schema}: {prefix}: {e}"));
+            assert_mask_is_exact(&mut m, &mut mask, vocab, &format!("{schema} after {prefix}"));
+        }
+        for _walk in 0..6 {
+            let mut m = c.matcher();
+            let mut text = Vec::new();
+            for _ in 0..24 {
+                let what = format!("{schema} after {:?}", String::from_utf8_lossy(&text));
+                let allowed = assert_mask_is_exact(&mut m, &mut mask, vocab, &what);
+                steps += 1;
+                if allowed.is_empty() {
+                    break;
+                }
+                let t = allowed[rng.random_range(0..allowed.len())];
+                text.extend_from_slice(vocab.token_bytes(t));
+                m.accept_token(t).expect("allowed token");
+            }
+        }
+    }
+    assert!(steps > 400, "the walks took {steps} steps");
+}

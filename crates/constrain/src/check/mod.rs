@@ -406,6 +406,43 @@ impl ValueChecks {
             .all(|names| names.iter().any(|(name, h)| name.starts_with(prefix) && !keys.contains(h)))
     }
 
+    /// Whether `key` (its hash) is a name every closed schema of `set` allows (see
+    /// [`Node::closed`]): a key that is not can never validate.
+    fn key_is_name(&self, set: &[u32], key: u128) -> bool {
+        set.iter()
+            .filter_map(|&n| self.nodes.get(n as usize))
+            .filter_map(|n| n.closed.as_deref())
+            .all(|names| names.iter().any(|(_, h)| *h == key))
+    }
+
+    /// For the tracker's key trials: the names of the closed schemas of `set` (see
+    /// [`Node::closed`]) that begin with `prefix` and are not among `keys`, as (the schema's
+    /// rank among the closed ones, its node, the name's index). Returns how many closed
+    /// schemas there are: a key may continue with bytes that every one of them still allows.
+    fn open_names(&self, set: &[u32], prefix: &[u8], keys: &[u128], out: &mut Vec<(u32, u32, u32)>) -> u32 {
+        out.clear();
+        let mut rank = 0;
+        for &n in set {
+            let Some(names) = self.nodes.get(n as usize).and_then(|node| node.closed.as_deref()) else { continue };
+            for (i, (name, h)) in names.iter().enumerate() {
+                if name.starts_with(prefix) && !keys.contains(h) {
+                    out.push((rank, n, i as u32));
+                }
+            }
+            rank += 1;
+        }
+        rank
+    }
+
+    /// Name `i` of node `n`'s closed names (empty when there is none).
+    fn closed_name(&self, n: u32, i: u32) -> &[u8] {
+        self.nodes
+            .get(n as usize)
+            .and_then(|node| node.closed.as_deref())
+            .and_then(|names| names.get(i as usize))
+            .map_or(&[][..], |(name, _)| &name[..])
+    }
+
     /// Whether `value` validates against every position of `set` that needs a check.
     fn set_is_valid(&self, set: &[u32], value: &Value) -> bool {
         set.iter().all(|&n| match self.validators.get(n as usize) {

@@ -18,18 +18,267 @@ use std::sync::Arc;
 /// closing brackets, commas and colons it holds. Completing a value, a key or a member takes
 /// some of each, so most tokens never need a trial.
 pub(crate) struct TokenStats {
-    /// Per token: its counts (saturating), in the order of [`Need`]'s fields.
-    counts: Box<[[u8; 4]]>,
-    /// Per set of kinds (bit 0 quote, 1 closer, 2 comma, 3 colon): the tokens holding at
-    /// least one of each kind of the set. A need looks only at the list of its kinds.
-    lists: [Box<[u32]>; 16],
+    /// Per lexical context (see [`Context`]; the last: any context), per set of kinds (bit
+    /// 0 quote, 1 closer, 2 comma, 3 colon): the tokens holding at least one of each kind
+    /// of the set, with their counts of each kind (saturating, in the order of [`Need`]'s
+    /// fields), leaving out those the context makes impossible or quiet. A need looks only
+    /// at the list of its context and kinds.
+    lists: [[Box<[Candidate]>; 16]; Context::ALL.len() + 1],
+    /// Per lexical context (see [`Context`]): a bitset of the tokens that, from there, may
+    /// complete something or end inside a key. Every other token is *quiet* there: no
+    /// check can refuse it.
+    loud: [Box<[u32]>; Context::ALL.len()],
+    /// As `loud`, without the tokens whose only effect is to end inside a key of the
+    /// context's own object: for objects whose keys are free (only a closed object
+    /// refuses a key before it ends, see [`viable`]).
+    eventful: [Box<[u32]>; Context::ALL.len()],
+    /// Per token, when its first quote ends a string value (no backslash before it): bit
+    /// [`TAIL_QUIET`] (with [`TAIL_IN_ARRAY`] for arrays) when the rest is quiet after the
+    /// value, [`TAIL_QUIET_BUT_KEY`] when it is but for ending in a key of the object.
+    str_tail: Box<[u8]>,
+    /// Per token: `q + 1` when, inside a key (no escape pending), its byte `q` is the quote
+    /// that ends the key and the rest is quiet after a key: its outcome is that of the key
+    /// it ends alone (`0` otherwise).
+    key_end: Box<[u8]>,
+}
+
+/// A token of [`TokenStats::lists`], with its counts of quotes, closers, commas and colons.
+type Candidate = (u32, [u8; 4]);
+
+/// The lexical contexts a mask starts from that [`TokenStats::loud`] covers: the tracker's
+/// [`Lex`], with the kind of the innermost container where it matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Context {
+    Value,
+    ArrOpen,
+    ObjOpen,
+    ObjKey,
+    Colon,
+    AfterInObject,
+    AfterInArray,
+    /// Inside a key, no escape pending.
+    Key,
+    /// Inside a string value, no escape pending.
+    Str,
+    Num,
+}
+
+impl Context {
+    const ALL: [Context; 10] = [
+        Context::Value,
+        Context::ArrOpen,
+        Context::ObjOpen,
+        Context::ObjKey,
+        Context::Colon,
+        Context::AfterInObject,
+        Context::AfterInArray,
+        Context::Key,
+        Context::Str,
+        Context::Num,
+    ];
+
+    /// The context of `st`, if [`TokenStats::loud`] covers it.
+    fn of(st: &State) -> Option<Context> {
+        Some(match st.lex {
+            Lex::Value => Context::Value,
+            Lex::ArrOpen => Context::ArrOpen,
+            Lex::ObjOpen => Context::ObjOpen,
+            Lex::ObjKey => Context::ObjKey,
+            Lex::Colon => Context::Colon,
+            Lex::After if st.stack.last().is_some_and(|o| o.obj) => Context::AfterInObject,
+            Lex::After => Context::AfterInArray,
+            Lex::Str { key: true, esc: 0 } => Context::Key,
+            Lex::Str { key: false, esc: 0 } => Context::Str,
+            Lex::Num => Context::Num,
+            Lex::Str { .. } | Lex::Lit(_) | Lex::Done => return None,
+        })
+    }
+
+    /// The tracker's lexical state in this context, and whether the innermost container is
+    /// an object (`None`: not known).
+    fn start(self) -> (Lex, Option<bool>) {
+        match self {
+            Context::Value => (Lex::Value, None),
+            Context::ArrOpen => (Lex::ArrOpen, Some(false)),
+            Context::ObjOpen => (Lex::ObjOpen, Some(true)),
+            Context::ObjKey => (Lex::ObjKey, Some(true)),
+            Context::Colon => (Lex::Colon, Some(true)),
+            Context::AfterInObject => (Lex::After, Some(true)),
+            Context::AfterInArray => (Lex::After, Some(false)),
+            Context::Key => (Lex::Str { key: true, esc: 0 }, Some(true)),
+            Context::Str => (Lex::Str { key: false, esc: 0 }, None),
+            Context::Num => (Lex::Num, None),
+        }
+    }
+}
+
+/// [`TokenStats::str_tail`]: the rest is quiet after a value in an object.
+const TAIL_QUIET: u8 = 1;
+/// [`TokenStats::str_tail`]: the rest is quiet but for ending in a key of the object.
+const TAIL_QUIET_BUT_KEY: u8 = 2;
+/// [`TokenStats::str_tail`]: shifts the bits for a value in an array.
+const TAIL_IN_ARRAY: u8 = 2;
+
+/// What [`read_token`] finds of a token read from a lexical context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Reading {
+    /// The token can follow there in JSON (`false` only where it surely cannot: the
+    /// grammar, which keeps the output JSON, then never allows it there).
+    possible: bool,
+    /// The token completes nothing there (no string, key, number or literal ends, no
+    /// bracket closes) and leaves the tracker outside a key: no check can refuse it.
+    quiet: bool,
+    /// As `quiet`, but the token may end inside a key of the context's own object (or
+    /// after a comma there).
+    quiet_but_key: bool,
+}
+
+/// Reads `bytes` from context `c` with the tracker's transitions ([`step`]) and JSON's
+/// syntax: whether they are possible there, and quiet (see [`Reading`]). Where the reading
+/// loses track (a bracket closes the context's own container), the token counts as
+/// possible and not quiet: both answers err on the side of trying it.
+fn read_token(c: Context, bytes: &[u8]) -> Reading {
+    const IMPOSSIBLE: Reading = Reading { possible: false, quiet: false, quiet_but_key: false };
+    const LOST: Reading = Reading { possible: true, quiet: false, quiet_but_key: false };
+    let (mut lex, base) = c.start();
+    // The literal's letters still to come.
+    let mut letters: &[u8] = b"";
+    // Containers opened by these bytes (`true`: an object), above the context's own.
+    let mut opened: Vec<bool> = Vec::new();
+    let mut quiet = true;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let in_object = opened.last().copied().or(base);
+        // Closes the innermost container with `}` (`obj`) or `]`.
+        let close = |opened: &mut Vec<bool>, obj: bool| -> Option<Reading> {
+            if in_object.is_some_and(|o| o != obj) {
+                return Some(IMPOSSIBLE);
+            }
+            opened.pop().is_none().then_some(LOST)
+        };
+        // A value starts with `b`: its state, or `None` when no value starts so.
+        let start_value = |letters: &mut &[u8], opened: &mut Vec<bool>| -> Option<Lex> {
+            Some(match b {
+                b'{' => {
+                    opened.push(true);
+                    Lex::ObjOpen
+                }
+                b'[' => {
+                    opened.push(false);
+                    Lex::ArrOpen
+                }
+                b'"' => Lex::Str { key: false, esc: 0 },
+                b't' | b'f' | b'n' => {
+                    *letters = match b {
+                        b't' => b"rue",
+                        b'f' => b"alse",
+                        _ => b"ull",
+                    };
+                    Lex::Lit(0)
+                }
+                b'-' | b'0'..=b'9' => Lex::Num,
+                _ => return None,
+            })
+        };
+        match lex {
+            _ if is_ws(b) && !matches!(lex, Lex::Str { .. } | Lex::Num | Lex::Lit(_)) => {}
+            Lex::Value | Lex::ArrOpen if b != b']' => match start_value(&mut letters, &mut opened) {
+                Some(l) => lex = l,
+                None => return IMPOSSIBLE,
+            },
+            Lex::Value => return IMPOSSIBLE,
+            Lex::ArrOpen => {
+                quiet = false;
+                if let Some(r) = close(&mut opened, false) {
+                    return r;
+                }
+                lex = Lex::After;
+            }
+            Lex::ObjOpen | Lex::ObjKey => match b {
+                b'"' => lex = Lex::Str { key: true, esc: 0 },
+                b'}' if lex == Lex::ObjOpen => {
+                    quiet = false;
+                    if let Some(r) = close(&mut opened, true) {
+                        return r;
+                    }
+                    lex = Lex::After;
+                }
+                _ => return IMPOSSIBLE,
+            },
+            Lex::Colon => {
+                if b != b':' {
+                    return IMPOSSIBLE;
+                }
+                lex = Lex::Value;
+            }
+            Lex::After => match (b, in_object) {
+                (b',', Some(true)) => lex = Lex::ObjKey,
+                (b',', Some(false)) => lex = Lex::Value,
+                (b',', None) => return LOST,
+                (b']' | b'}', _) => {
+                    quiet = false;
+                    if let Some(r) = close(&mut opened, b == b'}') {
+                        return r;
+                    }
+                    lex = Lex::After;
+                }
+                _ => return IMPOSSIBLE,
+            },
+            Lex::Str { key, esc } => {
+                let esc = match esc {
+                    0 if b == b'"' => {
+                        quiet = false;
+                        lex = if key { Lex::Colon } else { Lex::After };
+                        i += 1;
+                        continue;
+                    }
+                    0 if b == b'\\' => 1,
+                    0 if b < 0x20 => return IMPOSSIBLE,
+                    0 => 0,
+                    1 if b == b'u' => 14,
+                    1 if matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 0,
+                    1 => return IMPOSSIBLE,
+                    _ if !b.is_ascii_hexdigit() => return IMPOSSIBLE,
+                    11 => 0,
+                    n => n - 1,
+                };
+                lex = Lex::Str { key, esc };
+            }
+            Lex::Num => {
+                if !matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                    // The number ends before this byte, which is read again after it.
+                    quiet = false;
+                    lex = Lex::After;
+                    continue;
+                }
+            }
+            Lex::Lit(_) => match letters.split_first() {
+                Some((&l, rest)) if l == b => {
+                    letters = rest;
+                    if letters.is_empty() {
+                        quiet = false;
+                        lex = Lex::After;
+                    }
+                }
+                _ => return IMPOSSIBLE,
+            },
+            Lex::Done => return LOST,
+        }
+        i += 1;
+    }
+    let in_key = matches!(lex, Lex::Str { key: true, .. } | Lex::ObjKey);
+    Reading { possible: true, quiet: quiet && !in_key, quiet_but_key: quiet && (!in_key || opened.is_empty()) }
 }
 
 impl TokenStats {
     /// Counts over every ordinary token of `vocab`.
     pub fn new(vocab: &Vocabulary) -> TokenStats {
-        let mut counts = vec![[0u8; 4]; vocab.len()];
-        let mut lists: [Vec<u32>; 16] = Default::default();
+        let mut lists: [[Vec<Candidate>; 16]; Context::ALL.len() + 1] = Default::default();
+        // Tokens outside the grammar's (special ones) stay loud: they are tried.
+        let mut loud: [Vec<u32>; Context::ALL.len()] = std::array::from_fn(|_| vec![u32::MAX; vocab.mask_words()]);
+        let mut eventful = loud.clone();
+        let mut key_end = vec![0u8; vocab.len()];
+        let mut str_tail = vec![0u8; vocab.len()];
         for (id, bytes) in vocab.grammar_tokens() {
             let mut c = [0u8; 4];
             for &b in bytes {
@@ -42,33 +291,94 @@ impl TokenStats {
                 };
                 c[i] = c[i].saturating_add(1);
             }
-            if let Some(slot) = counts.get_mut(id.index()) {
-                *slot = c;
-            }
             let kinds = (0..4).filter(|&i| c[i] > 0).fold(0usize, |k, i| k | 1 << i);
-            for (set, list) in lists.iter_mut().enumerate().skip(1) {
-                if set & kinds == set {
-                    list.push(id.0);
+            // Per context (the last list set: any context), whether the token may need a
+            // trial there.
+            let mut tried_in = [true; Context::ALL.len() + 1];
+            let (w, bit) = (id.index() / 32, 1u32 << (id.0 % 32));
+            for (i, &cx) in Context::ALL.iter().enumerate() {
+                let r = read_token(cx, bytes);
+                tried_in[i] = r.possible && !r.quiet;
+                if let (false, Some(word)) = (tried_in[i], loud[i].get_mut(w)) {
+                    *word &= !bit;
+                }
+                if let (false, Some(word)) = (r.possible && !r.quiet_but_key, eventful[i].get_mut(w)) {
+                    *word &= !bit;
+                }
+            }
+            for (lists, _) in lists.iter_mut().zip(tried_in).filter(|(_, t)| *t) {
+                for (set, list) in lists.iter_mut().enumerate().skip(1) {
+                    if set & kinds == set {
+                        list.push((id.0, c));
+                    }
+                }
+            }
+            if let Some(at) = bytes.iter().position(|&b| b == b'"').filter(|&at| !bytes[..at].contains(&b'\\')) {
+                let tail = &bytes[at + 1..];
+                let mut flags = 0;
+                for (cx, shift) in [(Context::AfterInObject, 0), (Context::AfterInArray, TAIL_IN_ARRAY)] {
+                    let r = read_token(cx, tail);
+                    if r.quiet {
+                        flags |= TAIL_QUIET << shift;
+                    }
+                    if r.quiet_but_key {
+                        flags |= TAIL_QUIET_BUT_KEY << shift;
+                    }
+                }
+                if let Some(slot) = str_tail.get_mut(id.index()) {
+                    *slot = flags;
+                }
+            }
+            if let Some(at) = bytes.iter().position(|&b| b == b'"') {
+                let ends_key = at < u8::MAX as usize - 1
+                    && !bytes[..at].contains(&b'\\')
+                    && read_token(Context::Colon, &bytes[at + 1..]).quiet;
+                if let (true, Some(slot)) = (ends_key, key_end.get_mut(id.index())) {
+                    *slot = at as u8 + 1;
                 }
             }
         }
-        TokenStats { counts: counts.into_boxed_slice(), lists: lists.map(Vec::into_boxed_slice) }
+        TokenStats {
+            lists: lists.map(|l| l.map(Vec::into_boxed_slice)),
+            loud: loud.map(Vec::into_boxed_slice),
+            eventful: eventful.map(Vec::into_boxed_slice),
+            key_end: key_end.into_boxed_slice(),
+            str_tail: str_tail.into_boxed_slice(),
+        }
     }
 
-    fn meets(&self, t: u32, need: &Need) -> bool {
-        self.counts
-            .get(t as usize)
-            .is_some_and(|c| c[0] >= need.quotes && c[1] >= need.closers && c[2] >= need.commas && c[3] >= need.colons)
+    /// The tokens that may need a trial from context `c` (see [`TokenStats::loud`]); `keys`:
+    /// whether a key of the innermost object may be refused before it ends.
+    fn loud(&self, c: Context, keys: bool) -> &[u32] {
+        let sets = if keys { &self.loud } else { &self.eventful };
+        sets.get(c as usize).map_or(&[][..], |l| &l[..])
     }
 
-    /// The tokens holding every kind `need` asks for (`None` when it asks for none).
-    fn candidates(&self, need: &Need) -> Option<&[u32]> {
+    /// Inside a string value whose end nothing checks, in an object (or an array, `in_array`)
+    /// whose keys are free (or not, `keys`): whether token `t` is quiet, closing the string
+    /// then quiet after it.
+    fn quiet_after_string(&self, t: u32, in_array: bool, keys: bool) -> bool {
+        let bit = if keys { TAIL_QUIET } else { TAIL_QUIET_BUT_KEY };
+        let bit = if in_array { bit << TAIL_IN_ARRAY } else { bit };
+        self.str_tail.get(t as usize).is_some_and(|f| f & bit != 0)
+    }
+
+    /// Inside a key: the length of token `t`'s part that ends the key, when the rest of it
+    /// is quiet (see [`TokenStats::key_end`]).
+    fn key_end(&self, t: u32) -> Option<usize> {
+        self.key_end.get(t as usize).filter(|&&n| n > 0).map(|&n| n as usize)
+    }
+
+    /// The tokens holding every kind `need` asks for, with their counts (`None` when it
+    /// asks for none).
+    fn candidates(&self, context: Option<Context>, need: &Need) -> Option<&[Candidate]> {
         let kinds = [need.quotes, need.closers, need.commas, need.colons]
             .iter()
             .enumerate()
             .filter(|(_, &n)| n > 0)
             .fold(0usize, |k, (i, _)| k | 1 << i);
-        (kinds != 0).then(|| self.lists.get(kinds).map_or(&[][..], |l| &l[..]))
+        let lists = self.lists.get(context.map_or(Context::ALL.len(), |c| c as usize))?;
+        (kinds != 0).then(|| lists.get(kinds).map_or(&[][..], |l| &l[..]))
     }
 }
 
@@ -99,6 +409,24 @@ struct Plan {
 impl Plan {
     fn is_empty(&self) -> bool {
         !self.all && self.needs.is_empty()
+    }
+
+    /// Drops each need that another implies (a token meeting it meets the other), so that
+    /// no token is looked at twice for one reason.
+    fn drop_implied(&mut self) {
+        let weaker = |a: &Need, b: &Need| {
+            a.quotes <= b.quotes && a.closers <= b.closers && a.commas <= b.commas && a.colons <= b.colons
+        };
+        let mut i = 0;
+        while i < self.needs.len() {
+            let n = self.needs[i];
+            let implied = self.needs.iter().enumerate().any(|(j, m)| j != i && weaker(m, &n) && (m != &n || j < i));
+            if implied {
+                self.needs.remove(i);
+            } else {
+                i += 1;
+            }
+        }
     }
 }
 
@@ -145,6 +473,9 @@ struct Open {
     child: u32,
     /// Checked objects: where this object's keys start in [`State::keys`].
     keys_start: u32,
+    /// Checked objects: bit `n % 64` set for each key of `n` bytes (decoded) written, so
+    /// that a key of another length is known not to repeat one without hashing it.
+    key_lens: u64,
 }
 
 /// The tracker's state after some prefix of the output.
@@ -350,6 +681,13 @@ pub(crate) struct Checker {
     plan_buf: Plan,
     /// See [`Cx::key_memo`]; cleared with `verdicts`.
     key_memo: KeyMemo,
+    /// [`Checker::open_names`]'s buffer.
+    names: Vec<(u32, u32, u32)>,
+    /// [`gather`]'s buffer.
+    gathered: Vec<u32>,
+    /// Within one mask: the outcome of ending the key right away (see
+    /// [`Checker::key_end_fails`]), which many tokens do.
+    key_ends_now: Option<bool>,
 }
 
 /// The tokens the last mask tried and those that failed, valid for one tracker state (its
@@ -363,6 +701,8 @@ struct Reuse {
     tried: HashMap<u32, bool>,
     /// Some trial of the current mask read the text.
     used_text: bool,
+    /// `tried` was matched to the current mask's signature (see [`Checker::sync_reuse`]).
+    synced: bool,
     /// The signature's scratch bytes.
     buf: Vec<u8>,
 }
@@ -384,6 +724,9 @@ impl Checker {
             reuse: Reuse::default(),
             plan_buf: Plan::default(),
             key_memo: HashMap::default(),
+            names: Vec::new(),
+            gathered: Vec::new(),
+            key_ends_now: None,
         };
         c.reset();
         c
@@ -420,6 +763,7 @@ impl Checker {
     fn forget_outcomes(&mut self) {
         self.verdicts.clear();
         self.key_memo.clear();
+        self.key_ends_now = None;
     }
 
     /// Feeds `bytes` (one token's worth); all or nothing. Returns `false`, leaving the state
@@ -572,6 +916,7 @@ impl Checker {
         if closers != u8::MAX {
             plan.needs.push(Need::new(string_quote, closers, 0, 0));
         }
+        plan.drop_implied();
     }
 
     /// Clears from `mask` every token that would complete a value failing its check (or
@@ -585,20 +930,53 @@ impl Checker {
             return;
         }
         self.forget_outcomes();
-        let sig = self.signature();
-        let r = &mut self.reuse;
-        if !(r.valid && r.sig == sig) {
-            r.tried.clear();
-            r.sig = sig;
-        }
-        r.used_text = false;
-        // A token tried already (in this mask, or in the last one with the same state) is
-        // not tried again.
+        self.reuse.used_text = false;
+        self.reuse.synced = false;
+        let context = Context::of(&self.state);
+        let open = self.open_names();
+        // A token no check can refuse from here is not tried; inside a key, a token that
+        // ends it fails as the key alone does (one trial per spelling of the key); a token
+        // tried already (in this mask, or in the last one with the same state) is not tried
+        // again.
+        let closed_top =
+            self.state.stack.last().is_some_and(|o| o.obj && self.sets.needs(o.set) && self.sets.names_only(o.set));
+        let loud = context.map(|c| stats.loud(c, closed_top));
+        // Inside a string value whose end nothing checks (its set, or a unique array).
+        let plain_string = match (context, self.state.stack.last()) {
+            (Some(Context::Str), Some(top)) => {
+                (!self.sets.needs(self.state.scalar_set) && (top.obj || !self.sets.unique(top.set))).then_some(!top.obj)
+            }
+            _ => None,
+        };
         let try_token = |me: &mut Checker, t: u32, mask: &mut [u32]| {
             let (w, bit) = ((t / 32) as usize, 1u32 << (t % 32));
             if mask.get(w).is_none_or(|m| m & bit == 0) {
                 return;
             }
+            if loud.is_some_and(|l| l.get(w).is_some_and(|l| l & bit == 0)) {
+                return;
+            }
+            if plain_string.is_some_and(|in_array| stats.quiet_after_string(t, in_array, closed_top)) {
+                return;
+            }
+            if context == Some(Context::Key) {
+                let bytes = vocab.token_bytes(TokenId(t));
+                if let Some(part) = stats.key_end(t).and_then(|n| bytes.get(..n)) {
+                    if me.key_end_fails(part, open) {
+                        mask[w] &= !bit;
+                    }
+                    return;
+                }
+                if let Some(ranks) = open {
+                    if !bytes.iter().any(|&b| b == b'"' || b == b'\\') {
+                        if !me.key_goes_on(ranks, bytes) {
+                            mask[w] &= !bit;
+                        }
+                        return;
+                    }
+                }
+            }
+            me.sync_reuse();
             let fails = match me.reuse.tried.get(&t) {
                 Some(&f) => f,
                 None => {
@@ -612,40 +990,146 @@ impl Checker {
             }
         };
         if plan.all {
-            for w in 0..mask.len() {
-                let mut word = mask[w];
-                while word != 0 {
-                    let bit = word.trailing_zeros();
-                    word &= word - 1;
-                    try_token(self, (w as u32) * 32 + bit, mask);
-                }
+            let mut loud_allowed = std::mem::take(&mut self.gathered);
+            gather(mask, loud, &mut loud_allowed);
+            for &t in &loud_allowed {
+                try_token(self, t, mask);
             }
+            self.gathered = loud_allowed;
         } else {
             for need in &plan.needs {
-                match stats.candidates(need) {
+                match stats.candidates(context, need) {
                     Some(list) => {
-                        for &t in list {
-                            if stats.meets(t, need) {
+                        for &(t, c) in list {
+                            let (w, bit) = ((t / 32) as usize, 1u32 << (t % 32));
+                            let allowed = mask.get(w).is_some_and(|m| m & bit != 0)
+                                && loud.is_none_or(|l| l.get(w).is_none_or(|l| l & bit != 0));
+                            if allowed
+                                && c[0] >= need.quotes
+                                && c[1] >= need.closers
+                                && c[2] >= need.commas
+                                && c[3] >= need.colons
+                            {
                                 try_token(self, t, mask);
                             }
                         }
                     }
                     None => {
                         // No kind asked for: every allowed token.
-                        for w in 0..mask.len() {
-                            let mut word = mask[w];
-                            while word != 0 {
-                                let bit = word.trailing_zeros();
-                                word &= word - 1;
-                                try_token(self, (w as u32) * 32 + bit, mask);
-                            }
+                        let mut loud_allowed = std::mem::take(&mut self.gathered);
+                        gather(mask, loud, &mut loud_allowed);
+                        for &t in &loud_allowed {
+                            try_token(self, t, mask);
                         }
+                        self.gathered = loud_allowed;
                     }
                 }
             }
         }
-        self.reuse.valid = !self.reuse.used_text;
+        if self.reuse.synced {
+            self.reuse.valid = !self.reuse.used_text;
+        }
         self.plan_buf = plan;
+    }
+
+    /// Before the first trial of a mask: keeps the last mask's outcomes if they hold for
+    /// this state, forgets them otherwise (the signature is computed only when some token
+    /// needs a trial).
+    fn sync_reuse(&mut self) {
+        if self.reuse.synced {
+            return;
+        }
+        let sig = self.signature();
+        let r = &mut self.reuse;
+        if !(r.valid && r.sig == sig) {
+            r.tried.clear();
+            r.sig = sig;
+        }
+        r.synced = true;
+    }
+
+    /// Inside a key (no escape pending): whether `part`, which ends it with its last byte
+    /// (the quote), fails: the key repeats one of the object's, or no closed schema of the
+    /// object allows it ([`end_key`]'s refusals). Decided from the key's hash when it has
+    /// no escapes, by a trial otherwise.
+    fn key_end_fails(&mut self, part: &[u8], open: Option<u32>) -> bool {
+        let Some(top) = self.state.stack.last().copied() else { return false };
+        if !self.sets.needs(top.set) {
+            return false;
+        }
+        if part.len() == 1 {
+            if let Some(f) = self.key_ends_now {
+                return f;
+            }
+            let f = self.key_end_fails_uncached(top, part, open);
+            self.key_ends_now = Some(f);
+            return f;
+        }
+        self.key_end_fails_uncached(top, part, open)
+    }
+
+    /// [`Checker::key_end_fails`] without the memo.
+    fn key_end_fails_uncached(&mut self, top: Open, part: &[u8], open: Option<u32>) -> bool {
+        let before = self.text.get(top.key_start as usize + 1..).unwrap_or(&[]);
+        let body = part.get(..part.len().saturating_sub(1)).unwrap_or(&[]);
+        if before.contains(&b'\\') || body.contains(&b'\\') {
+            return self.run_sim(part, false).is_some();
+        }
+        if let (true, Some(ranks)) = (self.sets.names_only(top.set), open) {
+            // The key must be a name every closed schema leaves open (so not a repeat).
+            return !self.key_is_open_name(ranks, before.len(), body);
+        }
+        if top.key_lens & (1 << ((before.len() + body.len()) % 64)) == 0 {
+            return false;
+        }
+        self.span.clear();
+        self.span.extend_from_slice(before);
+        self.span.extend_from_slice(body);
+        let h = hash128(&self.span);
+        let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
+        keys.contains(&h)
+            || (self.sets.names_only(top.set) && !self.checks.key_is_name(&self.sets.members[top.set as usize], h))
+    }
+
+    /// Whether the key written so far (`at` bytes), ended by `body`, is exactly a name that
+    /// each of the `ranks` closed schemas leaves open ([`Checker::open_names`]).
+    fn key_is_open_name(&self, ranks: u32, at: usize, body: &[u8]) -> bool {
+        (0..ranks).all(|r| {
+            self.names.iter().any(|&(rank, n, i)| rank == r && self.checks.closed_name(n, i).get(at..) == Some(body))
+        })
+    }
+
+    /// Inside a key of an object whose schemas allow only their names: the names still
+    /// open to the key written so far, for [`Checker::key_goes_on`]. `None` when the key
+    /// is not such a key, or has escapes (its tokens are then tried).
+    fn open_names(&mut self) -> Option<u32> {
+        let top = self.state.stack.last().copied()?;
+        if self.state.lex != (Lex::Str { key: true, esc: 0 })
+            || !self.sets.needs(top.set)
+            || !self.sets.names_only(top.set)
+        {
+            return None;
+        }
+        let before = self.text.get(top.key_start as usize + 1..).unwrap_or(&[]);
+        if before.contains(&b'\\') {
+            return None;
+        }
+        let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
+        let ranks = self.checks.open_names(&self.sets.members[top.set as usize], before, keys, &mut self.names);
+        Some(ranks)
+    }
+
+    /// Whether a key continued by `tok` (no quote, no backslash) is still the prefix of a
+    /// name that each of the `ranks` closed schemas leaves open ([`viable`], from the
+    /// names [`Checker::open_names`] listed).
+    fn key_goes_on(&self, ranks: u32, tok: &[u8]) -> bool {
+        let Some(top) = self.state.stack.last() else { return true };
+        let at = self.text.len().saturating_sub(top.key_start as usize + 1);
+        (0..ranks).all(|r| {
+            self.names.iter().any(|&(rank, n, i)| {
+                rank == r && self.checks.closed_name(n, i).get(at..).is_some_and(|rest| rest.starts_with(tok))
+            })
+        })
     }
 
     /// The tracker's state without its positions: what the trials' outcomes depend on
@@ -700,11 +1184,11 @@ impl Checker {
             return true;
         }
         let bytes = vocab.token_bytes(id);
-        // Two common cases complete nothing: a token opening a string (or key) it does not
-        // close, and whitespace outside a number.
+        // Two common cases complete nothing: a token opening a string value it does not
+        // close (a key must stay viable), and whitespace outside a number.
         let lex = self.state.lex;
         if let [b'"', rest @ ..] = bytes {
-            if matches!(lex, Lex::Value | Lex::ArrOpen | Lex::ObjOpen | Lex::ObjKey) && !rest.contains(&b'"') {
+            if matches!(lex, Lex::Value | Lex::ArrOpen) && !rest.contains(&b'"') {
                 return true;
             }
         }
@@ -763,6 +1247,32 @@ impl Checker {
     }
 }
 
+/// Lists in `out` the tokens set in `mask` and in `loud` (all of `mask` without `loud`),
+/// skipping runs of empty words quickly.
+fn gather(mask: &[u32], loud: Option<&[u32]>, out: &mut Vec<u32>) {
+    const CHUNK: usize = 16;
+    out.clear();
+    let mut at = 0;
+    for chunk in mask.chunks(CHUNK) {
+        let l = loud.and_then(|l| l.get(at..at + chunk.len())).filter(|l| l.len() == chunk.len());
+        let any = match l {
+            Some(l) => chunk.iter().zip(l).fold(0, |a, (m, l)| a | (m & l)),
+            None => chunk.iter().fold(0, |a, m| a | m),
+        };
+        if any != 0 {
+            for (j, &m) in chunk.iter().enumerate() {
+                let mut word = m & l.map_or(u32::MAX, |l| l[j]);
+                while word != 0 {
+                    let bit = word.trailing_zeros();
+                    word &= word - 1;
+                    out.push(((at + j) as u32) * 32 + bit);
+                }
+            }
+        }
+        at += chunk.len();
+    }
+}
+
 /// What a step reads besides the state.
 struct Cx<'a> {
     checks: &'a ValueChecks,
@@ -781,8 +1291,8 @@ struct Cx<'a> {
     key_memo: &'a mut KeyMemo,
 }
 
-/// See [`Cx::key_memo`].
-type KeyMemo = HashMap<(u32, u128), (u128, u32, bool)>;
+/// See [`Cx::key_memo`]: the key's hash, its value's set, whether it repeats, its length.
+type KeyMemo = HashMap<(u32, u128), (u128, u32, bool, u32)>;
 
 impl Cx<'_> {
     /// Copies bytes `start..end` (offsets over text then token) into `span`.
@@ -877,16 +1387,19 @@ fn end_key(st: &mut State, pos: u32, cx: &mut Cx) -> Step {
     let n = cx.text.len() as u32;
     let memo_key = (!cx.tok.is_empty() && top.key_start < n)
         .then(|| (st.stack.len() as u32, hash128(cx.tok.get(..pos.saturating_sub(n) as usize).unwrap_or(&[]))));
-    if let Some(&(h, child, dup)) = memo_key.and_then(|k| cx.key_memo.get(&k)) {
+    if let Some(&(h, child, dup, len)) = memo_key.and_then(|k| cx.key_memo.get(&k)) {
         cx.used_text = true;
         if dup {
             return Step::Fails;
         }
-        if checked {
-            st.keys.push(h);
-        }
         if let Some(top) = st.stack.last_mut() {
             top.child = child;
+            if checked {
+                top.key_lens |= 1 << (len % 64);
+            }
+        }
+        if checked {
+            st.keys.push(h);
         }
         return Step::Ok;
     }
@@ -902,21 +1415,26 @@ fn end_key(st: &mut State, pos: u32, cx: &mut Cx) -> Step {
     let h = hash128(cx.span);
     if checked {
         let keys = st.keys.get(top.keys_start as usize..).unwrap_or(&[]);
-        if keys.contains(&h) {
+        let members = &cx.sets.members[top.set as usize];
+        if keys.contains(&h) || (cx.sets.names_only(top.set) && !cx.checks.key_is_name(members, h)) {
             if let Some(k) = memo_key {
-                cx.key_memo.insert(k, (h, 0, true));
+                cx.key_memo.insert(k, (h, 0, true, 0));
             }
             return Step::Fails;
         }
         st.keys.push(h);
     }
+    let len = cx.span.len() as u32;
     let name = std::str::from_utf8(cx.span).unwrap_or("");
     let child = cx.sets.for_key(cx.checks, top.set, h, name);
     if let Some(k) = memo_key {
-        cx.key_memo.insert(k, (h, child, false));
+        cx.key_memo.insert(k, (h, child, false, len));
     }
     if let Some(top) = st.stack.last_mut() {
         top.child = child;
+        if checked {
+            top.key_lens |= 1 << (len % 64);
+        }
     }
     Step::Ok
 }
@@ -959,7 +1477,16 @@ fn start_value(st: &mut State, b: u8, pos: u32, cx: &mut Cx) -> Step {
     match b {
         b'{' | b'[' => {
             let keys_start = st.keys.len() as u32;
-            st.stack.push(Open { obj: b == b'{', set, start: pos, index: 0, key_start: 0, child: 0, keys_start });
+            st.stack.push(Open {
+                obj: b == b'{',
+                set,
+                start: pos,
+                index: 0,
+                key_start: 0,
+                child: 0,
+                keys_start,
+                key_lens: 0,
+            });
             st.lex = if b == b'{' { Lex::ObjOpen } else { Lex::ArrOpen };
         }
         b'"' => {
