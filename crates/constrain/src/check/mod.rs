@@ -180,8 +180,11 @@ pub struct ValueChecks {
     relaxed: Vec<Relaxed>,
     /// One validator per position with `needs` (indexed like `nodes`).
     validators: Vec<Option<jsonschema::Validator>>,
-    /// The whole document's validator: the last word before the output may end.
-    whole: jsonschema::Validator,
+    /// The whole document's validator: the last word before the output may end. `None`
+    /// when the only keyword relaxed is `properties` (any order) and the keys decide every
+    /// checked object ([`KeySet`]): the grammar and those checks are then exact, and the
+    /// validator (often the costliest part of a compile) is not built.
+    whole: Option<jsonschema::Validator>,
 }
 
 impl std::fmt::Debug for ValueChecks {
@@ -357,7 +360,9 @@ impl ValueChecks {
         for n in &nodes {
             validators.push(if n.needs && n.keyset.is_none() { Some(validator_at(doc, &n.ptr)?) } else { None });
         }
-        let whole = whole_validator(original, draft)?;
+        let keys_decide_all = out_relaxed.iter().all(|r| r.keyword == "properties")
+            && nodes.iter().all(|n| !n.needs || n.keyset.is_some());
+        let whole = if keys_decide_all { None } else { Some(whole_validator(original, draft)?) };
         Ok(ValueChecks { nodes, root, relaxed: out_relaxed, validators, whole })
     }
 
@@ -374,8 +379,9 @@ impl ValueChecks {
 
     /// Whether the whole document `text` validates against the whole schema.
     pub(crate) fn whole_is_valid(&self, text: &[u8]) -> bool {
+        let Some(whole) = &self.whole else { return true };
         match serde_json::from_slice::<Value>(text) {
-            Ok(v) => self.whole.is_valid(&v),
+            Ok(v) => whole.is_valid(&v),
             Err(_) => false,
         }
     }
