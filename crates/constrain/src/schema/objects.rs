@@ -495,6 +495,8 @@ impl<'a> Compiler<'a> {
             named.iter().filter(|m| !m.required).map(|m| m.expr.clone()).chain(has_free.then(|| free.clone())),
         );
         let sep = self.sep();
+        // The optional members between required ones: one rule, shared by every set.
+        let optional_run = self.rule("optional_members", Expr::star(Expr::seq([sep.clone(), optional.clone()])));
         let full = (1usize << required.len()) - 1;
         let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
         for set in (0..=full).rev() {
@@ -507,7 +509,7 @@ impl<'a> Compiler<'a> {
             if set == full {
                 alts.push(Expr::Empty);
             }
-            let rest = Expr::seq([Expr::star(Expr::seq([sep.clone(), optional.clone()])), Expr::alt(alts)]);
+            let rest = Expr::seq([optional_run.clone(), Expr::alt(alts)]);
             after[set] = self.rule("members", rest);
         }
         let mut first: Vec<Expr> =
