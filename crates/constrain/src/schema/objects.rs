@@ -497,14 +497,16 @@ impl<'a> Compiler<'a> {
         let sep = self.sep();
         // The optional members between required ones: one rule, shared by every set.
         let optional_run = self.rule("optional_members", Expr::star(Expr::seq([sep.clone(), optional.clone()])));
+        // Each required member is one rule too: the sets refer to it instead of copying it.
+        let required_exprs: Vec<Expr> = required.iter().map(|m| self.rule("member", m.expr.clone())).collect();
         let full = (1usize << required.len()) - 1;
         let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
         for set in (0..=full).rev() {
-            let mut alts: Vec<Expr> = required
+            let mut alts: Vec<Expr> = required_exprs
                 .iter()
                 .enumerate()
                 .filter(|(k, _)| set & (1 << k) == 0)
-                .map(|(k, m)| Expr::seq([sep.clone(), m.expr.clone(), after[set | (1 << k)].clone()]))
+                .map(|(k, m)| Expr::seq([sep.clone(), m.clone(), after[set | (1 << k)].clone()]))
                 .collect();
             if set == full {
                 alts.push(Expr::Empty);
@@ -513,7 +515,7 @@ impl<'a> Compiler<'a> {
             after[set] = self.rule("members", rest);
         }
         let mut first: Vec<Expr> =
-            required.iter().enumerate().map(|(k, m)| Expr::seq([m.expr.clone(), after[1 << k].clone()])).collect();
+            required_exprs.iter().enumerate().map(|(k, m)| Expr::seq([m.clone(), after[1 << k].clone()])).collect();
         if optional != Expr::Nothing {
             first.push(Expr::seq([optional, after[0].clone()]));
         }
