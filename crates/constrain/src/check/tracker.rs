@@ -685,9 +685,6 @@ pub(crate) struct Checker {
     names: Vec<(u32, u32, u32)>,
     /// [`gather`]'s buffer.
     gathered: Vec<u32>,
-    /// Within one mask: the outcome of ending the key right away (see
-    /// [`Checker::key_end_fails`]), which many tokens do.
-    key_ends_now: Option<bool>,
 }
 
 /// The tokens the last mask tried and those that failed, valid for one tracker state (its
@@ -726,7 +723,6 @@ impl Checker {
             key_memo: HashMap::default(),
             names: Vec::new(),
             gathered: Vec::new(),
-            key_ends_now: None,
         };
         c.reset();
         c
@@ -763,7 +759,6 @@ impl Checker {
     fn forget_outcomes(&mut self) {
         self.verdicts.clear();
         self.key_memo.clear();
-        self.key_ends_now = None;
     }
 
     /// Feeds `bytes` (one token's worth); all or nothing. Returns `false`, leaving the state
@@ -1057,27 +1052,17 @@ impl Checker {
         if !self.sets.needs(top.set) {
             return false;
         }
-        if part.len() == 1 {
-            if let Some(f) = self.key_ends_now {
-                return f;
-            }
-            let f = self.key_end_fails_uncached(top, part, open);
-            self.key_ends_now = Some(f);
-            return f;
-        }
-        self.key_end_fails_uncached(top, part, open)
-    }
-
-    /// [`Checker::key_end_fails`] without the memo.
-    fn key_end_fails_uncached(&mut self, top: Open, part: &[u8], open: Option<u32>) -> bool {
         let before = self.text.get(top.key_start as usize + 1..).unwrap_or(&[]);
         let body = part.get(..part.len().saturating_sub(1)).unwrap_or(&[]);
         if before.contains(&b'\\') || body.contains(&b'\\') {
             return self.run_sim(part, false).is_some();
         }
-        if let (true, Some(ranks)) = (self.sets.names_only(top.set), open) {
+        if self.sets.names_only(top.set) {
             // The key must be a name every closed schema leaves open (so not a repeat).
-            return !self.key_is_open_name(ranks, before.len(), body);
+            return match open {
+                Some(ranks) => !self.key_is_open_name(ranks, before.len(), body),
+                None => self.run_sim(part, false).is_some(),
+            };
         }
         if top.key_lens & (1 << ((before.len() + body.len()) % 64)) == 0 {
             return false;
@@ -1086,9 +1071,7 @@ impl Checker {
         self.span.extend_from_slice(before);
         self.span.extend_from_slice(body);
         let h = hash128(&self.span);
-        let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
-        keys.contains(&h)
-            || (self.sets.names_only(top.set) && !self.checks.key_is_name(&self.sets.members[top.set as usize], h))
+        self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]).contains(&h)
     }
 
     /// Whether the key written so far (`at` bytes), ended by `body`, is exactly a name that
@@ -1183,19 +1166,7 @@ impl Checker {
         if vocab.is_eos(id) || vocab.is_special(id) {
             return true;
         }
-        let bytes = vocab.token_bytes(id);
-        // Two common cases complete nothing: a token opening a string value it does not
-        // close (a key must stay viable), and whitespace outside a number.
-        let lex = self.state.lex;
-        if let [b'"', rest @ ..] = bytes {
-            if matches!(lex, Lex::Value | Lex::ArrOpen) && !rest.contains(&b'"') {
-                return true;
-            }
-        }
-        if lex != Lex::Num && !matches!(lex, Lex::Str { .. } | Lex::Lit(_)) && bytes.iter().all(|&b| is_ws(b)) {
-            return true;
-        }
-        self.run_sim(bytes, false).is_none()
+        self.run_sim(vocab.token_bytes(id), false).is_none()
     }
 
     /// Simulates `bytes`; returns the offset of the byte where a value fails its check (or,
