@@ -313,6 +313,7 @@ impl TokenStats {
                     }
                 }
             }
+            // The first quote, when nothing escapes it: it ends a string value or a key.
             if let Some(at) = bytes.iter().position(|&b| b == b'"').filter(|&at| !bytes[..at].contains(&b'\\')) {
                 let tail = &bytes[at + 1..];
                 let mut flags = 0;
@@ -328,11 +329,7 @@ impl TokenStats {
                 if let Some(slot) = str_tail.get_mut(id.index()) {
                     *slot = flags;
                 }
-            }
-            if let Some(at) = bytes.iter().position(|&b| b == b'"') {
-                let ends_key = at < u8::MAX as usize - 1
-                    && !bytes[..at].contains(&b'\\')
-                    && read_token(Context::Colon, &bytes[at + 1..]).quiet;
+                let ends_key = at < u8::MAX as usize - 1 && read_token(Context::Colon, tail).quiet;
                 if let (true, Some(slot)) = (ends_key, key_end.get_mut(id.index())) {
                     *slot = at as u8 + 1;
                 }
@@ -984,13 +981,17 @@ impl Checker {
                 mask[w] &= !bit;
             }
         };
-        if plan.all {
-            let mut loud_allowed = std::mem::take(&mut self.gathered);
+        // Every allowed token that may need a trial.
+        let try_all = |me: &mut Checker, mask: &mut [u32]| {
+            let mut loud_allowed = std::mem::take(&mut me.gathered);
             gather(mask, loud, &mut loud_allowed);
             for &t in &loud_allowed {
-                try_token(self, t, mask);
+                try_token(me, t, mask);
             }
-            self.gathered = loud_allowed;
+            me.gathered = loud_allowed;
+        };
+        if plan.all {
+            try_all(self, mask);
         } else {
             for need in &plan.needs {
                 match stats.candidates(context, need) {
@@ -1009,15 +1010,8 @@ impl Checker {
                             }
                         }
                     }
-                    None => {
-                        // No kind asked for: every allowed token.
-                        let mut loud_allowed = std::mem::take(&mut self.gathered);
-                        gather(mask, loud, &mut loud_allowed);
-                        for &t in &loud_allowed {
-                            try_token(self, t, mask);
-                        }
-                        self.gathered = loud_allowed;
-                    }
+                    // No kind asked for: every allowed token.
+                    None => try_all(self, mask),
                 }
             }
         }
