@@ -30,6 +30,7 @@
 //! assert!(grammar.to_string().contains("root ::="));
 //! ```
 
+pub mod complement;
 pub mod gbnf;
 pub mod regex;
 
