@@ -320,3 +320,30 @@ fn mask_shortcuts_agree_with_the_matcher_token_by_token() {
     }
     assert!(steps > 400, "the walks took {steps} steps");
 }
+
+#[test]
+fn pattern_properties_beside_other_keys() {
+    // Keys that match no pattern are allowed (additionalProperties is absent); those that
+    // match one take its schema. A counted pattern's complement is too deep to spell, so
+    // the value is checked at run time.
+    check(
+        json!({"type": "object", "patternProperties": {"^[a-c]{0,80}$": {"type": "integer"}}}),
+        &["{\"x\": \"x\"}", "{\"a\": 1, \"x\": {}}", "{}"],
+        &["{\"a\": \"x\"}", "{\"x\": 1, \"ab\": []}"],
+    );
+    check(
+        json!({"type": "object", "patternProperties": {"^x-[a-z]{0,80}$": {"type": "integer"}, "y$": {"minimum": 3}},
+               "additionalProperties": {"type": "string"}}),
+        &["{\"x-a\": 1, \"b\": \"s\"}", "{\"x-y\": 4}", "{\"y\": \"s\"}"],
+        &["{\"x-a\": \"s\"}", "{\"b\": 1}", "{\"x-y\": 2}"],
+    );
+}
+
+#[test]
+fn pattern_property_values_are_refused_when_they_complete() {
+    let c = constraint(&json!({"type": "object",
+        "patternProperties": {"^a[a-z]{0,80}$": {"type": "string", "maxLength": 2}}}));
+    let mut m = c.matcher();
+    m.accept_bytes(b"{\"b\": \"long text\", \"ab\": \"xyz").expect("prefix");
+    assert!(m.accept_bytes(b"\"").is_err(), "the quote would complete a string too long for ^a");
+}

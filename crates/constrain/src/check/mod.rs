@@ -107,6 +107,10 @@ struct Node {
     reference: Option<String>,
     /// A relaxed keyword's check is anchored here.
     marked: bool,
+    /// The value of a member whose key selects this schema (`patternProperties`,
+    /// `additionalProperties`) of an object whose `patternProperties` was relaxed: validated
+    /// when the value completes, not only when the object does.
+    member: bool,
     /// Values at this position are validated against it when they complete.
     needs: bool,
     /// Some value strictly inside a value here (along deterministic keywords) may need a
@@ -308,6 +312,17 @@ impl ValueChecks {
             }
             nodes[anchor as usize].marked = true;
             if Some(anchor) == ids.get(cptr.as_str()).copied() {
+                if keyword == "patternProperties" {
+                    // Which schemas a member's value takes follows from its key: check the
+                    // value when it completes.
+                    let kids: Vec<u32> = {
+                        let n = &nodes[anchor as usize];
+                        n.patterns.iter().map(|p| p.1).chain(n.additional).collect()
+                    };
+                    for k in kids {
+                        nodes[k as usize].member = true;
+                    }
+                }
                 nodes[anchor as usize].own_relaxed.push(keyword.clone());
             } else {
                 nodes[anchor as usize].anchored_from_below = true;
@@ -323,7 +338,7 @@ impl ValueChecks {
         let reach = reverse_reach(&nodes, |n| n.marked, all_children);
         for n in nodes.iter_mut() {
             let via_nondet = n.nondet.iter().any(|&c| reach.get(c as usize).copied().unwrap_or(true));
-            n.needs = n.marked || via_nondet;
+            n.needs = n.marked || n.member || via_nondet;
         }
         let det_reach = reverse_reach(&nodes, |n| n.needs, |n| det_children(n, true));
         for n in nodes.iter_mut() {

@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 
 use super::{count, escape_pointer, is_constraint_keyword, json, Compiler, Error, SharedRule, FORBIDDEN};
+use crate::grammar::complement::complement;
 use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
 use crate::grammar::Expr;
 
@@ -156,6 +157,17 @@ impl<'m> ObjectKeywords<'m> {
         }
         Ok(out)
     }
+}
+
+/// Whether the schemas `a` and `b` are written alike, or both allow every value (`true`, or
+/// an object of annotations only).
+fn same_values(a: &Value, b: &Value) -> bool {
+    let any = |v: &Value| match v {
+        Value::Bool(b) => *b,
+        Value::Object(m) => !m.keys().any(|k| is_constraint_keyword(k)),
+        _ => false,
+    };
+    a == b || (any(a) && any(b))
 }
 
 /// `dependentRequired`: (name, names it needs), compiled exactly by the any-order members
@@ -340,16 +352,76 @@ impl<'a> Compiler<'a> {
         Ok(Some(named))
     }
 
-    /// Free members: keys matching a pattern, or any other key when allowed (`Expr::Nothing`
-    /// when there are none).
+    /// Free members: keys matching a pattern, and any other key when allowed
+    /// (`Expr::Nothing` when there are none).
     fn free_members(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Expr, Error> {
         let mut free = Vec::new();
-        if !kw.patterns.is_empty() {
+        if kw.patterns.is_empty() {
+            if *kw.additional != Value::Bool(false) {
+                free.extend(self.additional_member(kw, names, ptr)?);
+            }
+        } else if *kw.additional == Value::Bool(false) {
             free.extend(self.pattern_member(kw, names, ptr)?);
-        } else if *kw.additional != Value::Bool(false) {
-            free.extend(self.additional_member(kw, names, ptr)?);
+        } else {
+            free.extend(self.pattern_and_other_members(kw, names, ptr)?);
         }
         Ok(Expr::alt(free))
+    }
+
+    /// The free members of an object with `patternProperties` whose other keys are allowed
+    /// too (valued by `additionalProperties`, `true` when absent). When every value compiles
+    /// alike, any free key takes it, exactly. Otherwise the keys that match no pattern are
+    /// spelled as the complement of the patterns (and names), exactly; when that is over
+    /// its budget, every free key takes any of the values and a run-time check holds each
+    /// value to the schemas its key selects.
+    fn pattern_and_other_members(
+        &mut self,
+        kw: &ObjectKeywords,
+        names: &[String],
+        ptr: &str,
+    ) -> Result<Option<Expr>, Error> {
+        let other = self.compile_value(&kw.additional, &format!("{ptr}/{}", kw.additional_key))?;
+        if other == Expr::Nothing {
+            return self.pattern_member(kw, names, ptr);
+        }
+        let mut values = vec![other.clone()];
+        for p in &kw.patterns {
+            if same_values(p.schema, &kw.additional) {
+                continue;
+            }
+            let v = self.compile_value(p.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(p.pattern)))?;
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        }
+        if values.len() > 1 {
+            // The keys that match no pattern and name no property, spelled apart from the
+            // others when their complement is small enough. A pattern the grammar cannot
+            // spell leaves the keys to the run-time check.
+            let taken: Option<Vec<Expr>> =
+                kw.patterns.iter().map(|p| to_expr(p.pattern, &RegexOptions::json_schema()).ok()).collect();
+            let others = taken.and_then(|mut taken| {
+                taken.extend(names.iter().chain(&kw.forbidden).map(|n| Expr::lit(n)));
+                complement(&Expr::alt(taken))
+            });
+            if let Some(others) = others {
+                let key = Expr::seq([Expr::lit("\""), json::escape_expr(&others), Expr::lit("\"")]);
+                let key = self.rule("other_key", key);
+                let mut free: Vec<Expr> = self.pattern_member(kw, names, ptr)?.into_iter().collect();
+                if key != Expr::Nothing {
+                    free.push(Expr::seq([key, self.colon(), other]));
+                }
+                return Ok((!free.is_empty()).then(|| Expr::alt(free)));
+            }
+            self.unsupported(
+                ptr,
+                "patternProperties",
+                "patternProperties beside other allowed keys with other values cannot be compiled exactly",
+            )?;
+        }
+        let value = Expr::alt(values);
+        let key = self.free_key(kw, names, ptr)?;
+        Ok((key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
     }
 
     /// The member whose key matches a `patternProperties` pattern (all patterns must share
@@ -416,9 +488,16 @@ impl<'a> Compiler<'a> {
         if value == Expr::Nothing {
             return Ok(None);
         }
+        let key = self.free_key(kw, names, ptr)?;
+        Ok((key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
+    }
+
+    /// The key of a free member: any string but the named and forbidden properties,
+    /// matching `propertyNames` when given.
+    fn free_key(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Expr, Error> {
         let mut excluded: Vec<String> = names.to_vec();
         excluded.extend(kw.forbidden.iter().cloned());
-        let key = if let (Some(ks), true) = (kw.key_schema, excluded.is_empty()) {
+        Ok(if let (Some(ks), true) = (kw.key_schema, excluded.is_empty()) {
             let ks =
                 self.merge_all(&[ks.clone(), serde_json::json!({"type": "string"})], &format!("{ptr}/propertyNames"))?;
             self.compile_value(&ks, &format!("{ptr}/propertyNames"))?
@@ -426,8 +505,7 @@ impl<'a> Compiler<'a> {
             self.shared_rule(SharedRule::String)
         } else {
             self.other_key(&excluded, ptr)?
-        };
-        Ok((key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
+        })
     }
 
     /// Lays out the named and free members between the braces, under the property counts.

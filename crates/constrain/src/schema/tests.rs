@@ -116,6 +116,40 @@ fn pattern_properties() {
 }
 
 #[test]
+fn pattern_properties_allow_other_keys_unless_forbidden() {
+    // Keys that match no pattern take `additionalProperties`, `true` when absent: when every
+    // value compiles alike, the grammar alone is exact.
+    let s = json!({"type": "object", "patternProperties": {"^a$": {}}});
+    assert!(compile(&s, &Options::default()).expect("compiles").checks().is_none());
+    check(s, &["{}", "{\"b\": 1}", "{\"a\": [], \"zz\": {\"q\": null}}"], &["[]", "1"]);
+    let s = json!({"type": "object", "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": {"type": "string"}});
+    check(
+        s,
+        &["{\"id\": 1, \"x-a\": \"s\", \"b\": \"t\"}", "{\"id\": 2, \"b\": \"t\"}"],
+        &["{\"b\": 1}", "{\"id\": \"s\"}"],
+    );
+    // Values that differ: the keys matching no pattern (and naming no property) are spelled
+    // as a complement, still without run-time checks.
+    for s in [
+        json!({"type": "object", "patternProperties": {"^a$": {"type": "integer"}}}),
+        json!({"type": "object", "properties": {"b": {"type": "string"}}, "patternProperties": {"^a": {"type": "integer"}}}),
+    ] {
+        assert!(compile(&s, &Options::default()).expect("compiles").checks().is_none(), "{s}");
+    }
+    check(
+        json!({"type": "object", "patternProperties": {"^a$": {"type": "integer"}}}),
+        &["{\"x\": \"x\"}", "{\"a\": 1, \"b\": {}}", "{\"aa\": \"s\"}", "{}"],
+        &["{\"a\": \"x\"}", "{\"\\u0061\": \"x\"}"],
+    );
+    check(
+        json!({"type": "object", "properties": {"b": {"type": "string"}}, "patternProperties": {"^a": {"type": "integer"}}}),
+        &["{\"b\": \"s\", \"a1\": 2, \"c\": null}", "{\"ba\": 1}", "{\"xa\": \"s\"}"],
+        &["{\"b\": 1}", "{\"a1\": \"s\"}", "{\"b\": \"s\", \"a\": []}"],
+    );
+}
+
+#[test]
 fn arrays_items_prefix_counts() {
     check(
         json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),
