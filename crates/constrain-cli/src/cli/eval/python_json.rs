@@ -13,6 +13,10 @@
 //!   decimal exponent is in -5 < e < 16 (`1.0`, `0.0001`, `1000000000000000.0`) and scientific
 //!   otherwise with a signed two-digit-minimum exponent (`1e-05`, `1.5e-07`, `1e+16`). Overflow
 //!   gives `Infinity`; `NaN`, `Infinity`, `-Infinity` are read and written as Python does.
+//! - One exception: a finite float whose `repr` has another value than its text (more
+//!   significant digits than a double holds: `972783798187987123879878123.188781371`) keeps its
+//!   text. Its label is about the value written, which the constraint compares exactly; the
+//!   rounded text may lie on the other side of a bound.
 //! - A duplicate object key keeps its first position and takes the last value (a Python dict).
 //! - Strings print raw (`ensure_ascii=False`) except `"` `\` and control characters below
 //!   U+0020: `\n \r \t \b \f`, the rest as `\u00XX` (lowercase hex).
@@ -38,6 +42,9 @@ pub(crate) enum PyValue {
     Int(String),
     /// A `float`.
     Float(f64),
+    /// A float that Python would round to another value: its text as written (see the
+    /// module docs).
+    Exact(String),
     /// A `str`.
     Str(String),
     /// A `list`.
@@ -254,6 +261,10 @@ impl Parser<'_> {
         let literal = std::str::from_utf8(&self.text[start..self.pos]).map_err(|_| self.err("bad number"))?;
         if is_float {
             let x: f64 = literal.parse().map_err(|_| self.err("bad number"))?;
+            let exact = |t: &str| constrain::schema::number::Dec::parse(t);
+            if x.is_finite() && exact(literal).is_some_and(|d| Some(d) != exact(&float_repr(x))) {
+                return Ok(PyValue::Exact(literal.to_string()));
+            }
             return Ok(PyValue::Float(x));
         }
         let digits = &literal[usize::from(negative)..int_end - start];
@@ -348,6 +359,7 @@ fn write_value(v: &PyValue, out: &mut String, depth: usize) -> Result<(), ParseE
         PyValue::Bool(false) => out.push_str("false"),
         PyValue::Int(digits) => out.push_str(digits),
         PyValue::Float(x) => out.push_str(&float_repr(*x)),
+        PyValue::Exact(text) => out.push_str(text),
         PyValue::Str(s) => write_string(s, out),
         PyValue::Array(items) => {
             out.push('[');
@@ -447,6 +459,11 @@ mod tests {
         assert_eq!(py("123456789012345678901234567890"), "123456789012345678901234567890");
         assert_eq!(py("-18446744073709551617"), "-18446744073709551617");
         assert_eq!(py("[NaN, Infinity, -Infinity]"), "[NaN, Infinity, -Infinity]");
+        // A float a double cannot hold exactly keeps its text when rounding would change it.
+        assert_eq!(
+            py("[0.1, 1.50e-7, 972783798187987123879878123.188781371]"),
+            "[0.1, 1.5e-07, 972783798187987123879878123.188781371]"
+        );
     }
 
     #[test]
