@@ -327,7 +327,7 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
         }
     }
     let doc = unevaluated::rewrite(&normalised, &mut notes);
-    let mut c = Compiler::new(&doc, options);
+    let mut c = Compiler::new(&doc, options, draft);
     let start = c.ref_rule_for_pointer("");
     let built = c
         .drain()
@@ -465,11 +465,14 @@ pub(crate) struct Compiler<'a> {
     expanded: usize,
     /// Keywords left to run-time checks: (canonical pointer of their schema, keyword).
     relaxed: std::cell::RefCell<Vec<(String, String)>>,
+    /// The schema's dialect (where the drafts disagree on what a value is: `1.0` is an
+    /// integer from draft 6 on).
+    draft: dialect::Draft,
 }
 
 impl<'a> Compiler<'a> {
     /// A compiler for the (canonical) document `root`.
-    fn new(root: &'a Value, opts: &'a Options) -> Self {
+    fn new(root: &'a Value, opts: &'a Options, draft: dialect::Draft) -> Self {
         let mut ids = HashMap::default();
         collect_ids(root, &mut ids);
         let mut c = Compiler {
@@ -487,6 +490,7 @@ impl<'a> Compiler<'a> {
             merged: HashMap::default(),
             expanded: 0,
             relaxed: Default::default(),
+            draft,
         };
         c.ws = match opts.whitespace {
             // The indentation after a newline is one shared rule, so the bounded count is one

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::dialect::Draft;
 use super::number::{self, Bound, Dec};
 use super::{json, Compiler, Error, SharedRule};
 use crate::grammar::Expr;
@@ -42,16 +43,45 @@ impl<'a> Compiler<'a> {
         // A number with an integral multipleOf is an integer.
         let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
         if integer {
-            return self.compile_integer(ptr, lo, hi, step);
+            let e = self.compile_integer(ptr, lo.clone(), hi.clone(), step)?;
+            return Ok(self.integer_spellings(e, lo.as_ref(), hi.as_ref()));
         }
         if lo.is_none() && hi.is_none() && step.is_none() {
             return Ok(self.shared_rule(SharedRule::Number));
         }
+        let (l, h) = (lo.as_ref(), hi.as_ref());
         let Some(step) = step else {
-            let e = number::number_range(lo.as_ref(), hi.as_ref());
+            // Plain decimals, scientific notation (`1e-07`) and `-0`, `-0.0`.
+            let e = Expr::alt([
+                number::number_range(l, h),
+                number::scientific_range(l, h),
+                number::negative_zero(l, h, true),
+            ]);
             return Ok(self.rule("number_range", e));
         };
-        self.compile_fraction_multiples(ptr, lo, hi, step)
+        let negative_zero = number::negative_zero(l, h, true);
+        let e = self.compile_fraction_multiples(ptr, lo, hi, step)?;
+        Ok(match negative_zero {
+            Expr::Nothing => e,
+            z => self.rule("number_multiples", Expr::alt([e, z])),
+        })
+    }
+
+    /// The other spellings of the integers `e` matches: `-0` when zero is among them, and
+    /// from draft 6 on a zero fraction (`1.0`, `-3.00`), since `1.0` is an integer there.
+    fn integer_spellings(&mut self, e: Expr, lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
+        if e == Expr::Nothing {
+            return e;
+        }
+        let zero_fraction = self.draft >= Draft::Draft6;
+        let negative_zero = number::negative_zero(lo, hi, false);
+        if !zero_fraction && negative_zero == Expr::Nothing {
+            return e;
+        }
+        let body = Expr::alt([e, negative_zero]);
+        let fraction = Expr::seq([Expr::lit("."), Expr::repeat(Expr::lit("0"), 1, None)]);
+        let body = if zero_fraction { Expr::seq([body, Expr::opt(fraction)]) } else { body };
+        self.rule("integer", body)
     }
 
     /// An integer between `lo` and `hi` and a multiple of `step` (of 1 when `None`).

@@ -145,7 +145,7 @@ mod tests {
         let root = serde_json::json!(true);
         for whitespace in [Whitespace::Compact, Whitespace::Pretty, Whitespace::Unbounded] {
             let opts = Options { whitespace, ..Options::default() };
-            let mut c = Compiler::new(&root, &opts);
+            let mut c = Compiler::new(&root, &opts, crate::schema::dialect::Draft::Draft202012);
             for rule in ALL {
                 let Expr::Ref(id) = c.shared_rule(rule) else { panic!("{rule:?} is not a rule reference") };
                 let body = c.b.body(id).unwrap_or_else(|| panic!("{rule:?} has no body"));
