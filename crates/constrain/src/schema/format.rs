@@ -6,9 +6,10 @@
 //! Every grammar here is a **subset** of what the format allows (so everything accepted is a
 //! valid instance for validators that check formats), chosen to contain the usual spellings:
 //! `date-time` uses `T` and `Z`/`±hh:mm`, days are valid for their month (no 29 February, no
-//! leap seconds), hosts are at most four labels, `uri` is `scheme://host[:port][/path][?query]
-//! [#fragment]` or `scheme:path` with RFC 3986 path characters and percent escapes. None of
-//! these contain characters that need escaping in JSON.
+//! leap seconds), host names are at most four labels, `uri` is `scheme://host[:port][/path]
+//! [?query][#fragment]`, `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path
+//! characters and percent escapes (its hosts: labels and dots, any number). None of these
+//! contain characters that need escaping in JSON.
 
 use crate::grammar::Expr;
 
@@ -160,12 +161,24 @@ fn uuid() -> Expr {
     Expr::seq([h(8), Expr::lit("-"), h(4), Expr::lit("-"), h(4), Expr::lit("-"), h(4), Expr::lit("-"), h(12)])
 }
 
+/// RFC 5322 `dot-atom` local parts (every `atext` character: `te~st`, `o'brien`, `a#b`) of
+/// at most three words of 20 characters (within the 64-octet limit), `@`, and a host name
+/// of one to four labels (`a@b` is an address).
 fn email() -> Expr {
-    let atext = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'_', b'_'), (b'-', b'-'), (b'+', b'+')]);
+    let atext = Expr::Bytes(vec![
+        (b'!', b'!'),
+        (b'#', b'\''),
+        (b'*', b'+'),
+        (b'-', b'-'),
+        (b'/', b'9'),
+        (b'=', b'='),
+        (b'?', b'?'),
+        (b'A', b'Z'),
+        (b'^', b'~'),
+    ]);
     let word = Expr::repeat(atext, 1, Some(20));
     let local = Expr::seq([word.clone(), Expr::repeat(Expr::seq([Expr::lit("."), word]), 0, Some(2))]);
-    let domain = Expr::seq([label(63), Expr::repeat(Expr::seq([Expr::lit("."), label(62)]), 1, Some(3))]);
-    Expr::seq([local, Expr::lit("@"), domain])
+    Expr::seq([local, Expr::lit("@"), hostname()])
 }
 
 /// RFC 3339 appendix A durations: each unit may be followed only by the next one (`P1Y2D`
@@ -211,10 +224,21 @@ fn uri() -> Expr {
     let qchar = Expr::alt([pchar.clone(), Expr::Bytes(vec![(b'/', b'/'), (b'?', b'?')])]);
     let query = Expr::opt(Expr::seq([Expr::lit("?"), Expr::star(qchar.clone())]));
     let frag = Expr::opt(Expr::seq([Expr::lit("#"), Expr::star(qchar)]));
-    // `scheme://host[:port]/path` or `scheme:path` (e.g. `urn:isbn:123`, `mailto:a@b.c`).
+    // A `reg-name` of dot-separated labels of letters, digits and inner hyphens, any number
+    // of them, with an optional trailing dot (`example.com.`); RFC 3986 sets no length.
+    let alnum = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'Z'), (b'a', b'z')]);
+    let ldh = Expr::Bytes(vec![(b'-', b'-'), (b'0', b'9'), (b'A', b'Z'), (b'a', b'z')]);
+    let host_label = Expr::seq([alnum.clone(), Expr::opt(Expr::seq([Expr::star(ldh), alnum]))]);
+    let host =
+        Expr::seq([host_label.clone(), Expr::star(Expr::seq([Expr::lit("."), host_label])), Expr::opt(Expr::lit("."))]);
+    let segments = Expr::seq([pchar.clone(), Expr::star(pchar), path.clone()]);
+    // `scheme://host[:port]/path`, `scheme:/path`, `scheme:path` (`urn:isbn:123`,
+    // `mailto:a@b.c`) or `scheme:` alone.
     let hier = Expr::alt([
-        Expr::seq([Expr::lit("//"), hostname(), Expr::opt(port), path.clone()]),
-        Expr::seq([pchar.clone(), Expr::star(pchar), path]),
+        Expr::seq([Expr::lit("//"), host, Expr::opt(port), path]),
+        Expr::seq([Expr::lit("/"), Expr::opt(segments.clone())]),
+        segments,
+        Expr::Empty,
     ]);
     Expr::seq([scheme, Expr::lit(":"), hier, query, frag])
 }
@@ -283,8 +307,15 @@ mod tests {
             ),
             (
                 "email",
-                &["john.doe@example.com", "a+b@mail.co.uk"],
-                &["@example.com", "john@", "john@localhost", "a b@x.com"],
+                &[
+                    "john.doe@example.com",
+                    "a+b@mail.co.uk",
+                    "te~st@example.com",
+                    "o'brien#1@x.org",
+                    "a@b",
+                    "{x}|y@h-1.io",
+                ],
+                &["@example.com", "john@", "a b@x.com", ".a@b.c", "a.@b.c", "a..b@c.d", "a@b.", "a\"b@c.d", "a(b)@c.d"],
             ),
             (
                 "hostname",
@@ -311,14 +342,25 @@ mod tests {
                     "ecdsa-koblitz-pubkey:14RZvYa",
                     "https://e.org/wiki/Mass%E2%80%93energy",
                     "https://e.com/*",
+                    "s:",
+                    "https:/",
+                    "https:/a/b",
+                    "http://example.com./x",
+                    "http://a.b.c.d.e.f.example.com",
                 ],
-                &["example.com", "https://", "https://a b.com", "1http://a.com", "https://e.com/%zz"],
+                &["example.com", "https://", "https://a b.com", "1http://a.com", "https://e.com/%zz", "http://a..b/"],
             ),
         ];
         for (name, good, bad) in cases {
             let p = pda(name);
+            // What the grammar accepts is what the validator calls the format.
+            let v = jsonschema::options()
+                .should_validate_formats(true)
+                .build(&serde_json::json!({"format": name}))
+                .expect("format schema");
             for g in *good {
                 assert!(p.matches(g.as_bytes()), "{name}: {g}");
+                assert!(v.is_valid(&serde_json::json!(g)), "{name}: the validator refuses {g}");
             }
             for b in *bad {
                 assert!(!p.matches(b.as_bytes()), "{name}: {b}");
