@@ -486,6 +486,10 @@ impl Matcher {
     /// number of tokens left.
     pub fn retain_shortening(&mut self, mask: &mut [u32], below: u64) -> Result<usize, Error> {
         let accepting = self.level().accepting;
+        // The trials reset the mask's limit record; what they cut is added back to it, so a
+        // token dropped because a limit cut its shortening path is reported
+        // ([`Matcher::hit_limit`]), not mistaken for a dead end.
+        let mut cut = self.mask_cut;
         let mut left = 0;
         for (w, slot) in mask.iter_mut().enumerate() {
             let mut word = *slot;
@@ -496,15 +500,18 @@ impl Matcher {
                 let keep = if self.constraint.inner.index.vocab().is_eos(token) {
                     accepting
                 } else {
-                    match self.accept_token(token) {
+                    let kept = match self.accept_token(token) {
                         Ok(()) => {
+                            cut |= self.level().cut;
                             let d = self.min_bytes_to_finish().unwrap_or(UNREACHABLE);
                             self.rollback(1)?;
-                            d < below
+                            Ok(d < below)
                         }
-                        Err(Error::Rejected(_)) => false,
-                        Err(e) => return Err(e),
-                    }
+                        Err(Error::Rejected(_)) => Ok(false),
+                        Err(e) => Err(e),
+                    };
+                    self.mask_cut = cut;
+                    kept?
                 };
                 if keep {
                     left += 1;
