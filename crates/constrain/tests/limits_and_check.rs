@@ -7,12 +7,13 @@ use constrain::vocab::Vocabulary;
 use constrain::{Constraint, Limits, TokenIndex};
 use serde_json::{json, Value};
 
-/// `anyOf` of 300 objects, each with its own required key: 300 parse stacks after `{`.
+/// `anyOf` of 300 closed objects, each with its own required key: 300 parse stacks after `{`.
 fn any_of_300() -> Value {
     let alts: Vec<Value> = (0..300)
-        .map(
-            |i| json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")]}),
-        )
+        .map(|i| {
+            json!({"type": "object", "properties": {format!("k{i}"): {"const": i}}, "required": [format!("k{i}")],
+                "additionalProperties": false})
+        })
         .collect();
     json!({ "anyOf": alts })
 }

@@ -549,7 +549,7 @@ impl<'a> Compiler<'a> {
         }
         let body = if named.len() <= ANY_ORDER_MAX {
             let deps = dependency_bits(named, &kw.dependent);
-            self.any_order(named, &deps, &free, &free_tail)
+            self.any_order(named, &deps, &free)
         } else {
             let named_part = self.ordered_members(named, &kw.required);
             if first_required || !has_free {
@@ -657,10 +657,12 @@ impl<'a> Compiler<'a> {
         named_part
     }
 
-    /// Named members in any order, each at most once, the required ones present, then the
-    /// free members: one rule per set of members already written (so only for a few members).
-    /// The set may end only where each present member has what `deps` says it needs. Non-empty; the caller makes it optional when nothing is required.
-    fn any_order(&mut self, named: &[Member], deps: &[DependencyBits], free: &Expr, free_tail: &Expr) -> Expr {
+    /// Named members in any order, each at most once, the required ones present, with free
+    /// members (keys no name takes) anywhere between them: one rule per set of members already
+    /// written (so only for a few members). The set may end only where each present member
+    /// has what `deps` says it needs. Non-empty; the caller makes it optional when nothing is
+    /// required.
+    fn any_order(&mut self, named: &[Member], deps: &[DependencyBits], free: &Expr) -> Expr {
         let n = named.len();
         let required: usize = named.iter().enumerate().filter(|(_, m)| m.required).map(|(i, _)| 1 << i).sum();
         let may_end = |mask: usize| {
@@ -668,8 +670,18 @@ impl<'a> Compiler<'a> {
         };
         let full = (1usize << n) - 1;
         let sep = self.sep();
+        let has_free = *free != Expr::Nothing;
+        // Free members between named ones: one rule, shared by every set.
+        let free_run = if has_free {
+            self.rule("free_members", Expr::star(Expr::seq([sep.clone(), free.clone()])))
+        } else {
+            Expr::Empty
+        };
         let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
-        for mask in (1..=full).rev() {
+        for mask in (0..=full).rev() {
+            if mask == 0 && !has_free {
+                break;
+            }
             let mut alts = Vec::new();
             for (k, m) in named.iter().enumerate() {
                 if mask & (1 << k) == 0 {
@@ -677,14 +689,14 @@ impl<'a> Compiler<'a> {
                 }
             }
             if may_end(mask) {
-                alts.push(free_tail.clone());
+                alts.push(Expr::Empty);
             }
-            after[mask] = self.rule("members", Expr::alt(alts));
+            after[mask] = self.rule("members", Expr::seq([free_run.clone(), Expr::alt(alts)]));
         }
         let mut alts: Vec<Expr> =
             named.iter().enumerate().map(|(k, m)| Expr::seq([m.expr.clone(), after[1 << k].clone()])).collect();
-        if required == 0 && *free != Expr::Nothing {
-            alts.push(Expr::seq([free.clone(), free_tail.clone()]));
+        if has_free {
+            alts.push(Expr::seq([free.clone(), after[0].clone()]));
         }
         Expr::alt(alts)
     }

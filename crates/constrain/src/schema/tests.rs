@@ -126,7 +126,7 @@ fn pattern_properties_allow_other_keys_unless_forbidden() {
         "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": {"type": "string"}});
     check(
         s,
-        &["{\"id\": 1, \"x-a\": \"s\", \"b\": \"t\"}", "{\"id\": 2, \"b\": \"t\"}"],
+        &["{\"id\": 1, \"x-a\": \"s\", \"b\": \"t\"}", "{\"b\": \"t\", \"id\": 2}"],
         &["{\"b\": 1}", "{\"id\": \"s\"}"],
     );
     // Values that differ: the keys matching no pattern (and naming no property) are spelled
@@ -363,6 +363,20 @@ fn other_keys_exclude_named_keys() {
         s,
         &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"],
         &["{\"name\": 1}", "{\"x\": \"s\"}"],
+    );
+}
+
+#[test]
+fn free_keys_come_anywhere_in_small_objects() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]});
+    check(
+        s,
+        &[
+            "{\"a\": 1, \"x\": 2, \"b\": 3}",
+            "{\"x\": 2, \"a\": 1, \"b\": 3}",
+            "{\"b\": 1, \"a\": 2, \"x\": [], \"y\": {}}",
+        ],
+        &["{\"a\": 1, \"x\": 2}", "{\"x\": 1, \"a\": \"s\", \"b\": 2}", "{\"a\": 1, \"b\": 2, \"a\": 3}", "{\"x\": 1}"],
     );
 }
 
