@@ -91,11 +91,12 @@ impl NodeKeys {
 /// See [`NodeKeys`]: a breadth-first walk of the nodes reachable from `start` inside its
 /// rule, numbering them in visit order, hashed with their edges.
 fn node_key(pda: &Pda, start: u32) -> u128 {
-    // Nodes in BFS order, and each one's number.
-    let mut order: Vec<u32> = vec![start];
-    let mut number: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
-    number.insert(start, 0);
-    let mut buf: Vec<u64> = Vec::new();
+    // Nodes in BFS order; a node's number is its position. At most MAX_CANONICAL_NODES + 1
+    // of them, so a scan finds a number faster than a hash map is built (this runs once per
+    // node a decode visits, inside its first mask).
+    let mut order: Vec<u32> = Vec::with_capacity(16);
+    order.push(start);
+    let mut buf: Vec<u64> = Vec::with_capacity(32);
     let fingerprint = |r: u32| pda.rules.get(r as usize).map_or(0, |r| r.fingerprint);
     let mut k = 0;
     while k < order.len() {
@@ -106,10 +107,13 @@ fn node_key(pda: &Pda, start: u32) -> u128 {
         let node = &pda.nodes[order[k] as usize];
         k += 1;
         let visit = |t: u32| -> u64 {
-            *number.entry(t).or_insert_with(|| {
-                order.push(t);
-                order.len() as u64 - 1
-            })
+            match order.iter().position(|&o| o == t) {
+                Some(i) => i as u64,
+                None => {
+                    order.push(t);
+                    order.len() as u64 - 1
+                }
+            }
         };
         encode_node(&mut buf, node, visit, fingerprint);
     }
