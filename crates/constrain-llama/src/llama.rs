@@ -108,10 +108,27 @@ impl Generator {
         Constraint::new(grammar, self.index.clone(), &Limits::default()).map_err(Error::Constraint)
     }
 
-    /// Compiles a JSON Schema (default options) against this model's vocabulary.
+    /// Compiles a JSON Schema (default options) against this model's vocabulary, with the
+    /// schema's property order as the order hint generation prefers.
     pub fn schema_constraint(&self, schema: &serde_json::Value) -> Result<Constraint, Error> {
-        let grammar = constrain::schema::compile(schema, &constrain::schema::Options::default())?;
-        self.constraint(&grammar)
+        let options = constrain::schema::Options::default();
+        let grammar = constrain::schema::compile(schema, &options)?;
+        Ok(self.with_order_hint(self.constraint(&grammar)?, schema, &options))
+    }
+
+    /// `constraint` (compiled from `schema` under `options`) with the schema's property
+    /// order as its order hint ([`Constraint::with_order_hint`]); unchanged when the hint
+    /// does not compile.
+    pub fn with_order_hint(
+        &self,
+        constraint: Constraint,
+        schema: &serde_json::Value,
+        options: &constrain::schema::Options,
+    ) -> Constraint {
+        match constrain::schema::order_hint(schema, options).and_then(|g| self.constraint(&g).ok()) {
+            Some(hint) => constraint.with_order_hint(hint),
+            None => constraint,
+        }
     }
 
     /// Generates text matching `constraint`. Fails with [`Error::Incomplete`] if the token

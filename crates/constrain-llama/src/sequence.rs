@@ -46,6 +46,10 @@ pub(crate) struct SequenceSettings {
 pub(crate) struct Sequence {
     settings: SequenceSettings,
     matcher: Option<Matcher>,
+    /// The constraint's order hint, followed while the output stays in its language: the
+    /// tokens it allows get [`ORDER_BONUS`].
+    order: Option<Matcher>,
+    order_mask: Vec<u32>,
     closer: Closer,
     sampler: Sampler,
     mask: Vec<u32>,
@@ -95,6 +99,8 @@ impl Sequence {
         let timings = Timings { closing: started.elapsed(), ..Timings::default() };
         Ok(Sequence {
             matcher: constraint.map(|c| c.matcher()),
+            order: constraint.and_then(|c| c.order_hint()).map(|h| h.matcher()),
+            order_mask: Vec::new(),
             closer,
             sampler,
             mask: vec![0u32; vocab.mask_words()],
@@ -172,6 +178,7 @@ impl Sequence {
                 for &t in &tokens {
                     self.sampler.accept(t);
                     self.text.push(vocab.token_bytes(t), on_text);
+                    self.follow_order(t);
                 }
                 self.generated += tokens.len();
                 self.forced += tokens.len();
@@ -205,6 +212,7 @@ impl Sequence {
                 add_bonus(&mut self.logits, &self.soft, bonus);
             }
             self.timings.closing += c.elapsed();
+            self.prefer_order();
             apply_mask(&mut self.logits, &self.mask);
             self.timings.mask += t.elapsed();
         }
@@ -227,11 +235,39 @@ impl Sequence {
         }
         self.sampler.accept(token);
         self.text.push(vocab.token_bytes(token), on_text);
+        self.follow_order(token);
         self.generated += 1;
         if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
             return Ok(Next::Stop(self.end_reason(StopReason::Finished)));
         }
         Ok(Next::Feed(vec![token]))
+    }
+
+    /// Gives [`ORDER_BONUS`] to the allowed tokens the order hint allows too, when it
+    /// allows some but not all of them (a bonus to every allowed token changes nothing).
+    fn prefer_order(&mut self) {
+        let Some(o) = self.order.as_mut() else { return };
+        self.order_mask.resize(self.mask.len(), 0);
+        if o.fill_mask(&mut self.order_mask).is_err() {
+            self.order = None;
+            return;
+        }
+        let (mut some, mut all) = (false, true);
+        for (h, &m) in self.order_mask.iter_mut().zip(&self.mask) {
+            *h &= m;
+            some |= *h != 0;
+            all &= *h == m;
+        }
+        if some && !all {
+            add_bonus(&mut self.logits, &self.order_mask, ORDER_BONUS);
+        }
+    }
+
+    /// Moves the order hint past `token`; the first token outside its language ends it.
+    fn follow_order(&mut self, token: TokenId) {
+        if self.order.as_mut().is_some_and(|o| o.accept_token(token).is_err()) {
+            self.order = None;
+        }
     }
 
     /// With run-time checks a prefix can be a dead end: every continuation completes a value
@@ -351,6 +387,11 @@ fn forced_tokens(
     }
     Ok(out)
 }
+
+/// The logit bonus of the tokens the order hint allows ([`Sequence::prefer_order`]): a factor
+/// of about 400 in probability. It matters only where several keys may come next, and there
+/// the default 135M model still wrote keys out of order at 3.0 (about 20).
+const ORDER_BONUS: f32 = 6.0;
 
 /// Samples one token; an empty candidate set is a dead end at step `step`.
 fn sample(sampler: &mut Sampler, logits: &mut [f32], step: usize, matcher: Option<&Matcher>) -> Result<TokenId, Error> {

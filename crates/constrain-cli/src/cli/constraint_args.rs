@@ -116,6 +116,15 @@ impl ConstraintArgs {
         self.limits.limits()
     }
 
+    /// The schema compiler's options these flags select.
+    pub fn schema_options(&self) -> constrain::schema::Options {
+        constrain::schema::Options::default()
+            .with_whitespace(self.whitespace.into())
+            .with_strict(self.strict)
+            .with_draft(self.draft)
+            .with_runtime_checks(!self.no_runtime_checks)
+    }
+
     /// The JSON Schema given by `--schema` or `--json-schema`, if any.
     pub fn schema_value(&self) -> anyhow::Result<Option<serde_json::Value>> {
         if let Some(path) = &self.schema {
@@ -154,11 +163,7 @@ impl ConstraintArgs {
             }
         }
         if let Some(schema) = self.schema_value()? {
-            let options = constrain::schema::Options::default()
-                .with_whitespace(self.whitespace.into())
-                .with_strict(self.strict)
-                .with_draft(self.draft)
-                .with_runtime_checks(!self.no_runtime_checks);
+            let options = self.schema_options();
             let (grammar, notes) = constrain::schema::compile_with_notes(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())

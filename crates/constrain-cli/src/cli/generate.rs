@@ -291,7 +291,11 @@ fn run_model(
     };
     let out = match &grammar {
         Some(g) => {
-            let constraint = generator.constraint(g)?;
+            let mut constraint = generator.constraint(g)?;
+            if let Some(schema) = &schema {
+                // Generation prefers the schema's property order (the constraint takes any).
+                constraint = generator.with_order_hint(constraint, schema, &args.constraint.schema_options());
+            }
             if !args.no_close && constraint.min_bytes_from_start().is_none() {
                 eprintln!(
                     "constrain: warning: closing mode is off for this run: the model's vocabulary lacks the single-byte tokens a shortest output needs, so running out of tokens ends with exit code 5"

@@ -279,9 +279,18 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
             ApiError::bad("regex".to_string(), format!("invalid regex: {e}")).with_code("invalid_regex")
         })?,
     };
-    let c = Constraint::new(&grammar, state.index.clone(), &constrain::Limits::default()).map_err(|e| {
+    let mut c = Constraint::new(&grammar, state.index.clone(), &constrain::Limits::default()).map_err(|e| {
         ApiError::bad(None, format!("the constraint cannot be compiled: {e}")).with_code("invalid_constraint")
     })?;
+    if let ConstraintSpec::Schema { schema, strict, .. } = spec {
+        // Generation prefers the schema's property order (the constraint takes any).
+        let options = constrain::schema::Options::default().with_strict(*strict).with_whitespace(state.whitespace);
+        let hint = constrain::schema::order_hint(schema, &options)
+            .and_then(|g| Constraint::new(&g, state.index.clone(), &constrain::Limits::default()).ok());
+        if let Some(hint) = hint {
+            c = c.with_order_hint(hint);
+        }
+    }
     if let Ok(mut cache) = state.cache.lock() {
         cache.put(key, c.clone());
     }

@@ -72,6 +72,8 @@ use std::sync::{Arc, OnceLock};
 #[derive(Clone)]
 pub struct Constraint {
     inner: Arc<Inner>,
+    /// What generation prefers among the tokens this constraint allows ([`Constraint::with_order_hint`]).
+    order_hint: Option<Arc<Constraint>>,
 }
 
 struct Inner {
@@ -88,6 +90,20 @@ struct Inner {
 }
 
 impl Constraint {
+    /// Attaches `hint`, a constraint over the same vocabulary whose language generation
+    /// should prefer (a schema's properties in the order it lists them:
+    /// [`crate::schema::order_hint`]). It changes nothing this constraint accepts; a decode
+    /// loop may favour the tokens both allow, until the output leaves the hint's language.
+    pub fn with_order_hint(mut self, hint: Constraint) -> Constraint {
+        self.order_hint = Some(Arc::new(hint));
+        self
+    }
+
+    /// The hint attached by [`Constraint::with_order_hint`].
+    pub fn order_hint(&self) -> Option<&Constraint> {
+        self.order_hint.as_deref()
+    }
+
     /// Compiles `grammar` into an automaton and binds it to the token index.
     pub fn new(grammar: &Grammar, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, Error> {
         let pda = Pda::build_with(grammar, limits, index.rule_cache())?;
@@ -106,7 +122,7 @@ impl Constraint {
     fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits, checks: Option<Arc<ValueChecks>>) -> Constraint {
         let node_key = NodeKeys::new(&pda);
         let inner = Inner { pda, index, limits: limits.clone(), node_key, distances: OnceLock::new(), checks };
-        Constraint { inner: Arc::new(inner) }
+        Constraint { inner: Arc::new(inner), order_hint: None }
     }
 
     /// The run-time checks every matcher of this constraint applies, if any.

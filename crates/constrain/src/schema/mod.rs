@@ -135,12 +135,34 @@ pub struct Options {
     /// Enforce the keywords a grammar cannot express with run-time checks ([`crate::check`])
     /// instead of refusing them. Default true; `false` refuses them with an [`Error`].
     pub runtime_checks: bool,
+    /// Named properties only in the order the schema lists them (default false). Accepts
+    /// less than the schema: for the preference of [`order_hint`], never for a constraint.
+    pub schema_order: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { whitespace: Whitespace::default(), strict: false, lenient: false, draft: None, runtime_checks: true }
+        Options {
+            whitespace: Whitespace::default(),
+            strict: false,
+            lenient: false,
+            draft: None,
+            runtime_checks: true,
+            schema_order: false,
+        }
     }
+}
+
+/// The grammar of `schema`'s documents with every object's named properties in the order
+/// the schema lists them, for generation to prefer (a constraint accepts them in any order:
+/// [`crate::Constraint::with_order_hint`]). Lenient and without run-time checks, since it
+/// only ranks tokens the real constraint allows; `None` when it does not compile.
+pub fn order_hint(schema: &Value, options: &Options) -> Option<Grammar> {
+    let mut options = options.clone();
+    options.schema_order = true;
+    options.lenient = true;
+    options.runtime_checks = false;
+    compile(schema, &options).ok()
 }
 
 impl Options {

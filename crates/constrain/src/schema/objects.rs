@@ -541,6 +541,16 @@ impl<'a> Compiler<'a> {
             }
         }
         let first_required = named.iter().any(|m| m.required);
+        if self.opts.schema_order {
+            // The preference grammar: schema order only, free members after the named ones.
+            let named_part = self.named_sequence(named);
+            let body = if first_required || !has_free {
+                Expr::seq([named_part, free_tail])
+            } else {
+                Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free, free_tail])])
+            };
+            return Ok(Members::Body { body: Some(body), may_be_empty: !first_required });
+        }
         let n_req = named.iter().filter(|m| m.required).count();
         if named.len() > ANY_ORDER_MAX && n_req <= REQUIRED_TRACKED_MAX && self.relaxes("properties") {
             self.relax(ptr, "properties");

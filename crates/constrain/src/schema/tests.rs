@@ -538,3 +538,24 @@ fn property_names_for_objects_without_named_properties() {
     check(json!({"propertyNames": {"enum": ["foo", "bar"]}}), &["{\"foo\": 1}"], &["{\"baz\": 1}"]);
     assert_eq!(error_keyword(json!({"properties": {"a": true}, "propertyNames": {"maxLength": 3}})), "propertyNames");
 }
+
+#[test]
+fn the_order_hint_takes_the_schema_order_only() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {}},
+        "required": ["a", "b"]});
+    let hint = order_hint(&s, &Options::default()).expect("compiles");
+    let index = crate::TokenIndex::new(crate::Vocabulary::bytes());
+    let c = crate::Constraint::new(&hint, index, &Limits::default()).expect("builds");
+    for (doc, ok) in [
+        ("{\"a\": 1, \"b\": 2}", true),
+        ("{\"a\": 1, \"b\": 2, \"c\": 3, \"x\": 4}", true),
+        ("{\"b\": 2, \"a\": 1}", false),
+        ("{\"a\": 1, \"c\": 3, \"b\": 2}", false),
+    ] {
+        assert_eq!(accepts(&c, doc), ok, "{doc}");
+    }
+    // The constraint itself still takes any order, and carries the hint.
+    let main = constraint(&s).with_order_hint(c);
+    assert!(accepts(&main, "{\"b\": 2, \"a\": 1}"));
+    assert!(main.order_hint().is_some_and(|h| !accepts(h, "{\"b\": 2, \"a\": 1}")));
+}
