@@ -522,50 +522,65 @@ pub fn number_grid(lo: Option<&Bound>, hi: Option<&Bound>, max_frac: Option<usiz
             ]),
         };
     }
-    let zero = Dec { neg: false, int: vec![], frac: vec![] };
-    let mut alts = Vec::new();
-    // Non-negative part: x >= max(lo, 0), x <= hi.
-    let nonneg_possible = match hi {
-        None => true,
-        Some(h) => !(h.value.neg || (h.value.is_zero() && h.strict)),
-    };
-    if nonneg_possible {
-        let l = match lo {
-            Some(l) if !l.value.neg => l.clone(),
-            _ => Bound { value: zero.clone(), strict: false },
-        };
-        alts.push(mag_range(&l, hi, max_frac));
+    // Zero is written without a sign here (`-0` is [`negative_zero`]'s).
+    by_sign(lo, hi, true, |l, h| mag_range(l, h, max_frac))
+}
+
+/// The tighter of two lower (`lower`) or upper bounds; at equal values the strict one.
+pub fn tighter(a: Option<Bound>, b: Option<Bound>, lower: bool) -> Option<Bound> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => {
+            let ord = cmp_dec(&a.value, &b.value);
+            let pick_a = match ord {
+                std::cmp::Ordering::Equal => a.strict,
+                std::cmp::Ordering::Greater => lower,
+                std::cmp::Ordering::Less => !lower,
+            };
+            Some(if pick_a { a } else { b })
+        }
     }
-    // Negative part: x = -m, m > 0, m >= -hi, m <= -lo.
-    let neg_possible = match lo {
-        None => true,
-        Some(l) => l.value.neg,
-    };
-    if neg_possible {
+}
+
+/// Whether no value lies between `lo` and `hi`.
+fn empty_between(lo: &Bound, hi: &Bound) -> bool {
+    match cmp_dec(&lo.value, &hi.value) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Equal => lo.strict || hi.strict,
+        std::cmp::Ordering::Less => false,
+    }
+}
+
+/// The numbers within the bounds, split by sign: `magnitudes(lo, hi)` spells the positive
+/// ones (with zero when `zero_positive`), and again, after a minus, the magnitudes of the
+/// negative ones (`x = -m`, `m > 0`, `m >= -hi`, `m <= -lo`).
+fn by_sign(
+    lo: Option<&Bound>,
+    hi: Option<&Bound>,
+    zero_positive: bool,
+    magnitudes: impl Fn(&Bound, Option<&Bound>) -> Expr,
+) -> Expr {
+    let zero = Bound { value: Dec::default(), strict: !zero_positive };
+    let mut alts = Vec::new();
+    if hi.is_none_or(|h| !empty_between(&zero, h)) {
+        let l = tighter(lo.cloned(), Some(zero.clone()), true).unwrap_or(zero.clone());
+        alts.push(magnitudes(&l, hi));
+    }
+    if lo.is_none_or(|l| l.value.neg) {
         let mlo = match hi {
             Some(h) if h.value.neg => Bound { value: h.value.negate(), strict: h.strict },
-            _ => Bound { value: zero, strict: true },
+            _ => Bound { value: Dec::default(), strict: true },
         };
         let mhi = lo.map(|l| Bound { value: l.value.negate(), strict: l.strict });
-        alts.push(Expr::seq([Expr::lit("-"), mag_range(&mlo, mhi.as_ref(), max_frac)]));
+        alts.push(Expr::seq([Expr::lit("-"), magnitudes(&mlo, mhi.as_ref())]));
     }
     Expr::alt(alts)
 }
 
 /// Whether zero lies within the bounds.
 fn holds_zero(lo: Option<&Bound>, hi: Option<&Bound>) -> bool {
-    use std::cmp::Ordering::*;
-    let lo_ok = lo.is_none_or(|l| match cmp_dec(&l.value, &Dec::default()) {
-        Less => true,
-        Equal => !l.strict,
-        Greater => false,
-    });
-    let hi_ok = hi.is_none_or(|h| match cmp_dec(&h.value, &Dec::default()) {
-        Greater => true,
-        Equal => !h.strict,
-        Less => false,
-    });
-    lo_ok && hi_ok
+    let zero = Bound { value: Dec::default(), strict: false };
+    lo.is_none_or(|l| !empty_between(l, &zero)) && hi.is_none_or(|h| !empty_between(&zero, h))
 }
 
 /// Zero written with a minus sign (`-0`, and `-0.0`, `-0.00`, … when `fraction`), when zero
@@ -603,38 +618,16 @@ fn pow10(k: i64) -> Dec {
 /// two per sign) decades a bound cuts takes the mantissas of [`number_range`] between the
 /// bounds scaled by `10^-k`.
 pub fn scientific_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
-    let zero = Bound { value: Dec::default(), strict: true };
-    let mut alts = Vec::new();
-    // Positive values: x > 0, x >= lo, x <= hi.
-    if hi.is_none_or(|h| !h.value.neg && !h.value.is_zero()) {
-        let l = match lo {
-            Some(l) if !l.value.neg && !l.value.is_zero() => l.clone(),
-            _ => zero.clone(),
-        };
-        alts.push(scientific_magnitudes(&l, hi));
-    }
-    // Negative values: x = -m, m > 0, m >= -hi, m <= -lo.
-    if lo.is_none_or(|l| l.value.neg) {
-        let mlo = match hi {
-            Some(h) if h.value.neg => Bound { value: h.value.negate(), strict: h.strict },
-            _ => zero,
-        };
-        let mhi = lo.map(|l| Bound { value: l.value.negate(), strict: l.strict });
-        alts.push(Expr::seq([Expr::lit("-"), scientific_magnitudes(&mlo, mhi.as_ref())]));
-    }
-    Expr::alt(alts)
+    // Zero has no scientific spelling here (`0e0` is left out).
+    by_sign(lo, hi, false, scientific_magnitudes)
 }
 
 /// Positive values `m · 10^k` (`1 ≤ m < 10`) within `lo` (positive, or zero exclusive) and
 /// `hi`, in scientific notation.
 fn scientific_magnitudes(lo: &Bound, hi: Option<&Bound>) -> Expr {
     use std::cmp::Ordering::*;
-    if let Some(h) = hi {
-        match cmp_dec(&lo.value, &h.value) {
-            Greater => return Expr::Nothing,
-            Equal if lo.strict || h.strict => return Expr::Nothing,
-            _ => {}
-        }
+    if hi.is_some_and(|h| empty_between(lo, h)) {
+        return Expr::Nothing;
     }
     let any_mantissa = Expr::seq([digit(1, 9), any_fraction(None)]);
     let mut alts = Vec::new();
@@ -671,10 +664,8 @@ fn scientific_magnitudes(lo: &Bound, hi: Option<&Bound>) -> Expr {
             Some(h) if cmp_dec(&h.value, &ten.value) == Less => h,
             _ => ten,
         };
-        match cmp_dec(&m_lo.value, &m_hi.value) {
-            Greater => continue,
-            Equal if m_lo.strict || m_hi.strict => continue,
-            _ => {}
+        if empty_between(&m_lo, &m_hi) {
+            continue;
         }
         alts.push(Expr::seq([number_range(Some(&m_lo), Some(&m_hi)), exponent_range(Some(k), Some(k))]));
     }

@@ -25,10 +25,16 @@ impl<'a> Compiler<'a> {
     /// A `number` (or, with `integer`, an `integer`) schema's expression under its bounds
     /// and `multipleOf`.
     pub(super) fn compile_number(&mut self, map: &Map<String, Value>, ptr: &str, integer: bool) -> Result<Expr, Error> {
-        let lo =
-            tighter(self.bound(map, ptr, "minimum", false)?, self.bound(map, ptr, "exclusiveMinimum", true)?, true);
-        let hi =
-            tighter(self.bound(map, ptr, "maximum", false)?, self.bound(map, ptr, "exclusiveMaximum", true)?, false);
+        let lo = number::tighter(
+            self.bound(map, ptr, "minimum", false)?,
+            self.bound(map, ptr, "exclusiveMinimum", true)?,
+            true,
+        );
+        let hi = number::tighter(
+            self.bound(map, ptr, "maximum", false)?,
+            self.bound(map, ptr, "exclusiveMaximum", true)?,
+            false,
+        );
         let multiple = match map.get("multipleOf") {
             None => None,
             Some(Value::Number(n)) => match Dec::parse(&n.to_string()) {
@@ -176,22 +182,6 @@ impl<'a> Compiler<'a> {
                 self.unsupported(ptr, "multipleOf", "this multipleOf needs a range of at most 2000 multiples, or no bound other than 0 and at most 1000 remainder states (its digits times its fraction digits plus one)")?;
                 Ok(self.rule("number_range", number::number_range(lo.as_ref(), hi.as_ref())))
             }
-        }
-    }
-}
-
-/// The tighter of two lower (`lower`) or upper bounds; at equal values the strict one.
-fn tighter(a: Option<Bound>, b: Option<Bound>, lower: bool) -> Option<Bound> {
-    match (a, b) {
-        (None, x) | (x, None) => x,
-        (Some(a), Some(b)) => {
-            let ord = number::cmp_dec(&a.value, &b.value);
-            let pick_a = match ord {
-                std::cmp::Ordering::Equal => a.strict,
-                std::cmp::Ordering::Greater => lower,
-                std::cmp::Ordering::Less => !lower,
-            };
-            Some(if pick_a { a } else { b })
         }
     }
 }
