@@ -80,6 +80,9 @@ impl Classes {
     fn of(e: &Expr) -> Option<Classes> {
         let mut sets: Vec<Vec<(u32, u32)>> = Vec::new();
         collect_sets(e, &mut sets, 0)?;
+        // A set written twice tells nothing new apart.
+        sets.sort_unstable();
+        sets.dedup();
         let mut cuts: Vec<u32> = vec![0, 0xD800, 0xE000, 0x11_0000];
         for s in &sets {
             for &(a, b) in s {
@@ -161,13 +164,7 @@ fn collect_sets(e: &Expr, out: &mut Vec<Vec<(u32, u32)>>, depth: usize) -> Optio
                 out.push(vec![(c as u32, c as u32)]);
             }
         }
-        Expr::Chars(r) => out.push(charset::normalize(r.iter().map(|&(a, b)| (a as u32, b as u32)).collect())),
-        Expr::Bytes(r) => {
-            if r.iter().any(|&(_, b)| b >= 0x80) {
-                return None;
-            }
-            out.push(charset::normalize(r.iter().map(|&(a, b)| (a as u32, b as u32)).collect()));
-        }
+        Expr::Chars(_) | Expr::Bytes(_) => out.push(char_ranges(e)?),
         Expr::Seq(v) | Expr::Alt(v) => {
             for x in v {
                 collect_sets(x, out, depth + 1)?;
@@ -176,14 +173,18 @@ fn collect_sets(e: &Expr, out: &mut Vec<Vec<(u32, u32)>>, depth: usize) -> Optio
         Expr::Repeat { expr, .. } => collect_sets(expr, out, depth + 1)?,
         Expr::Ref(_) => return None,
     }
-    dedup_sets(out);
     Some(())
 }
 
-fn dedup_sets(sets: &mut Vec<Vec<(u32, u32)>>) {
-    if sets.len() > 1 && sets[..sets.len() - 1].contains(&sets[sets.len() - 1]) {
-        sets.pop();
-    }
+/// The characters one `Chars` or (ASCII) `Bytes` expression matches, as normalised scalar
+/// ranges; `None` for any other expression, or bytes that are not whole characters.
+fn char_ranges(e: &Expr) -> Option<Vec<(u32, u32)>> {
+    let raw: Vec<(u32, u32)> = match e {
+        Expr::Chars(r) => r.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        Expr::Bytes(r) if r.iter().all(|&(_, b)| b < 0x80) => r.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        _ => return None,
+    };
+    Some(charset::normalize(raw))
 }
 
 /// A Thompson automaton over classes: per state, its ε-moves and its class moves.
@@ -219,12 +220,8 @@ impl Nfa {
                 }
                 at
             }
-            Expr::Chars(r) => {
-                let set: Vec<(u32, u32)> = r.iter().map(|&(a, b)| (a as u32, b as u32)).collect();
-                self.step(from, classes.covering(&set))?
-            }
-            Expr::Bytes(r) => {
-                let set: Vec<(u32, u32)> = r.iter().map(|&(a, b)| (a as u32, b as u32)).collect();
+            Expr::Chars(_) | Expr::Bytes(_) => {
+                let set = char_ranges(e)?;
                 self.step(from, classes.covering(&set))?
             }
             Expr::Seq(v) => {
