@@ -541,27 +541,20 @@ impl<'a> Compiler<'a> {
             }
         }
         let first_required = named.iter().any(|m| m.required);
-        if self.opts.schema_order {
-            // The preference grammar: schema order only, free members after the named ones.
-            let named_part = self.named_sequence(named);
-            let body = if first_required || !has_free {
-                Expr::seq([named_part, free_tail])
-            } else {
-                Expr::alt([Expr::seq([named_part, free_tail.clone()]), Expr::seq([free, free_tail])])
-            };
-            return Ok(Members::Body { body: Some(body), may_be_empty: !first_required });
-        }
         let n_req = named.iter().filter(|m| m.required).count();
-        if named.len() > ANY_ORDER_MAX && n_req <= REQUIRED_TRACKED_MAX && self.relaxes("properties") {
+        // The order hint's grammar (`schema_order`) takes the schema's order only.
+        let any_order = !self.opts.schema_order;
+        if any_order && named.len() > ANY_ORDER_MAX && n_req <= REQUIRED_TRACKED_MAX && self.relaxes("properties") {
             self.relax(ptr, "properties");
             let body = self.loose_members(named, &free, has_free);
             return Ok(Members::Body { body: Some(body), may_be_empty: n_req == 0 });
         }
-        let body = if named.len() <= ANY_ORDER_MAX {
+        let body = if any_order && named.len() <= ANY_ORDER_MAX {
             let deps = dependency_bits(named, &kw.dependent);
             self.any_order(named, &deps, &free)
         } else {
-            let named_part = self.ordered_members(named, &kw.required);
+            let named_part =
+                if any_order { self.ordered_members(named, &kw.required) } else { self.named_sequence(named) };
             if first_required || !has_free {
                 Expr::seq([named_part, free_tail])
             } else {
