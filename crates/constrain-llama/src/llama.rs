@@ -113,22 +113,7 @@ impl Generator {
     pub fn schema_constraint(&self, schema: &serde_json::Value) -> Result<Constraint, Error> {
         let options = constrain::schema::Options::default();
         let grammar = constrain::schema::compile(schema, &options)?;
-        Ok(self.with_order_hint(self.constraint(&grammar)?, schema, &options))
-    }
-
-    /// `constraint` (compiled from `schema` under `options`) with the schema's property
-    /// order as its order hint ([`Constraint::with_order_hint`]); unchanged when the hint
-    /// does not compile.
-    pub fn with_order_hint(
-        &self,
-        constraint: Constraint,
-        schema: &serde_json::Value,
-        options: &constrain::schema::Options,
-    ) -> Constraint {
-        match constrain::schema::order_hint(schema, options).and_then(|g| self.constraint(&g).ok()) {
-            Some(hint) => constraint.with_order_hint(hint),
-            None => constraint,
-        }
+        Ok(self.constraint(&grammar)?.with_schema_order_hint(schema, &options))
     }
 
     /// Generates text matching `constraint`. Fails with [`Error::Incomplete`] if the token

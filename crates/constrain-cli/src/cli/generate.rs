@@ -294,7 +294,7 @@ fn run_model(
             let mut constraint = generator.constraint(g)?;
             if let Some(schema) = &schema {
                 // Generation prefers the schema's property order (the constraint takes any).
-                constraint = generator.with_order_hint(constraint, schema, &args.constraint.schema_options());
+                constraint = constraint.with_schema_order_hint(schema, &args.constraint.schema_options());
             }
             if !args.no_close && constraint.min_bytes_from_start().is_none() {
                 eprintln!(

@@ -254,6 +254,11 @@ fn generation_error(e: &constrain_llama::Error) -> ApiError {
     }
 }
 
+/// The schema compiler's options of a request (`strict`: OpenAI's `strict` flag).
+fn schema_options(state: &AppState, strict: bool) -> constrain::schema::Options {
+    constrain::schema::Options::default().with_strict(strict).with_whitespace(state.whitespace)
+}
+
 /// Compiles (or finds in the cache) the constraint of `spec`.
 fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiError> {
     let key = spec.cache_key();
@@ -262,8 +267,7 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     }
     let grammar = match spec {
         ConstraintSpec::Schema { schema, strict, param } => {
-            let options = constrain::schema::Options::default().with_strict(*strict).with_whitespace(state.whitespace);
-            constrain::schema::compile(schema, &options).map_err(|e| {
+            constrain::schema::compile(schema, &schema_options(state, *strict)).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 ApiError::bad(
                     param.to_string(),
@@ -284,12 +288,7 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     })?;
     if let ConstraintSpec::Schema { schema, strict, .. } = spec {
         // Generation prefers the schema's property order (the constraint takes any).
-        let options = constrain::schema::Options::default().with_strict(*strict).with_whitespace(state.whitespace);
-        let hint = constrain::schema::order_hint(schema, &options)
-            .and_then(|g| Constraint::new(&g, state.index.clone(), &constrain::Limits::default()).ok());
-        if let Some(hint) = hint {
-            c = c.with_order_hint(hint);
-        }
+        c = c.with_schema_order_hint(schema, &schema_options(state, *strict));
     }
     if let Ok(mut cache) = state.cache.lock() {
         cache.put(key, c.clone());

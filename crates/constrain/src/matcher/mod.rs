@@ -99,6 +99,18 @@ impl Constraint {
         self
     }
 
+    /// This constraint with the order hint of `schema` ([`crate::schema::order_hint`] under
+    /// `options`), over the same vocabulary and limits: the one way schema callers attach
+    /// it. Unchanged when the hint does not compile.
+    pub fn with_schema_order_hint(self, schema: &serde_json::Value, options: &crate::schema::Options) -> Constraint {
+        let hint = crate::schema::order_hint(schema, options)
+            .and_then(|g| Constraint::new(&g, Arc::clone(&self.inner.index), &self.inner.limits).ok());
+        match hint {
+            Some(hint) => self.with_order_hint(hint),
+            None => self,
+        }
+    }
+
     /// The hint attached by [`Constraint::with_order_hint`].
     pub fn order_hint(&self) -> Option<&Constraint> {
         self.order_hint.as_deref()

@@ -558,4 +558,9 @@ fn the_order_hint_takes_the_schema_order_only() {
     let main = constraint(&s).with_order_hint(c);
     assert!(accepts(&main, "{\"b\": 2, \"a\": 1}"));
     assert!(main.order_hint().is_some_and(|h| !accepts(h, "{\"b\": 2, \"a\": 1}")));
+    // Built from the schema over the constraint's own vocabulary, the same hint.
+    let built = constraint(&s).with_schema_order_hint(&s, &Options::default());
+    assert!(built
+        .order_hint()
+        .is_some_and(|h| accepts(h, "{\"a\": 1, \"b\": 2}") && !accepts(h, "{\"b\": 2, \"a\": 1}")));
 }
