@@ -528,18 +528,19 @@ impl Matcher {
                 let keep = if self.constraint.inner.index.vocab().is_eos(token) {
                     accepting
                 } else {
-                    let kept = match self.accept_token(token) {
+                    match self.accept_token(token) {
                         Ok(()) => {
                             cut |= self.level().cut;
                             let d = self.min_bytes_to_finish().unwrap_or(UNREACHABLE);
                             self.rollback(1)?;
-                            Ok(d < below)
+                            d < below
                         }
-                        Err(Error::Rejected(_)) => Ok(false),
-                        Err(e) => Err(e),
-                    };
-                    self.mask_cut = cut;
-                    kept?
+                        Err(Error::Rejected(_)) => false,
+                        Err(e) => {
+                            self.mask_cut = cut;
+                            return Err(e);
+                        }
+                    }
                 };
                 if keep {
                     left += 1;
@@ -548,6 +549,7 @@ impl Matcher {
                 }
             }
         }
+        self.mask_cut = cut;
         Ok(left)
     }
 
