@@ -393,6 +393,12 @@ impl Need {
     const fn new(quotes: u8, closers: u8, commas: u8, colons: u8) -> Need {
         Need { quotes, closers, commas, colons }
     }
+
+    /// Whether a token holding `c` quotes, closers, commas and colons meets the need.
+    #[inline]
+    fn met_by(&self, c: [u8; 4]) -> bool {
+        c[0] >= self.quotes && c[1] >= self.closers && c[2] >= self.commas && c[3] >= self.colons
+    }
 }
 
 /// Which allowed tokens a mask's trial must run: every one, or those meeting one of the
@@ -411,9 +417,8 @@ impl Plan {
     /// Drops each need that another implies (a token meeting it meets the other), so that
     /// no token is looked at twice for one reason.
     fn drop_implied(&mut self) {
-        let weaker = |a: &Need, b: &Need| {
-            a.quotes <= b.quotes && a.closers <= b.closers && a.commas <= b.commas && a.colons <= b.colons
-        };
+        // `a` is met by every token that meets `b`.
+        let weaker = |a: &Need, b: &Need| a.met_by([b.quotes, b.closers, b.commas, b.colons]);
         let mut i = 0;
         while i < self.needs.len() {
             let n = self.needs[i];
@@ -1000,12 +1005,7 @@ impl Checker {
                             let (w, bit) = ((t / 32) as usize, 1u32 << (t % 32));
                             let allowed = mask.get(w).is_some_and(|m| m & bit != 0)
                                 && loud.is_none_or(|l| l.get(w).is_none_or(|l| l & bit != 0));
-                            if allowed
-                                && c[0] >= need.quotes
-                                && c[1] >= need.closers
-                                && c[2] >= need.commas
-                                && c[3] >= need.colons
-                            {
+                            if allowed && need.met_by(c) {
                                 try_token(self, t, mask);
                             }
                         }
@@ -1071,8 +1071,17 @@ impl Checker {
     /// Whether the key written so far (`at` bytes), ended by `body`, is exactly a name that
     /// each of the `ranks` closed schemas leaves open ([`Checker::open_names`]).
     fn key_is_open_name(&self, ranks: u32, at: usize, body: &[u8]) -> bool {
+        self.each_rank_has(ranks, at, |rest| rest == body)
+    }
+
+    /// Whether each of the `ranks` closed schemas has an open name ([`Checker::open_names`])
+    /// whose bytes after the first `at` satisfy `fits`.
+    #[inline]
+    fn each_rank_has(&self, ranks: u32, at: usize, fits: impl Fn(&[u8]) -> bool) -> bool {
         (0..ranks).all(|r| {
-            self.names.iter().any(|&(rank, n, i)| rank == r && self.checks.closed_name(n, i).get(at..) == Some(body))
+            self.names
+                .iter()
+                .any(|&(rank, n, i)| rank == r && self.checks.closed_name(n, i).get(at..).is_some_and(&fits))
         })
     }
 
@@ -1102,11 +1111,7 @@ impl Checker {
     fn key_goes_on(&self, ranks: u32, tok: &[u8]) -> bool {
         let Some(top) = self.state.stack.last() else { return true };
         let at = self.text.len().saturating_sub(top.key_start as usize + 1);
-        (0..ranks).all(|r| {
-            self.names.iter().any(|&(rank, n, i)| {
-                rank == r && self.checks.closed_name(n, i).get(at..).is_some_and(|rest| rest.starts_with(tok))
-            })
-        })
+        self.each_rank_has(ranks, at, |rest| rest.starts_with(tok))
     }
 
     /// The tracker's state without its positions: what the trials' outcomes depend on
