@@ -205,3 +205,61 @@ fn one_character_loops_at_every_count() {
         }
     }
 }
+
+/// Masks after rollbacks equal a fresh matcher's after the same tokens: what a matcher
+/// keeps between masks (the stack-dependent tokens it added on its own stacks, by frame)
+/// must not outlive the frames a rollback removed. Random walks that roll back one to three
+/// tokens a quarter of the time, then take other tokens, so that new frames reuse the
+/// arena positions of the removed ones.
+#[test]
+fn masks_after_rollbacks_equal_a_fresh_matchers() {
+    let index = vocabulary();
+    let vocab = index.vocab();
+    let schemas = [
+        r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"string"}},
+            "x":{"type":"object","properties":{"a":{"type":"string","maxLength":5}}}},"additionalProperties":false}"#,
+        r#"{"type":"array","items":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}},{"type":"integer"}]}}"#,
+        r#"{"type":"object","additionalProperties":{"type":"array","items":{"type":"string","pattern":"^[ab1]+$"}}}"#,
+    ];
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut fresh_mask = vec![0u32; vocab.mask_words()];
+    let (mut checked, mut rollbacks) = (0, 0);
+    for (n, text) in schemas.iter().enumerate() {
+        let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
+        let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
+        let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        for seed in 0..4 {
+            let mut rng = StdRng::seed_from_u64(seed * 17 + n as u64);
+            let mut matcher = constraint.matcher();
+            let mut taken: Vec<TokenId> = Vec::new();
+            for _ in 0..120 {
+                let back = if taken.len() >= 3 && rng.random_range(0..4) == 0 { rng.random_range(1..=3) } else { 0 };
+                if back > 0 {
+                    matcher.rollback(back).expect("roll back");
+                    taken.truncate(taken.len() - back);
+                    rollbacks += 1;
+                }
+                matcher.fill_mask(&mut mask).expect("mask");
+                let mut fresh = constraint.matcher();
+                for &t in &taken {
+                    fresh.accept_token(t).expect("replay");
+                }
+                fresh.fill_mask(&mut fresh_mask).expect("fresh mask");
+                let text: Vec<u8> = taken.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+                assert!(mask == fresh_mask, "schema {n}, after {:?}", String::from_utf8_lossy(&text));
+                checked += 1;
+                // Tokens that are not the end, so the walk goes on.
+                let allowed: Vec<u32> = (0..vocab.len() as u32)
+                    .filter(|&id| is_allowed(&mask, TokenId(id)) && !vocab.is_eos(TokenId(id)))
+                    .collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                let pick = TokenId(allowed[rng.random_range(0..allowed.len())]);
+                matcher.accept_token(pick).expect("an allowed token is accepted");
+                taken.push(pick);
+            }
+        }
+    }
+    assert!(checked > 500 && rollbacks > 100, "only {checked} masks and {rollbacks} rollbacks checked");
+}

@@ -115,7 +115,7 @@ impl Entry {
 
     /// Adds the stack-dependent tokens whose suffix the real stack accepts: completes the
     /// context's bottom frame `bottom` in the real `stacks` and walks the suffix trie from
-    /// there. The arena is restored afterwards.
+    /// there, also appending each added id to `added`. The arena is restored afterwards.
     pub fn add_suffixes(
         &self,
         pda: &Pda,
@@ -123,6 +123,7 @@ impl Entry {
         bottom: u32,
         scratch: &mut SuffixScratch,
         mask: &mut [u32],
+        added: &mut Vec<u32>,
     ) {
         let base_arena = stacks.arena.len();
         let SuffixScratch { tops, levels, cur } = scratch;
@@ -152,6 +153,7 @@ impl Entry {
                 for &id in trie.ids_at(node) {
                     set_bit(mask, id);
                 }
+                added.extend_from_slice(trie.ids_at(node));
             }
             i = if alive { i + 1 } else { node.end as usize };
         }
@@ -175,8 +177,69 @@ pub(crate) struct Scratch {
     pub(super) context: Context,
     /// For [`Entry::add_suffixes`].
     pub(super) suffixes: SuffixScratch,
+    /// What [`Entry::add_suffixes`] added on this matcher's stacks.
+    pub(crate) suffix_memo: SuffixMemo,
+    /// The ids one [`Entry::add_suffixes`] call added (a buffer).
+    pub(super) suffix_added: Vec<u32>,
     /// For the walks of a cache miss.
     pub(super) walk: WalkScratch,
+}
+
+/// The stack-dependent tokens [`Entry::add_suffixes`] added on one matcher's real stacks,
+/// by (entry key, arena index of the frame below the context's bottom). Completing the
+/// bottom continues in that frame (see `Stacks::pop_into`), and frames never change while
+/// they are in the arena, so the same pair adds the same tokens: inside a string value,
+/// every token's mask walks the same suffixes (`",`, `"}`, …) from the same frame, and is
+/// answered here after the first.
+///
+/// Valid while the arena keeps the frames: [`SuffixMemo::forget_from`] must be called when
+/// the arena is truncated below frames that existed when answers were kept (a rollback).
+#[derive(Debug, Default)]
+pub(crate) struct SuffixMemo {
+    /// (entry key, frame below) → range of `ids`.
+    answers: rustc_hash::FxHashMap<(u128, u32), (u32, u32)>,
+    ids: Vec<u32>,
+}
+
+/// At most this many answers are kept by a [`SuffixMemo`] (then all are forgotten at once).
+const MAX_SUFFIX_ANSWERS: usize = 512;
+/// At most this many ids are kept by a [`SuffixMemo`] (then all are forgotten at once).
+const MAX_SUFFIX_IDS: usize = 1 << 18;
+
+impl SuffixMemo {
+    /// The ids kept for `(key, below)`.
+    pub(super) fn get(&self, key: u128, below: u32) -> Option<&[u32]> {
+        let &(start, end) = self.answers.get(&(key, below))?;
+        self.ids.get(start as usize..end as usize)
+    }
+
+    /// Keeps `ids` for `(key, below)`.
+    pub(super) fn insert(&mut self, key: u128, below: u32, ids: &[u32]) {
+        if self.answers.len() >= MAX_SUFFIX_ANSWERS || self.ids.len() + ids.len() > MAX_SUFFIX_IDS {
+            self.clear();
+        }
+        if ids.len() > MAX_SUFFIX_IDS {
+            return;
+        }
+        let start = self.ids.len() as u32;
+        self.ids.extend_from_slice(ids);
+        self.answers.insert((key, below), (start, self.ids.len() as u32));
+    }
+
+    /// Forgets the answers that depend on frames at `arena_len` or above (after the arena
+    /// was truncated to `arena_len`).
+    pub(crate) fn forget_from(&mut self, arena_len: usize) {
+        self.answers.retain(|&(_, below), _| below == BOTTOM || (below as usize) < arena_len);
+        if self.answers.is_empty() {
+            self.ids.clear();
+        }
+    }
+
+    /// Forgets every answer.
+    pub(crate) fn clear(&mut self) {
+        self.answers.clear();
+        self.ids.clear();
+    }
 }
 
 /// Reusable buffers for [`Entry::add_suffixes`], so the per-token path does not allocate.
@@ -185,4 +248,37 @@ pub(crate) struct SuffixScratch {
     pub(super) tops: Vec<u32>,
     pub(super) levels: Vec<(usize, usize)>,
     pub(super) cur: Vec<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollback_forgets_the_answers_on_removed_frames_only() {
+        let mut memo = SuffixMemo::default();
+        memo.insert(1, 3, &[10, 11]);
+        memo.insert(1, 9, &[12]);
+        memo.insert(2, BOTTOM, &[13]);
+        assert_eq!(memo.get(1, 9), Some(&[12][..]));
+        // The arena was truncated to 5 frames: frame 9 may be another frame now.
+        memo.forget_from(5);
+        assert_eq!(memo.get(1, 3), Some(&[10, 11][..]));
+        assert_eq!(memo.get(1, 9), None);
+        // Completing the whole stack depends on no frame.
+        assert_eq!(memo.get(2, BOTTOM), Some(&[13][..]));
+        assert_eq!(memo.get(2, 3), None);
+    }
+
+    #[test]
+    fn a_full_memo_starts_over() {
+        let mut memo = SuffixMemo::default();
+        for below in 0..MAX_SUFFIX_ANSWERS as u32 {
+            memo.insert(7, below, &[below]);
+        }
+        assert_eq!(memo.get(7, 0), Some(&[0][..]));
+        memo.insert(8, 0, &[1, 2]);
+        assert_eq!(memo.get(7, 0), None, "forgotten at once when full");
+        assert_eq!(memo.get(8, 0), Some(&[1, 2][..]));
+    }
 }

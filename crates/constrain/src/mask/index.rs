@@ -198,7 +198,24 @@ impl TokenIndex {
             entry.add_accepted(mask);
             if entry.has_suffixes() {
                 let bottom = scratch.context.bottom().unwrap_or(top);
-                entry.add_suffixes(target.pda, stacks, bottom, &mut scratch.suffixes, mask);
+                let below = stacks.arena.get(bottom as usize).map_or(BOTTOM, |f| f.parent);
+                let key = scratch.context.key;
+                if let Some(ids) = scratch.suffix_memo.get(key, below) {
+                    for &id in ids {
+                        set_bit(mask, id);
+                    }
+                    continue;
+                }
+                let cut_before = std::mem::take(&mut stacks.overflow_what);
+                let mut added = std::mem::take(&mut scratch.suffix_added);
+                added.clear();
+                entry.add_suffixes(target.pda, stacks, bottom, &mut scratch.suffixes, mask, &mut added);
+                // A walk a limit cut short is not an answer to keep.
+                if stacks.overflow_what == 0 {
+                    scratch.suffix_memo.insert(key, below, &added);
+                }
+                stacks.overflow_what |= cut_before;
+                scratch.suffix_added = added;
             }
         }
         cut

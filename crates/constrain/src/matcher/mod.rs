@@ -247,6 +247,7 @@ impl Matcher {
     /// Back to the start of the grammar (keeps the allocations).
     pub fn reset(&mut self) {
         self.stacks.arena.clear();
+        self.scratch.suffix_memo.clear();
         self.tops.clear();
         self.levels.clear();
         self.clear_cut();
@@ -413,6 +414,9 @@ impl Matcher {
                 self.tops.truncate(l.tops_start);
                 self.stacks.arena.truncate(l.arena_len);
             }
+        }
+        if n > 0 {
+            self.scratch.suffix_memo.forget_from(self.stacks.arena.len());
         }
         if let Some(ch) = &mut self.checker {
             ch.rollback(n);
