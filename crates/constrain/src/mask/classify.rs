@@ -50,7 +50,7 @@ impl Classified {
         let configs = &mut scratch.configs;
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
         let cut = std::cell::Cell::new(0u8);
-        let walk = Walk { index, pda, node_keys, limits, context, relaxed, cut: &cut };
+        let walk = Walk { index, pda, limits, context, relaxed, cut: &cut };
         let text = &index.text;
         // Text tokens classified by groups, not listed in `acc` (see `ByCount::groups`).
         let mut grouped: Option<text::ByChars> = None;

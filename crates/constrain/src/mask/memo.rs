@@ -2,10 +2,11 @@ use super::*;
 
 /// The outcome of walking the descendants of one first-byte trie node from one parse state:
 /// which of their tokens were accepted (see [`SubtreeAccepted`]) and which became
-/// stack-dependent. The state is identified by the node keys of its stacks, so
-/// states that differ only in what came before — the start of every "other property name",
-/// whatever names the schema declares, once its first byte left the declared names — share
-/// the walk: the second schema copies bits instead of walking most of the vocabulary again.
+/// stack-dependent. The state is identified by where its stacks' frames are in their rules
+/// (rule fingerprint and position), so states that differ only in what came before — the
+/// start of every "other property name", whatever names the schema declares, once its first
+/// byte left the declared names — share the walk: the second schema copies bits instead of
+/// walking most of the vocabulary again.
 #[derive(Debug)]
 pub(super) struct SubtreeMemo {
     pub(super) accepted: SubtreeAccepted,
@@ -71,22 +72,16 @@ pub(super) const ALL_BUT_RATIO: usize = 8;
 /// Subtrees with fewer surviving tokens than this are not memoized (see [`SubtreeMemo`]).
 pub(super) const MEMO_MIN_SURVIVORS: usize = 32;
 
-/// Identifies the stacks of a parse state for [`state_key`]: every stack as the node keys
-/// (and loop counts) of its frames, order-free.
-pub(super) fn stacks_key(
-    pda: &Pda,
-    node_keys: &NodeKeys,
-    arena: &[Frame],
-    tops: &[u32],
-    chains: &mut Vec<u128>,
-) -> u128 {
+/// Identifies the stacks of a parse state for [`state_key`]: every stack as the rule
+/// positions ([`position_key`]) and loop counts of its frames, order-free.
+pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[u32], chains: &mut Vec<u128>) -> u128 {
     chains.clear();
     chains.extend(tops.iter().map(|&top| {
         let mut h = Hasher128::new();
         let mut f = top;
         while f != BOTTOM {
             let fr = arena[f as usize];
-            h.add(&(node_keys.get(pda, fr.node), fr.count));
+            h.add(&(position_key(pda, fr.node), fr.count));
             f = fr.parent;
         }
         h.finish128()
@@ -94,6 +89,19 @@ pub(super) fn stacks_key(
     chains.sort_unstable();
     chains.dedup();
     hash128(chains.as_slice())
+}
+
+/// A node as its rule's fingerprint and its position in the rule. Equal fingerprints are
+/// equal rules laid out alike (the fingerprint hashes every node at its position), so the
+/// pair identifies what the node does across automata, as a node key does, but costs two
+/// reads where a node key, computed on first use, walks the rest of the rule: the stacks
+/// met after a walk's first byte hold many nodes no mask context ever names (every key an
+/// object may start with), and keying them was a tenth of JSONSchemaBench's mask time.
+fn position_key(pda: &Pda, node: u32) -> (u128, u32) {
+    match pda.nodes.get(node as usize).and_then(|n| pda.rules.get(n.rule as usize)) {
+        Some(r) => (r.fingerprint, node.wrapping_sub(r.first_node)),
+        None => (0, node),
+    }
 }
 
 /// Identifies a parse state of [`Classified::compute`]'s walk at first-byte trie node
@@ -122,19 +130,12 @@ impl StacksKeys {
     /// Only this many states are remembered; later ones are hashed every time.
     const MAX: usize = 16;
 
-    pub(super) fn get(
-        &mut self,
-        state: State,
-        pda: &Pda,
-        node_keys: &NodeKeys,
-        configs: &Configs,
-        runner: &mut Runner,
-    ) -> u128 {
+    pub(super) fn get(&mut self, state: State, pda: &Pda, configs: &Configs, runner: &mut Runner) -> u128 {
         if let Some(&(_, key)) = self.known.iter().find(|(s, _)| *s == state) {
             return key;
         }
         configs.materialize(state, runner);
-        let key = stacks_key(pda, node_keys, &runner.stacks.arena, runner.current_tops(), &mut self.chains);
+        let key = stacks_key(pda, &runner.stacks.arena, runner.current_tops(), &mut self.chains);
         runner.pop_bytes(1);
         if self.known.len() < Self::MAX {
             self.known.push((state, key));

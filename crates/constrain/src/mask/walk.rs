@@ -5,7 +5,6 @@ use super::*;
 pub(super) struct Walk<'a> {
     pub(super) index: &'a TokenIndex,
     pub(super) pda: &'a Pda,
-    pub(super) node_keys: &'a NodeKeys,
     pub(super) limits: &'a Limits,
     pub(super) context: &'a [Frame],
     pub(super) relaxed: Option<usize>,
@@ -26,7 +25,7 @@ impl Walk<'_> {
         pending: &mut Vec<(u32, u32, Cond)>,
         configs: &mut Configs,
     ) {
-        let Walk { index, pda, node_keys, limits, context, relaxed, cut } = *self;
+        let Walk { index, pda, limits, context, relaxed, cut } = *self;
         let mut frames = context.to_vec();
         if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
             f.count = RELAXED;
@@ -84,7 +83,7 @@ impl Walk<'_> {
                 if use_memo && depth == 1 {
                     let end = node.end as usize;
                     let ids = trie.descendant_ids(i);
-                    let stacks = stacks_keys.get(next, pda, node_keys, configs, &mut runner);
+                    let stacks = stacks_keys.get(next, pda, configs, &mut runner);
                     let key = state_key(stacks, &crossings, i, whole_stack);
                     if let Some(memo) = index.subtree(key) {
                         memo.replay(node.byte, &trie.ids[ids], acc, &mut whole);
