@@ -863,7 +863,11 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
         p10[k] = p10[k - 1] * 10 % q;
     }
     let next = |r: usize, d: u8| ((r as u64 * 10 + d as u64) % q) as usize;
+    // The rules are named after `base`, which is declared here as the number's own rule:
+    // `fresh_name` only avoids names already declared, so an undeclared base would be handed
+    // out again, and a second `multipleOf` would redefine this one's rules.
     let base = b.fresh_name("multiple");
+    let top = b.declare(&base);
     let int_rules: Vec<RuleId> = (0..qn).map(|r| b.declare(&format!("{base}_i{r}"))).collect();
     // frac_rules[l - 1][r]: the fraction's digit `l` is next, remainder `r` so far.
     let frac_rules: Vec<Vec<RuleId>> =
@@ -907,12 +911,14 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
         (1..=9u8).filter_map(|d| int_rules.get(next(0, d)).map(|&id| Expr::seq([digit(d, d), Expr::Ref(id)]))),
     );
     let magnitude = Expr::alt([zero, lead]);
-    Some(match signs {
+    let number = match signs {
         Signs::NonNegative => magnitude,
         // Zero alone: `zero` also spells the positive `0.25`.
         Signs::NonPositive => Expr::alt([Expr::lit("0"), Expr::seq([Expr::lit("-"), magnitude])]),
         Signs::All => Expr::seq([Expr::opt(Expr::lit("-")), magnitude]),
-    })
+    };
+    b.define(top, number);
+    Some(Expr::Ref(top))
 }
 
 #[cfg(test)]

@@ -215,6 +215,22 @@ fn numeric_bounds() {
     assert_eq!(error_keyword(json!({"type": "number", "multipleOf": 0.07, "minimum": 1})), "multipleOf");
 }
 
+/// Two `multipleOf` in one schema each keep their own remainder rules (the second once
+/// took the first's rule names and redefined them: `[4]` passed as a multiple of 3).
+#[test]
+fn several_multiples_in_one_schema() {
+    let pair = |a: f64, b: f64| json!({"type": "array", "prefixItems": [{"multipleOf": a}, {"multipleOf": b}], "items": false});
+    check(pair(3.0, 0.5), &["[3]", "[-6, 1.5]", "[0, 2]"], &["[4]", "[3, 1.25]", "[1.5]"]);
+    check(pair(0.5, 3.0), &["[1.5]", "[2.5, 9]"], &["[1.25]", "[1.5, 4]"]);
+    check(pair(7.0, 0.25), &["[14, 0.75]"], &["[15]", "[7, 0.3]"]);
+    check(
+        json!({"type": "object", "properties": {"pack": {"type": "integer", "multipleOf": 6},
+            "weight": {"type": "number", "multipleOf": 0.5}, "step": {"type": "number", "multipleOf": 0.2}}}),
+        &[r#"{"pack": 12, "weight": 1.5, "step": 0.4}"#],
+        &[r#"{"pack": 10}"#, r#"{"pack": 8}"#, r#"{"weight": 1.2}"#, r#"{"step": 0.3}"#],
+    );
+}
+
 #[test]
 fn any_of_one_of_all_of() {
     check(
