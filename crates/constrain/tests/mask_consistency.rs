@@ -263,3 +263,52 @@ fn masks_after_rollbacks_equal_a_fresh_matchers() {
     }
     assert!(checked > 500 && rollbacks > 100, "only {checked} masks and {rollbacks} rollbacks checked");
 }
+
+/// The entries derived for "other" keys (the string rest minus the declared names) refuse
+/// what the grammar refuses where a declared name goes on: escapes that could spell its next
+/// character (`\u…`, `\/` before a `/`), in tokens that start with a name's prefix or not.
+#[test]
+fn other_keys_refuse_escaped_names_in_masks_too() {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for t in [
+        "\\u", "\\u0061", "\\u0041", "a\\u", "a\\u0062", "a\\/", "a\\/b", "\\/", "\\\\", "\\n", "a\\n", "x\\u0061",
+        "\"a", "\"a\"", "ab\"", "a/b\"", "\": ", "\\\"", "a\\\"", "u0061\"", "0061", "ab", "a/",
+    ] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let eos = TokenId(tokens.len() as u32);
+    tokens.push(Vec::new());
+    let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"));
+    let vocab = index.vocab();
+    let schema = serde_json::json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a/b": {"type": "integer"},
+        "x": {"type": "integer"}}, "additionalProperties": {"type": "string"}});
+    let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
+    let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut checked = 0;
+    for seed in 0..40 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut matcher = constraint.matcher();
+        for _ in 0..12 {
+            matcher.fill_mask(&mut mask).expect("mask");
+            let masked: Vec<u32> = (0..vocab.len() as u32).filter(|&id| is_allowed(&mask, TokenId(id))).collect();
+            let expected = accepted_by_matcher(&mut matcher, vocab);
+            assert_eq!(masked, expected, "seed {seed}");
+            checked += 1;
+            let multi: Vec<u32> =
+                expected.iter().copied().filter(|&id| id > 255 && !vocab.is_eos(TokenId(id))).collect();
+            let pool = if !multi.is_empty() && rng.random_range(0..2) == 0 { &multi } else { &expected };
+            let pick = TokenId(pool[rng.random_range(0..pool.len())]);
+            if vocab.is_eos(pick) {
+                break;
+            }
+            matcher.accept_token(pick).expect("an allowed token is accepted");
+        }
+    }
+    assert!(checked > 200, "only {checked} masks checked");
+    // The names themselves, spelled with escapes, are refused as other keys.
+    for doc in [r#"{"\u0061b": "s"}"#, r#"{"a\/b": "s"}"#, r#"{"\u0078": "s"}"#] {
+        let mut m = constraint.matcher();
+        assert!(m.accept_bytes(doc.as_bytes()).is_err() || !m.is_accepting(), "{doc}");
+    }
+}

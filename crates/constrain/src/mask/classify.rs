@@ -169,24 +169,36 @@ impl Classified {
     }
 
     /// The entry of a context that accepts what this classification's context does except
-    /// the tokens starting with one of `words` followed by a quote. For classifications
-    /// without a relaxed loop, like [`Classified::keep_first_bytes`].
+    /// the tokens starting with one of `words` followed by a quote, or with a proper prefix
+    /// of one followed by an escape that could spell the word's next character (`\u`, and
+    /// `\/` before a `/`), which `schema::strings::not_in_set` refuses where a word goes on.
+    /// For classifications without a relaxed loop, like [`Classified::keep_first_bytes`].
     pub(super) fn derive_excluding<'w>(&self, index: &TokenIndex, words: impl Iterator<Item = &'w [u8]>) -> Entry {
         let trie = &index.trie;
         let mut dropped: Vec<u32> = Vec::new();
-        let mut quoted: Vec<u8> = Vec::new();
-        for word in words {
-            quoted.clear();
-            quoted.extend_from_slice(word);
-            quoted.push(b'"');
-            if let Some(i) = trie.find(&quoted) {
+        let mut probe: Vec<u8> = Vec::new();
+        let mut drop_below = |prefix: &[u8], last: &[u8], dropped: &mut Vec<u32>| {
+            probe.clear();
+            probe.extend_from_slice(prefix);
+            probe.extend_from_slice(last);
+            if let Some(i) = trie.find(&probe) {
                 dropped.extend_from_slice(trie.ids_from(i));
             }
+        };
+        for word in words {
+            drop_below(word, b"\"", &mut dropped);
+            for (k, &next) in word.iter().enumerate() {
+                drop_below(&word[..k], b"\\u", &mut dropped);
+                if next == b'/' {
+                    drop_below(&word[..k], b"\\/", &mut dropped);
+                }
+            }
         }
+        dropped.sort_unstable();
+        dropped.dedup();
         let mut always = self.always.clone();
         clear_bits(&mut always, &dropped);
         let count = always.iter().map(|w| w.count_ones() as usize).sum();
-        dropped.sort_unstable();
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|p| dropped.binary_search(&p.0).is_err()).map(|&(id, j, _)| (id, j)).collect();
         Entry {

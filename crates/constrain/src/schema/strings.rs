@@ -152,7 +152,10 @@ struct RestRules {
 /// The rest of a JSON string after its opening quote, for names *not* in `keys`: the
 /// closing quote where no key ends, or a character no key continues with followed by the
 /// rest of the string (see [`RestRules`]). Only canonical spellings of the keys' own
-/// characters are followed down the trie; other characters go to `rest`.
+/// characters are followed down the trie; other characters go to `rest`. An escape that
+/// could spell a key's next character (`\u…`, and `\/` where `/` is one) is taken only
+/// where no key goes on, so a declared name spelled with escapes is never taken for
+/// another key.
 ///
 /// The expression nests two levels per character; every [`KEY_CHUNK`] characters the rest is
 /// made a rule of its own, so a long key (30k characters) neither nests deeper than the
@@ -215,7 +218,22 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
             if any_nonascii {
                 alts.push(nonascii_rest.clone());
             }
-            alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
+            // An escape may spell a key's next character (`\u0061` is `a`). Where no key goes
+            // on, any escape spells some other character. Where one does, only the short
+            // escapes of characters no key continues with are taken (`\"`, `\\`, the
+            // controls, and `\/` unless `/` is a next character); a `\u` escape is refused
+            // there, so a name spelled with one is refused (fewer strings, never more).
+            if firsts.is_empty() {
+                alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
+            } else {
+                let mut short = vec![(b'"', b'"'), (b'\\', b'\\'), (b'b', b'b'), (b'f', b'f')];
+                short.extend([(b'n', b'n'), (b'r', b'r'), (b't', b't')]);
+                if !firsts.contains(&'/') {
+                    short.push((b'/', b'/'));
+                }
+                short.sort_unstable();
+                alts.push(Expr::seq([Expr::lit("\\"), Expr::Bytes(short), rest.clone()]));
+            }
         }
     }
     for c in firsts {

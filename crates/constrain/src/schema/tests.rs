@@ -580,3 +580,28 @@ fn the_order_hint_takes_the_schema_order_only() {
         .order_hint()
         .is_some_and(|h| accepts(h, "{\"a\": 1, \"b\": 2}") && !accepts(h, "{\"b\": 2, \"a\": 1}")));
 }
+
+/// A declared name spelled with escapes is never taken for another key: `{"\u0061": "x"}`
+/// is the key `a`, so it must meet `a`'s schema, not the other keys'. Such spellings are
+/// refused where a declared name could go on (fewer strings, never more); escapes after a
+/// key has left every declared name are kept.
+#[test]
+fn escaped_spellings_of_declared_names() {
+    let free = json!({"type": "object", "properties": {"a": {"type": "integer"}, "card": {}, "cvv": {}}});
+    check(
+        free.clone(),
+        &[r#"{"a": 1}"#, r#"{"x\u0061": "x"}"#, r#"{"b": "\u0061"}"#, r#"{"ab\n": 2}"#],
+        &[r#"{"\u0061": "x"}"#, r#"{"\u0041": 1, "\u0061": "x"}"#, r#"{"c\u0061rd": 1, "\u0061": "y"}"#],
+    );
+    check(
+        json!({"type": "object", "properties": {"user": {"type": "object", "properties": {"age": {"minimum": 0}}}}}),
+        &[r#"{"user": {"age": 5}}"#],
+        &[r#"{"user": {"\u0061ge": -5}}"#, r#"{"user": {"a\u0067e": -5}}"#],
+    );
+    check(
+        json!({"type": "object", "dependentRequired": {"card": ["cvv"]}}),
+        &[r#"{"card": 1, "cvv": 2}"#, r#"{"x": 1}"#],
+        &[r#"{"card": 1}"#, r#"{"c\u0061rd": "1"}"#],
+    );
+    check(json!({"not": {"required": ["a"]}}), &["{}", r#"{"b": 1}"#], &[r#"{"a": 1}"#, r#"{"\u0061": 1}"#]);
+}
