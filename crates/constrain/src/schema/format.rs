@@ -5,8 +5,8 @@
 //!
 //! Every grammar here is a **subset** of what the format allows (so everything accepted is a
 //! valid instance for validators that check formats), chosen to contain the usual spellings:
-//! `date-time` uses `T` and `Z`/`±hh:mm`, days are valid for their month (no 29 February, no
-//! leap seconds), host names are at most four labels, `uri` is `scheme://host[:port][/path]
+//! `date-time` uses `T` and `Z`/`±hh:mm` (either case), days are valid for their month and
+//! year (29 February in leap years only; no leap seconds), host names are at most four labels, `uri` is `scheme://host[:port][/path]
 //! [?query][#fragment]`, `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path
 //! characters and percent escapes (its hosts: labels and dots, any number). None of these
 //! contain characters that need escaping in JSON.
@@ -55,7 +55,38 @@ fn full_date() -> Expr {
             day_31,
         ]),
     ]);
-    Expr::seq([digits(4), Expr::lit("-"), month_day])
+    // 29 February only in leap years: divisible by 4, and by 400 when a century
+    // (`YY00` with `YY` divisible by 4, so also `0000`, which RFC 3339 allows).
+    let by_4 = Expr::alt([
+        Expr::seq([d(b'0', b'0'), Expr::Bytes(vec![(b'4', b'4'), (b'8', b'8')])]),
+        Expr::seq([Expr::Bytes(vec![(b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]), by_4_second(true)]),
+        Expr::seq([
+            Expr::Bytes(vec![(b'1', b'1'), (b'3', b'3'), (b'5', b'5'), (b'7', b'7'), (b'9', b'9')]),
+            by_4_second(false),
+        ]),
+    ]);
+    let two_by_4 = Expr::alt([
+        Expr::seq([
+            Expr::Bytes(vec![(b'0', b'0'), (b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]),
+            by_4_second(true),
+        ]),
+        Expr::seq([
+            Expr::Bytes(vec![(b'1', b'1'), (b'3', b'3'), (b'5', b'5'), (b'7', b'7'), (b'9', b'9')]),
+            by_4_second(false),
+        ]),
+    ]);
+    let leap_year = Expr::alt([Expr::seq([digits(2), by_4]), Expr::seq([two_by_4, Expr::lit("00")])]);
+    Expr::alt([Expr::seq([digits(4), Expr::lit("-"), month_day]), Expr::seq([leap_year, Expr::lit("-02-29")])])
+}
+
+/// The second digit of a two-digit multiple of 4 after an even (`0, 4, 8`) or an odd
+/// (`2, 6`) first digit.
+fn by_4_second(even_first: bool) -> Expr {
+    if even_first {
+        Expr::Bytes(vec![(b'0', b'0'), (b'4', b'4'), (b'8', b'8')])
+    } else {
+        Expr::Bytes(vec![(b'2', b'2'), (b'6', b'6')])
+    }
 }
 
 fn two(max_first: u8, max_second_when_max_first: u8) -> Expr {
@@ -82,7 +113,8 @@ fn partial_time() -> Expr {
 fn offset() -> Expr {
     let hour = two(b'2', b'3');
     let min = Expr::seq([d(b'0', b'5'), d(b'0', b'9')]);
-    Expr::alt([Expr::lit("Z"), Expr::seq([Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')]), hour, Expr::lit(":"), min])])
+    let zulu = Expr::Bytes(vec![(b'Z', b'Z'), (b'z', b'z')]);
+    Expr::alt([zulu, Expr::seq([Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')]), hour, Expr::lit(":"), min])])
 }
 
 /// A host-name label of at most `max` (≥ 4) characters: letters, digits and inner hyphens,
@@ -246,7 +278,9 @@ fn uri() -> Expr {
 /// The grammar of a known format's content, or `None` when the format is unknown here.
 pub fn format_expr(name: &str) -> Option<Expr> {
     Some(match name {
-        "date-time" => Expr::seq([full_date(), Expr::lit("T"), partial_time(), offset()]),
+        "date-time" => {
+            Expr::seq([full_date(), Expr::Bytes(vec![(b'T', b'T'), (b't', b't')]), partial_time(), offset()])
+        }
         "date" => full_date(),
         "time" => Expr::seq([partial_time(), offset()]),
         "duration" => duration(),
@@ -295,10 +329,14 @@ mod tests {
         let cases: &[(&str, &[&str], &[&str])] = &[
             (
                 "date-time",
-                &["2024-01-31T12:30:00Z", "2024-04-30T23:59:59.123+02:00"],
-                &["2024-02-30T12:00:00Z", "2024-01-01 12:00:00Z", "2024-01-01T24:00:00Z"],
+                &["2024-01-31T12:30:00Z", "2024-04-30T23:59:59.123+02:00", "2024-02-29t00:00:00z"],
+                &["2024-02-30T12:00:00Z", "2024-01-01 12:00:00Z", "2024-01-01T24:00:00Z", "2023-02-29T00:00:00Z"],
             ),
-            ("date", &["1999-12-31", "2000-02-28"], &["1999-13-01", "1999-04-31", "99-01-01"]),
+            (
+                "date",
+                &["1999-12-31", "2000-02-28", "2000-02-29", "2024-02-29", "1996-02-29", "0000-02-29", "2400-02-29"],
+                &["1999-13-01", "1999-04-31", "99-01-01", "1900-02-29", "2023-02-29", "2100-02-29", "2002-02-29"],
+            ),
             ("time", &["08:15:00Z", "23:00:00-05:00"], &["8:15:00Z", "12:60:00Z"]),
             (
                 "duration",
