@@ -605,3 +605,36 @@ fn escaped_spellings_of_declared_names() {
     );
     check(json!({"not": {"required": ["a"]}}), &["{}", r#"{"b": 1}"#], &[r#"{"a": 1}"#, r#"{"\u0061": 1}"#]);
 }
+
+/// `unevaluatedProperties` beside one conditional applicator: each branch evaluates its own
+/// names with the object's (labels from Python's jsonschema). Exact for `oneOf` and when
+/// `if` holds; `else` counts only the names the `if` branch evaluates too, and `anyOf`
+/// refuses properties that only two branches together evaluate (both documented subsets).
+#[test]
+fn unevaluated_properties_per_branch() {
+    check(
+        json!({"type": "object", "properties": {"k": {}}, "if": {"properties": {"k": {"const": "a"}}, "required": ["k"]},
+            "then": {"properties": {"x": {}}}, "else": {"properties": {"y": {}}}, "unevaluatedProperties": false}),
+        &[r#"{"k": "a", "x": 1}"#, r#"{"k": "b"}"#, r#"{"k": "a"}"#],
+        &[r#"{"k": "a", "y": 1}"#, r#"{"k": "b", "x": 1}"#, r#"{"k": "a", "x": 1, "z": 0}"#],
+    );
+    check(
+        json!({"type": "object", "oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            {"properties": {"b": {"type": "integer"}}, "required": ["b"]}], "unevaluatedProperties": false}),
+        &[r#"{"a": 1}"#, r#"{"b": 1}"#],
+        &[r#"{"a": 1, "b": 2}"#, r#"{"a": 1, "c": 1}"#, r#"{"a": 1, "b": "x"}"#],
+    );
+    check(
+        json!({"type": "object", "anyOf": [{"properties": {"a": {}}, "required": ["a"]},
+            {"properties": {"b": {}}, "required": ["b"]}], "unevaluatedProperties": false}),
+        &[r#"{"a": 1}"#, r#"{"b": 1}"#],
+        &[r#"{"a": 1, "c": 1}"#, "{}"],
+    );
+    // Unevaluated properties must meet the schema given, in every branch.
+    check(
+        json!({"type": "object", "oneOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+            {"properties": {"b": {"const": 2}}, "required": ["b"]}], "unevaluatedProperties": {"type": "string"}}),
+        &[r#"{"a": 1, "z": "s"}"#, r#"{"b": 2, "z": "s"}"#],
+        &[r#"{"a": 1, "z": 3}"#, r#"{"b": 2, "a": 5}"#, r#"{"b": 2, "z": 5}"#],
+    );
+}

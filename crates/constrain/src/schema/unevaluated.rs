@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use super::{escape_pointer, Note};
 
 /// What a schema object evaluates for sure.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 struct Evaluated {
     all: bool,
     names: Vec<String>,
@@ -33,9 +33,134 @@ struct Evaluated {
     all_items: bool,
 }
 
-/// One rewrite: the object's pointer, the keyword, and the part to add without `U` (`None`:
-/// drop the keyword, which constrains nothing there).
-type Edit = (String, &'static str, Option<Map<String, Value>>);
+impl Evaluated {
+    /// Whether no property is named (for what a conditional applicator adds).
+    fn no_properties(&self) -> bool {
+        !self.all && self.names.is_empty() && self.patterns.is_empty()
+    }
+
+    /// The `properties`/`patternProperties` part naming these properties (all `true`).
+    fn part(&self) -> Map<String, Value> {
+        let mut p = Map::new();
+        let all_true = |v: &[String]| Value::Object(v.iter().map(|n| (n.clone(), Value::Bool(true))).collect());
+        if !self.names.is_empty() {
+            p.insert("properties".into(), all_true(&self.names));
+        }
+        if !self.patterns.is_empty() {
+            p.insert("patternProperties".into(), all_true(&self.patterns));
+        }
+        p
+    }
+}
+
+/// How one `unevaluated*` keyword is rewritten.
+enum Plan {
+    /// One more `allOf` part naming what the object evaluates, to which `U` is added as
+    /// `additionalProperties`/`items` (`None`: drop the keyword, which constrains nothing).
+    Part(Option<Map<String, Value>>),
+    /// The object has one conditional applicator (`anyOf`, `oneOf` or `if`), whose
+    /// branches evaluate different names: one more `allOf` part, an `anyOf` over the
+    /// branches, each with the names it evaluates together with the object's own (the
+    /// `Part` form, per branch; `None`: that branch evaluates everything). For `if`, the
+    /// two branches are `if` with `then`, and `else` (see [`branches`]).
+    Branches(&'static str, Vec<Option<Map<String, Value>>>),
+}
+
+/// One rewrite: the object's pointer, the keyword, and how.
+type Edit = (String, &'static str, Plan);
+
+/// The [`Plan::Branches`] of an object `m` whose own static evaluation is `own`, when it has
+/// exactly one conditional applicator and nothing else it evaluates depends on the
+/// instance (its `allOf` parts and `$ref` target have none, nor have the branches).
+/// For `oneOf` the rewrite is exact: the one branch that holds names what is evaluated;
+/// for `if` it is exact when `if` holds. It is a subset for `anyOf` (an instance whose
+/// properties are evaluated only by two branches together is refused) and for `else`
+/// (which counts only the names the `if` branch evaluates too).
+fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan> {
+    let kinds: Vec<&'static str> = ["anyOf", "oneOf", "if"].into_iter().filter(|k| m.contains_key(*k)).collect();
+    let [kind] = kinds.as_slice() else { return None };
+    if ["dependentSchemas", "$dynamicRef", "$recursiveRef"].iter().any(|k| m.contains_key(*k)) {
+        return None;
+    }
+    let conditional = |v: &Value| {
+        let mut d = Evaluated::default();
+        dynamic_evaluated(doc, v, &mut d, &mut HashSet::default(), 1);
+        !d.no_properties()
+    };
+    if m.get("allOf").and_then(Value::as_array).is_some_and(|parts| parts.iter().any(conditional))
+        || target(doc, m).is_some_and(conditional)
+    {
+        return None;
+    }
+    let closure = |side: &[&Value]| -> Option<Option<Map<String, Value>>> {
+        let mut ev = own.clone();
+        for b in side {
+            if conditional(b) {
+                return None;
+            }
+            static_evaluated(doc, b, &mut ev, &mut HashSet::default(), 1, false);
+        }
+        Some((!ev.all).then(|| ev.part()))
+    };
+    let sides = if *kind == "if" {
+        let mut then_side: Vec<&Value> = m.get("if").into_iter().collect();
+        then_side.extend(m.get("then"));
+        let then_names = closure(&then_side)?;
+        // The else branch is not guarded by `not if` (which may not compile): it names only
+        // what `else` evaluates that the `if` branch does too, so it is a subset of the
+        // schema's instances whether or not `if` holds.
+        let mut then_ev = own.clone();
+        for b in &then_side {
+            static_evaluated(doc, b, &mut then_ev, &mut HashSet::default(), 1, false);
+        }
+        let mut else_only = Evaluated::default();
+        if let Some(e) = m.get("else") {
+            if conditional(e) {
+                return None;
+            }
+            static_evaluated(doc, e, &mut else_only, &mut HashSet::default(), 1, false);
+        }
+        let mut else_ev = own.clone();
+        if else_only.all {
+            else_ev = then_ev.clone();
+        } else {
+            let shared = |n: &String, of: &[String]| then_ev.all || of.contains(n);
+            else_ev.names.extend(else_only.names.iter().filter(|n| shared(n, &then_ev.names)).cloned());
+            else_ev.patterns.extend(else_only.patterns.iter().filter(|p| shared(p, &then_ev.patterns)).cloned());
+        }
+        vec![then_names, (!else_ev.all).then(|| else_ev.part())]
+    } else {
+        let list = m.get(*kind)?.as_array()?;
+        list.iter().map(|b| closure(&[b])).collect::<Option<Vec<_>>>()?
+    };
+    Some(Plan::Branches(kind, sides))
+}
+
+/// The [`Plan::Branches`] part for the object `m` (already rewritten below), with `u` the
+/// `unevaluatedProperties` value: `{"anyOf": [{"allOf": [branch…, names + u]}…]}`.
+fn branches_part(m: &Map<String, Value>, kind: &str, sides: Vec<Option<Map<String, Value>>>, u: &Value) -> Value {
+    let conj = |mut parts: Vec<Value>, names: Option<Map<String, Value>>| {
+        if let Some(mut names) = names {
+            names.insert("additionalProperties".into(), u.clone());
+            parts.push(Value::Object(names));
+        }
+        let mut all = Map::new();
+        all.insert("allOf".into(), Value::Array(parts));
+        Value::Object(all)
+    };
+    let alts: Vec<Value> = if kind == "if" {
+        let mut sides = sides.into_iter();
+        let then_side = [m.get("if").cloned(), m.get("then").cloned()].into_iter().flatten().collect();
+        let else_side = m.get("else").cloned().into_iter().collect();
+        vec![conj(then_side, sides.next().flatten()), conj(else_side, sides.next().flatten())]
+    } else {
+        let list = m.get(kind).and_then(Value::as_array).cloned().unwrap_or_default();
+        list.into_iter().zip(sides).map(|(b, names)| conj(vec![b], names)).collect()
+    };
+    let mut part = Map::new();
+    part.insert("anyOf".into(), Value::Array(alts));
+    Value::Object(part)
+}
 
 /// Rewrites every `unevaluated*` keyword of the canonical document `doc` (see the module
 /// docs), recording under-approximations in `notes`.
@@ -87,6 +212,20 @@ pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
                         && dynamic.names.iter().all(|n| ev.names.contains(n))
                         && dynamic.patterns.iter().all(|p| ev.patterns.contains(p)))
             };
+            // Properties evaluated by one conditional applicator: per branch.
+            if !items && !covers && !ev.all && *u != Value::Bool(true) {
+                if let Some(plan) = branches(doc, m, &ev) {
+                    if m.contains_key("anyOf") || m.contains_key("else") {
+                        notes.push(Note::new(
+                            &ptr,
+                            key,
+                            "properties evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)",
+                        ));
+                    }
+                    edits.push((ptr.clone(), key, plan));
+                    continue;
+                }
+            }
             if !covers {
                 notes.push(Note::new(
                     &ptr,
@@ -105,33 +244,25 @@ pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
             } else if ev.all || *u == Value::Bool(true) {
                 None
             } else {
-                let mut p = Map::new();
-                if !ev.names.is_empty() {
-                    p.insert(
-                        "properties".into(),
-                        Value::Object(ev.names.iter().map(|n| (n.clone(), Value::Bool(true))).collect()),
-                    );
-                }
-                if !ev.patterns.is_empty() {
-                    p.insert(
-                        "patternProperties".into(),
-                        Value::Object(ev.patterns.iter().map(|n| (n.clone(), Value::Bool(true))).collect()),
-                    );
-                }
-                Some(p)
+                Some(ev.part())
             };
-            edits.push((ptr.clone(), key, part));
+            edits.push((ptr.clone(), key, Plan::Part(part)));
         }
     }
     let mut out = doc.clone();
     // Deepest first (an edit is found after its ancestors'), so a `U` moved into a new part
     // has already been rewritten.
-    for (ptr, key, part) in edits.into_iter().rev() {
+    for (ptr, key, plan) in edits.into_iter().rev() {
         let Some(Value::Object(m)) = out.pointer_mut(&ptr) else { continue };
         let Some(u) = m.remove(key) else { continue };
-        let Some(mut part) = part else { continue };
-        part.insert((if key == "unevaluatedItems" { "items" } else { "additionalProperties" }).into(), u);
-        let part = Value::Object(part);
+        let part = match plan {
+            Plan::Part(None) => continue,
+            Plan::Part(Some(mut part)) => {
+                part.insert((if key == "unevaluatedItems" { "items" } else { "additionalProperties" }).into(), u);
+                Value::Object(part)
+            }
+            Plan::Branches(kind, sides) => branches_part(m, kind, sides, &u),
+        };
         match m.get_mut("allOf") {
             Some(Value::Array(a)) => a.push(part),
             _ => {
