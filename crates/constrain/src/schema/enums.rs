@@ -1,5 +1,6 @@
 //! `enum` and `const`: the listed values that also satisfy their sibling keywords, each
-//! spelled as a JSON literal (numbers in every spelling a JSON serialiser gives them).
+//! spelled as a JSON literal (numbers in every spelling a JSON serialiser gives them;
+//! objects of a few members in any member order).
 
 use serde_json::{Map, Value};
 
@@ -53,6 +54,7 @@ impl<'a> Compiler<'a> {
         // A number allowed only as an integer is spelled only as one (`1`, not `1.0`), and a
         // non-integer is dropped: exact decimal test, not a float's.
         let integer_only = !types.contains(&"number");
+        let objects = values.iter().filter(|v| v.is_object()).count();
         for v in &values {
             let lit = match v {
                 Value::Number(n) => match Dec::parse(&n.to_string()) {
@@ -60,6 +62,9 @@ impl<'a> Compiler<'a> {
                     None if integer_only => Expr::Nothing,
                     None => Expr::lit(&n.to_string()),
                 },
+                Value::Object(o) if (2..=MAX_ANY_ORDER_KEYS).contains(&o.len()) && objects <= MAX_ANY_ORDER_OBJECTS => {
+                    self.any_order_object(o, ptr)?
+                }
                 _ => json::value_literal(v, &ws),
             };
             if lit == Expr::Nothing {
@@ -76,4 +81,30 @@ impl<'a> Compiler<'a> {
         };
         Ok(if e.size() > 8 { self.rule("enum", e) } else { e })
     }
+
+    /// An object value of an `enum`/`const` with its members in any order (JSON objects
+    /// are unordered: `{"h": 2, "w": 1}` equals `{"w": 1, "h": 2}`): compiled as the
+    /// object whose properties are exactly these, each the `const` of its value.
+    fn any_order_object(&mut self, o: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
+        let mut properties = Map::new();
+        for (k, v) in o {
+            let mut c = Map::new();
+            c.insert("const".into(), v.clone());
+            properties.insert(k.clone(), Value::Object(c));
+        }
+        let mut schema = Map::new();
+        schema.insert("type".into(), Value::String("object".into()));
+        schema.insert("properties".into(), Value::Object(properties));
+        schema.insert("required".into(), Value::Array(o.keys().map(|k| Value::String(k.clone())).collect()));
+        schema.insert("additionalProperties".into(), Value::Bool(false));
+        self.compile_value(&Value::Object(schema), ptr)
+    }
 }
+
+/// Objects of an `enum`/`const` with up to this many members are spelled in any order
+/// (the members of larger ones in the order given: fewer strings, never more).
+const MAX_ANY_ORDER_KEYS: usize = 4;
+
+/// An `enum` of more objects than this spells them all in the order given (each object in
+/// any order is an object grammar of its own, which a long list would multiply).
+const MAX_ANY_ORDER_OBJECTS: usize = 32;

@@ -638,3 +638,19 @@ fn unevaluated_properties_per_branch() {
         &[r#"{"a": 1, "z": 3}"#, r#"{"b": 2, "a": 5}"#, r#"{"b": 2, "z": 5}"#],
     );
 }
+
+/// Objects of an `enum`/`const` equal the value whatever the order of their members
+/// (JSON objects are unordered); nothing more: no other member, none missing or repeated.
+#[test]
+fn enum_and_const_objects_in_any_member_order() {
+    check(
+        json!({"enum": [{"w": 1, "h": 2}, 3]}),
+        &[r#"{"w": 1, "h": 2}"#, r#"{"h": 2, "w": 1}"#, r#"{"h": 2, "w": 1.0}"#, "3"],
+        &[r#"{"w": 1}"#, r#"{"w": 1, "h": 2, "z": 1}"#, r#"{"w": 1, "w": 1}"#, r#"{"h": 1, "w": 2}"#],
+    );
+    check(
+        json!({"const": {"x": 0, "y": {"a": [1, 2], "d": null}}}),
+        &[r#"{"y": {"d": null, "a": [1, 2]}, "x": 0}"#, r#"{"x": 0.0, "y": {"a": [1, 2], "d": null}}"#],
+        &[r#"{"x": 0, "y": {"a": [2, 1], "d": null}}"#, r#"{"x": 0, "y": {"a": [1, 2], "d": null}, "x": 0}"#],
+    );
+}
