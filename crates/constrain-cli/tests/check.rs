@@ -46,3 +46,15 @@ fn check_exit_codes() {
     assert_eq!(check(&schema, r#"{"k5":5}"#, LimitArgs { max_parse_stacks: Some(1000), ..Default::default() }), 0);
     assert_eq!(check(&json!({"type": "string"}), "\"ab", LimitArgs::default()), EXIT_REJECTED);
 }
+
+/// A document checked against a schema may end with whitespace, as files and `constrain`'s
+/// own output do; whitespace is not the value, so nothing more is accepted.
+#[test]
+fn check_ignores_whitespace_after_the_value() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
+    assert_eq!(check(&schema, "{\"a\": 1}\n", LimitArgs::default()), 0);
+    assert_eq!(check(&schema, "{\"a\": 1}\r\n \t\n", LimitArgs::default()), 0);
+    assert_eq!(check(&schema, "{\"a\": \"x\"}\n", LimitArgs::default()), EXIT_REJECTED);
+    assert_eq!(check(&schema, "{\"a\": 1}\nx", LimitArgs::default()), EXIT_REJECTED);
+    assert_eq!(check(&schema, "\n", LimitArgs::default()), EXIT_REJECTED);
+}

@@ -1,8 +1,9 @@
 //! `constrain check`: does a constraint accept a document, and if not, where and why.
 //!
 //! Input: a constraint (`--schema`, `--json-schema`, `--grammar-file`, `--grammar`,
-//! `--regex`) and a document (a file, or `-` for stdin); optionally `--tokenizer` to replay
-//! the document token by token through the masks, as generation would.
+//! `--regex`) and a document (a file, or `-` for stdin; against a schema, whitespace after
+//! the JSON value is ignored); optionally `--tokenizer` to replay the document token by
+//! token through the masks, as generation would.
 //! Output: exit 0 when the constraint accepts the whole document and may end there;
 //! otherwise exit [`EXIT_REJECTED`] (refused or incomplete) or [`EXIT_LIMIT`] (a parse limit
 //! cut a path: no verdict), with the explanation on stderr (see [`constrain::explain`]).
@@ -49,7 +50,13 @@ pub fn check(args: &CheckArgs) -> Result<u8, Failure> {
         )
     })?;
     let is_schema = args.constraint.schema.is_some() || args.constraint.json_schema.is_some();
-    let doc = read_doc(&args.doc).map_err(Failure::from)?;
+    let mut doc = read_doc(&args.doc).map_err(Failure::from)?;
+    if is_schema {
+        // A JSON text may end with whitespace (RFC 8259), and files and `constrain`'s own
+        // output end with a newline: the value is what is checked.
+        let end = doc.iter().rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')).map_or(0, |i| i + 1);
+        doc.truncate(end);
+    }
     let limits = args.constraint.limits.limits();
 
     if let Some(tok_path) = &args.tokenizer {
