@@ -18,7 +18,9 @@
 //! - **rejected**: it dies inside the context and never left it;
 //! - **stack-dependent**: the context's bottom rule completed after `j` bytes and the rest of the
 //!   token (`token[j..]`) depends on frames below the context. Those suffixes are kept in a small
-//!   suffix trie and checked against the real stack at run time (`Entry::add_suffixes`).
+//!   suffix trie and checked against the real stack at run time (`Entry::add_suffixes`); each
+//!   matcher keeps the answer by the frame below the context (`SuffixMemo`), which a string
+//!   value's tokens share.
 //!
 //! Accepted sets are stored as a sorted id list or a bitset, whichever is smaller.
 //! Entries are keyed by structural fingerprints, so the JSON string body of every schema
