@@ -21,11 +21,11 @@
 //!   `allOf`, `$ref`): along those, which subschemas apply to a value follows from its
 //!   location in the document alone. Under `anyOf`, `oneOf`, `not`, `if`, … it does not,
 //!   so a keyword inside them is checked at the position of the `anyOf` (and so on) itself.
-//! - While matching, an incremental JSON tracker ([`tracker`]) follows the output, knows
-//!   the set of positions that apply to each open value, and validates a value the moment
-//!   it completes (closing quote, bracket, the byte after a number, the last letter of a
-//!   literal). The mask leaves out every token that would complete a value that fails, and
-//!   [`crate::Matcher::accept_token`] refuses it.
+//! - While matching, an incremental JSON tracker (the private `tracker` module) follows the
+//!   output, knows the set of positions that apply to each open value, and validates a value
+//!   the moment it completes (closing quote, bracket, the byte after a number, the last
+//!   letter of a literal). The mask leaves out every token that would complete a value that
+//!   fails, and [`crate::Matcher::accept_token`] refuses it.
 //! - Last, the whole document is validated against the whole schema before the output may
 //!   end: whatever the tracker could not place is still checked, so the constraint never
 //!   accepts a document the schema rejects.
