@@ -282,6 +282,9 @@ impl std::ops::Deref for Error {
 
 /// Escapes one JSON-pointer segment (`~` → `~0`, `/` → `~1`).
 fn escape_pointer(seg: &str) -> String {
+    if !seg.contains(['~', '/']) {
+        return seg.to_string();
+    }
     seg.replace('~', "~0").replace('/', "~1")
 }
 

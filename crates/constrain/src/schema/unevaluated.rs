@@ -20,6 +20,7 @@
 
 use rustc_hash::FxHashSet as HashSet;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 use super::{escape_pointer, Note};
 
@@ -164,7 +165,11 @@ fn branches_part(m: &Map<String, Value>, kind: &str, sides: Vec<Option<Map<Strin
 
 /// Rewrites every `unevaluated*` keyword of the canonical document `doc` (see the module
 /// docs), recording under-approximations in `notes`.
-pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
+pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Value> {
+    if !mentions_unevaluated(doc) {
+        // Most schemas: no scan with pointers, no copy.
+        return Cow::Borrowed(doc);
+    }
     let mut edits: Vec<Edit> = Vec::new();
     let mut todo: Vec<(&Value, String)> = vec![(doc, String::new())];
     while let Some((v, ptr)) = todo.pop() {
@@ -249,6 +254,9 @@ pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
             edits.push((ptr.clone(), key, Plan::Part(part)));
         }
     }
+    if edits.is_empty() {
+        return Cow::Borrowed(doc);
+    }
     let mut out = doc.clone();
     // Deepest first (an edit is found after its ancestors'), so a `U` moved into a new part
     // has already been rewritten.
@@ -270,7 +278,27 @@ pub(crate) fn rewrite(doc: &Value, notes: &mut Vec<Note>) -> Value {
             }
         }
     }
-    out
+    Cow::Owned(out)
+}
+
+/// Whether some object of `doc` has an `unevaluatedProperties` or `unevaluatedItems` key
+/// (anywhere, as a keyword or not): without one there is nothing to rewrite. An explicit
+/// stack, so a deeply nested document cannot overflow the thread's.
+fn mentions_unevaluated(doc: &Value) -> bool {
+    let mut todo = vec![doc];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems") {
+                    return true;
+                }
+                todo.extend(m.values());
+            }
+            Value::Array(a) => todo.extend(a.iter()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The `$ref` target of `m` in the canonical document, if any.
