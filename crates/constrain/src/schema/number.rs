@@ -938,6 +938,14 @@ mod tests {
         Dec::parse(s).unwrap()
     }
 
+    /// Test oracle: whether `v` lies within the bounds, by digit comparison (`cmp_dec`).
+    fn within(v: &Dec, lo: Option<&Bound>, hi: Option<&Bound>) -> bool {
+        use std::cmp::Ordering::*;
+        let cmp = |b: &Bound| cmp_dec(v, &b.value);
+        lo.is_none_or(|b| cmp(b) == Greater || (cmp(b) == Equal && !b.strict))
+            && hi.is_none_or(|b| cmp(b) == Less || (cmp(b) == Equal && !b.strict))
+    }
+
     #[test]
     fn parse_decimals() {
         assert_eq!(dec("12.50"), Dec { neg: false, int: vec![1, 2], frac: vec![5] });
@@ -1002,16 +1010,7 @@ mod tests {
                 for k in -25i64..=25 {
                     for sign in ["", "-"] {
                         let text = format!("{sign}{m}e{k}");
-                        let x = dec(&text);
-                        let inside = lo.as_ref().is_none_or(|b| match cmp_dec(&x, &b.value) {
-                            std::cmp::Ordering::Greater => true,
-                            std::cmp::Ordering::Equal => !b.strict,
-                            std::cmp::Ordering::Less => false,
-                        }) && hi.as_ref().is_none_or(|b| match cmp_dec(&x, &b.value) {
-                            std::cmp::Ordering::Less => true,
-                            std::cmp::Ordering::Equal => !b.strict,
-                            std::cmp::Ordering::Greater => false,
-                        });
+                        let inside = within(&dec(&text), lo.as_ref(), hi.as_ref());
                         assert_eq!(p.matches(text.as_bytes()), inside, "{text} in {l}({ls})..{h}({hs})");
                     }
                 }
@@ -1102,18 +1101,9 @@ mod tests {
     /// Exact oracle: whether the number spelled `x` lies in the bounds and is a multiple of
     /// `m` (decimal text), computed on digit strings (no floats).
     fn oracle(x: &str, lo: Option<(&str, bool)>, hi: Option<(&str, bool)>, m: Option<&str>, integer: bool) -> bool {
-        use std::cmp::Ordering::*;
         let v = dec(x);
-        let in_lo = lo.is_none_or(|(l, strict)| match cmp_dec(&v, &dec(l)) {
-            Greater => true,
-            Equal => !strict,
-            Less => false,
-        });
-        let in_hi = hi.is_none_or(|(h, strict)| match cmp_dec(&v, &dec(h)) {
-            Less => true,
-            Equal => !strict,
-            Greater => false,
-        });
+        let bound = |(b, strict): (&str, bool)| Bound { value: dec(b), strict };
+        let in_bounds = within(&v, lo.map(bound).as_ref(), hi.map(bound).as_ref());
         let multiple = m.is_none_or(|m| {
             let m = dec(m);
             // Scale both to integers with the same number of fraction digits, then divide.
@@ -1127,7 +1117,7 @@ mod tests {
             let r = digits(&v).iter().fold(0u128, |a, &d| (a * 10 + d as u128) % md);
             r == 0
         });
-        in_lo && in_hi && multiple && (!integer || v.is_integer())
+        in_bounds && multiple && (!integer || v.is_integer())
     }
 
     /// Candidate spellings: integers and decimals around the interesting values, big ones,
