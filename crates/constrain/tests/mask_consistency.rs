@@ -53,6 +53,13 @@ fn vocabulary() -> Arc<TokenIndex> {
     TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"))
 }
 
+/// The constraint of the schema `text` (default options and limits) over `index`.
+fn constraint_for(index: &Arc<TokenIndex>, text: &str) -> Constraint {
+    let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
+    let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
+    Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint")
+}
+
 /// The tokens `matcher` accepts now, tried one by one (each accepted one is rolled back).
 fn accepted_by_matcher(matcher: &mut Matcher, vocab: &Vocabulary) -> Vec<u32> {
     let mut out = Vec::new();
@@ -108,9 +115,7 @@ fn masks_equal_what_the_matcher_accepts() {
     let mut mask = vec![0u32; vocab.mask_words()];
     let mut steps = 0;
     for (n, text) in schemas.iter().enumerate() {
-        let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
-        let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
-        let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        let constraint = constraint_for(&index, text);
         for seed in 0..6 {
             let mut rng = StdRng::seed_from_u64(seed * 31 + n as u64);
             let mut matcher = constraint.matcher();
@@ -193,9 +198,7 @@ fn one_character_loops_at_every_count() {
         ),
     ];
     for (text, prefixes) in cases {
-        let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
-        let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
-        let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        let constraint = constraint_for(&index, text);
         for prefix in prefixes {
             let mut matcher = constraint.matcher();
             matcher.accept_bytes(prefix.as_bytes()).expect("the prefix is valid");
@@ -225,9 +228,7 @@ fn masks_after_rollbacks_equal_a_fresh_matchers() {
     let mut fresh_mask = vec![0u32; vocab.mask_words()];
     let (mut checked, mut rollbacks) = (0, 0);
     for (n, text) in schemas.iter().enumerate() {
-        let schema: serde_json::Value = serde_json::from_str(text).expect("schema JSON");
-        let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
-        let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        let constraint = constraint_for(&index, text);
         for seed in 0..4 {
             let mut rng = StdRng::seed_from_u64(seed * 17 + n as u64);
             let mut matcher = constraint.matcher();
@@ -280,10 +281,11 @@ fn other_keys_refuse_escaped_names_in_masks_too() {
     tokens.push(Vec::new());
     let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"));
     let vocab = index.vocab();
-    let schema = serde_json::json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a/b": {"type": "integer"},
-        "x": {"type": "integer"}}, "additionalProperties": {"type": "string"}});
-    let grammar = schema::compile(&schema, &Options::default()).expect("schema compiles");
-    let constraint = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+    let constraint = constraint_for(
+        &index,
+        r#"{"type": "object", "properties": {"ab": {"type": "integer"}, "a/b": {"type": "integer"},
+            "x": {"type": "integer"}}, "additionalProperties": {"type": "string"}}"#,
+    );
     let mut mask = vec![0u32; vocab.mask_words()];
     let mut checked = 0;
     for seed in 0..40 {
