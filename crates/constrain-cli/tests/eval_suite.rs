@@ -10,15 +10,22 @@ mod common;
 use common::tokenizer_json;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite-subset")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// `constrain eval` of the suite-subset folder `set` (see [`eval_dir`]).
 fn eval(set: &str, tag: &str) -> Value {
+    eval_dir(fixtures().join("suite-subset").join(set), tag)
+}
+
+/// `constrain eval` of `set_dir` with the test tokenizer: its JSON report, after checking
+/// that it exited successfully.
+fn eval_dir(set_dir: PathBuf, tag: &str) -> Value {
     let dir = std::env::temp_dir().join(format!("constrain-suite-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("tokenizer.json"), tokenizer_json()).unwrap();
     let args = EvalArgs {
-        dir: fixtures().join(set),
+        dir: set_dir.clone(),
         tokenizer: dir.join("tokenizer.json"),
         json_report: Some(dir.join("report.json")),
         grammar_file: None,
@@ -35,7 +42,7 @@ fn eval(set: &str, tag: &str) -> Value {
     let code = run(&args).unwrap();
     let r: Value = serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).ok();
-    assert_eq!(code, std::process::ExitCode::SUCCESS, "{set}: {r:#}");
+    assert_eq!(code, std::process::ExitCode::SUCCESS, "{}: {r:#}", set_dir.display());
     r
 }
 
@@ -66,29 +73,7 @@ fn hostname_under_approximation_is_reported() {
 /// and every schema passes but the documented `unevaluated*` subsets.
 #[test]
 fn hand_written_schemas_pass_but_documented_subsets() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/handwritten");
-    let tmp = std::env::temp_dir().join(format!("constrain-hand-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::write(tmp.join("tokenizer.json"), tokenizer_json()).unwrap();
-    let args = EvalArgs {
-        dir,
-        tokenizer: tmp.join("tokenizer.json"),
-        json_report: Some(tmp.join("report.json")),
-        grammar_file: None,
-        limit: None,
-        filter: None,
-        whitespace: Default::default(),
-        verbose: false,
-        draft: None,
-        lenient: false,
-        no_runtime_checks: false,
-        explain: false,
-        limits: Default::default(),
-    };
-    let code = run(&args).unwrap();
-    let r: Value = serde_json::from_slice(&std::fs::read(tmp.join("report.json")).unwrap()).unwrap();
-    std::fs::remove_dir_all(&tmp).ok();
-    assert_eq!(code, std::process::ExitCode::SUCCESS, "{r:#}");
+    let r = eval_dir(fixtures().join("handwritten"), "hand");
     assert_eq!(wrong_accepts(&r), Vec::<String>::new());
     let failing: Vec<&str> = r["schemas"]
         .as_array()
