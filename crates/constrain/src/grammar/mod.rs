@@ -412,6 +412,9 @@ pub struct GrammarBuilder {
     /// Per base name, the suffix [`GrammarBuilder::fresh_name`] tries next, so generating
     /// thousands of `item_N` names stays linear.
     next_suffix: rustc_hash::FxHashMap<String, u32>,
+    /// The names [`GrammarBuilder::fresh_name`] handed out, declared yet or not: a caller
+    /// may name several rules after one (`{name}_i0`, …) before declaring it.
+    handed_out: rustc_hash::FxHashSet<String>,
     exclusions: Vec<StringExclusion>,
 }
 
@@ -433,22 +436,30 @@ impl GrammarBuilder {
         id
     }
 
-    /// A fresh name `base`, `base_2`, `base_3`… not used yet in this builder.
+    /// A fresh name `base`, `base_2`, `base_3`… neither declared nor handed out before in
+    /// this builder (so two calls never return the same name, even if the first one's
+    /// caller has not declared it yet).
     pub fn fresh_name(&mut self, base: &str) -> String {
-        if !self.names.contains_key(base) {
-            return base.to_string();
-        }
-        let next = self.next_suffix.entry(base.to_string()).or_insert(2);
-        let mut name = String::with_capacity(base.len() + 4);
-        loop {
-            use std::fmt::Write;
-            name.clear();
-            let _ = write!(name, "{base}_{next}");
-            *next += 1;
-            if !self.names.contains_key(&name) {
-                return name;
+        let taken = |b: &Self, n: &str| b.names.contains_key(n) || b.handed_out.contains(n);
+        let name = if !taken(self, base) {
+            base.to_string()
+        } else {
+            let mut next = self.next_suffix.get(base).copied().unwrap_or(2);
+            let mut name = String::with_capacity(base.len() + 4);
+            loop {
+                use std::fmt::Write;
+                name.clear();
+                let _ = write!(name, "{base}_{next}");
+                next += 1;
+                if !taken(self, &name) {
+                    break;
+                }
             }
-        }
+            self.next_suffix.insert(base.to_string(), next);
+            name
+        };
+        self.handed_out.insert(name.clone());
+        name
     }
 
     /// Defines a declared rule. Defining a rule twice replaces the earlier body.
@@ -588,6 +599,19 @@ impl fmt::Display for Grammar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fresh_names_are_never_handed_out_twice() {
+        let mut b = GrammarBuilder::new();
+        // Not declared in between: the second caller must still get another name.
+        assert_eq!(b.fresh_name("multiple"), "multiple");
+        assert_eq!(b.fresh_name("multiple"), "multiple_2");
+        b.declare("x_2");
+        assert_eq!(b.fresh_name("x"), "x");
+        assert_eq!(b.fresh_name("x"), "x_3");
+        let r = b.add("x", Expr::Empty);
+        assert_eq!(b.rule_names[r.index()], "x_4");
+    }
 
     #[test]
     fn builder_rejects_undefined_rules() {

@@ -863,9 +863,8 @@ pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usiz
         p10[k] = p10[k - 1] * 10 % q;
     }
     let next = |r: usize, d: u8| ((r as u64 * 10 + d as u64) % q) as usize;
-    // The rules are named after `base`, which is declared here as the number's own rule:
-    // `fresh_name` only avoids names already declared, so an undeclared base would be handed
-    // out again, and a second `multipleOf` would redefine this one's rules.
+    // The rules are named after `base` (never handed out twice: see `fresh_name`), which is
+    // also the number's own rule.
     let base = b.fresh_name("multiple");
     let top = b.declare(&base);
     let int_rules: Vec<RuleId> = (0..qn).map(|r| b.declare(&format!("{base}_i{r}"))).collect();
