@@ -93,34 +93,26 @@ fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan
     {
         return None;
     }
-    let closure = |side: &[&Value]| -> Option<Option<Map<String, Value>>> {
-        let mut ev = own.clone();
+    // What `start` and the schemas of one side evaluate, or `None` if one of them is itself
+    // conditional.
+    let evaluated = |mut ev: Evaluated, side: &[&Value]| -> Option<Evaluated> {
         for b in side {
             if conditional(b) {
                 return None;
             }
             static_evaluated(doc, b, &mut ev, &mut HashSet::default(), 1, false);
         }
-        Some((!ev.all).then(|| ev.part()))
+        Some(ev)
     };
+    let names = |ev: &Evaluated| (!ev.all).then(|| ev.part());
     let sides = if *kind == "if" {
-        let mut then_side: Vec<&Value> = m.get("if").into_iter().collect();
-        then_side.extend(m.get("then"));
-        let then_names = closure(&then_side)?;
+        let then_side: Vec<&Value> = [m.get("if"), m.get("then")].into_iter().flatten().collect();
+        let then_ev = evaluated(own.clone(), &then_side)?;
         // The else branch is not guarded by `not if` (which may not compile): it names only
         // what `else` evaluates that the `if` branch does too, so it is a subset of the
         // schema's instances whether or not `if` holds.
-        let mut then_ev = own.clone();
-        for b in &then_side {
-            static_evaluated(doc, b, &mut then_ev, &mut HashSet::default(), 1, false);
-        }
-        let mut else_only = Evaluated::default();
-        if let Some(e) = m.get("else") {
-            if conditional(e) {
-                return None;
-            }
-            static_evaluated(doc, e, &mut else_only, &mut HashSet::default(), 1, false);
-        }
+        let else_side: Vec<&Value> = m.get("else").into_iter().collect();
+        let else_only = evaluated(Evaluated::default(), &else_side)?;
         let mut else_ev = own.clone();
         if else_only.all {
             else_ev = then_ev.clone();
@@ -129,10 +121,10 @@ fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan
             else_ev.names.extend(else_only.names.iter().filter(|n| shared(n, &then_ev.names)).cloned());
             else_ev.patterns.extend(else_only.patterns.iter().filter(|p| shared(p, &then_ev.patterns)).cloned());
         }
-        vec![then_names, (!else_ev.all).then(|| else_ev.part())]
+        vec![names(&then_ev), names(&else_ev)]
     } else {
         let list = m.get(*kind)?.as_array()?;
-        list.iter().map(|b| closure(&[b])).collect::<Option<Vec<_>>>()?
+        list.iter().map(|b| evaluated(own.clone(), &[b]).map(|ev| names(&ev))).collect::<Option<Vec<_>>>()?
     };
     Some(Plan::Branches(kind, sides))
 }
