@@ -165,13 +165,43 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
     if keys.is_empty() {
         return rest.clone();
     }
-    let mut alts = Vec::new();
+    let mut firsts: Vec<char> = keys.iter().filter_map(|k| k.first().copied()).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    let mut alts = Vec::with_capacity(firsts.len() + 4);
     if !keys.iter().any(|k| k.is_empty()) {
         alts.push(Expr::lit("\""));
     }
-    let mut firsts: Vec<char> = keys.iter().filter_map(|k| k.first().copied()).collect();
-    firsts.sort();
-    firsts.dedup();
+    if !firsts.is_empty() && firsts.iter().all(|&c| c.is_ascii() && c >= ' ' && c != '"' && c != '\\') {
+        // The common case (names of plain ASCII characters), built directly: the raw ASCII
+        // characters that are no first character, the non-ASCII ones through the shared
+        // rule, and the short escapes; the same expression the general case builds.
+        let taken = firsts.iter().fold((1u128 << b'"') | (1u128 << b'\\'), |m, &c| m | (1u128 << c as u32));
+        let mut raw = Vec::new();
+        let mut c = 0x20u32;
+        while c < 0x80 {
+            if taken & (1u128 << c) != 0 {
+                c += 1;
+                continue;
+            }
+            let start = c;
+            while c < 0x80 && taken & (1u128 << c) == 0 {
+                c += 1;
+            }
+            raw.push((char::from(start as u8), char::from((c - 1) as u8)));
+        }
+        if !raw.is_empty() {
+            alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
+        }
+        alts.push(nonascii_rest.clone());
+        alts.push(short_escapes(&firsts, rest));
+        for c in firsts {
+            let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
+            let tail = trie_tail(&tails, rules, b, depth);
+            alts.push(Expr::seq([Expr::Literal(vec![c as u8]), tail]));
+        }
+        return Expr::alt(alts);
+    }
     // Characters other than the first characters of keys: anything may follow.
     let mut others = Vec::new();
     let mut lo = '\0';
@@ -226,30 +256,42 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
             if firsts.is_empty() {
                 alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
             } else {
-                let mut short = vec![(b'"', b'"'), (b'\\', b'\\'), (b'b', b'b'), (b'f', b'f')];
-                short.extend([(b'n', b'n'), (b'r', b'r'), (b't', b't')]);
-                if !firsts.contains(&'/') {
-                    short.push((b'/', b'/'));
-                }
-                short.sort_unstable();
-                alts.push(Expr::seq([Expr::lit("\\"), Expr::Bytes(short), rest.clone()]));
+                alts.push(short_escapes(&firsts, rest));
             }
         }
     }
     for c in firsts {
         let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        let tail = if depth + 1 >= KEY_CHUNK {
-            let e = not_in_set(&tails, rules, b, 0);
-            match e {
-                Expr::Ref(_) | Expr::Literal(_) | Expr::Empty | Expr::Nothing => e,
-                e => Expr::Ref(b.add("other_key_rest", e)),
-            }
-        } else {
-            not_in_set(&tails, rules, b, depth + 1)
-        };
+        let tail = trie_tail(&tails, rules, b, depth);
         alts.push(Expr::seq([json::str_units(&c.to_string()), tail]));
     }
     Expr::alt(alts)
+}
+
+/// Where some key goes on with one of `firsts`: a backslash and a short escape of a
+/// character no key continues with, then the rest of the string (see [`not_in_set`]).
+fn short_escapes(firsts: &[char], rest: &Expr) -> Expr {
+    let mut short = vec![(b'"', b'"'), (b'\\', b'\\'), (b'b', b'b'), (b'f', b'f')];
+    short.extend([(b'n', b'n'), (b'r', b'r'), (b't', b't')]);
+    if !firsts.contains(&'/') {
+        short.push((b'/', b'/'));
+    }
+    short.sort_unstable();
+    Expr::seq([Expr::lit("\\"), Expr::Bytes(short), rest.clone()])
+}
+
+/// The trie below one character at `depth`: [`not_in_set`] of the keys' tails, made a rule
+/// of its own every [`KEY_CHUNK`] characters.
+fn trie_tail(tails: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
+    if depth + 1 >= KEY_CHUNK {
+        let e = not_in_set(tails, rules, b, 0);
+        match e {
+            Expr::Ref(_) | Expr::Literal(_) | Expr::Empty | Expr::Nothing => e,
+            e => Expr::Ref(b.add("other_key_rest", e)),
+        }
+    } else {
+        not_in_set(tails, rules, b, depth + 1)
+    }
 }
 
 /// Characters of an excluded key followed before [`not_in_set`] continues in a new rule.
