@@ -1,7 +1,7 @@
 //! Building a [`Pda`] from a [`Grammar`]: lift large counted repetitions into loop rules,
 //! determinise each rule (Thompson NFA → subset construction), trim, check, fingerprint.
 
-use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, UNBOUNDED};
+use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, Span, UNBOUNDED};
 use crate::grammar::{Expr, Grammar};
 use crate::util::cache::GenCache;
 use crate::util::hash128;
@@ -245,9 +245,14 @@ struct ClosureScratch {
     todo: Vec<u32>,
 }
 
-/// A determinised rule: nodes with local targets.
+/// A determinised rule: nodes with local targets, their edges in two flat lists as in a
+/// [`Pda`].
+#[derive(Default)]
 struct Dfa {
-    nodes: Vec<(bool, Vec<ByteEdge>, Vec<CallEdge>)>,
+    /// Per node: final, byte edges, call edges.
+    nodes: Vec<(bool, Span, Span)>,
+    bytes: Vec<ByteEdge>,
+    calls: Vec<CallEdge>,
 }
 
 /// Which budget a determinisation ran out of.
@@ -265,7 +270,7 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
     // Each set is stored once, shared by the index and the map.
     let mut ids: HashMap<Rc<[u32]>, u32> = HashMap::default();
     let mut sets: Vec<Rc<[u32]>> = Vec::new();
-    let mut out = Dfa { nodes: Vec::new() };
+    let mut out = Dfa::default();
     let mut scratch = ClosureScratch::default();
     let mut first = vec![start];
     nfa.closure(&mut first, &mut scratch);
@@ -307,7 +312,7 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
             cover.extend((first..end).map(|w| (w as u16, t)));
         }
         cover.sort_unstable();
-        let mut byte_edges: Vec<ByteEdge> = Vec::new();
+        let bytes_start = out.bytes.len();
         let mut k = 0;
         while k < cover.len() {
             let w = cover[k].0 as usize;
@@ -319,16 +324,17 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
             let (lo, hi) = (bounds[w], bounds[w + 1] - 1);
             nfa.closure(&mut target, &mut scratch);
             let t = intern(&mut ids, &mut sets, &target);
-            match byte_edges.last_mut() {
-                Some(last) if last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
-                _ => byte_edges.push(ByteEdge { lo: lo as u8, hi: hi as u8, target: t }),
+            let own = out.bytes.len() > bytes_start;
+            match out.bytes.last_mut() {
+                Some(last) if own && last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
+                _ => out.bytes.push(ByteEdge { lo: lo as u8, hi: hi as u8, target: t }),
             }
         }
         // Call edges: one per callee.
         by_callee.clear();
         by_callee.extend(set.iter().flat_map(|&s| nfa.calls[s as usize].iter().copied()));
         by_callee.sort_unstable();
-        let mut calls = Vec::new();
+        let calls_start = out.calls.len();
         let mut j = 0;
         while j < by_callee.len() {
             let callee = by_callee[j].0;
@@ -339,9 +345,10 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
             }
             nfa.closure(&mut target, &mut scratch);
             let t = intern(&mut ids, &mut sets, &target);
-            calls.push(CallEdge { callee, ret: t });
+            out.calls.push(CallEdge { callee, ret: t });
         }
-        out.nodes.push((is_final, byte_edges, calls));
+        let span = |start: usize, end: usize| Span { start: start as u32, len: (end - start) as u32 };
+        out.nodes.push((is_final, span(bytes_start, out.bytes.len()), span(calls_start, out.calls.len())));
         i += 1;
     }
     Ok(out)
@@ -460,17 +467,18 @@ impl CanonicalRule {
         })?;
         *fuel = fuel.saturating_sub(nfa.len() as u64);
         let mut dfa = determinise(&nfa, s, a, budget, fuel)?;
-        let mut bytes = self.key.len() + std::mem::size_of::<CachedRule>();
-        for (_, edges, calls) in dfa.nodes.iter_mut() {
-            for c in calls.iter_mut() {
-                let local = self.local.get(&c.callee).copied();
-                // Every callee the DFA names was numbered while encoding the key; u32::MAX
-                // (no rule) would make the call edge dead: fewer strings, never more.
-                debug_assert!(local.is_some(), "call edge to callee {} the canonical key did not number", c.callee);
-                c.callee = local.unwrap_or(u32::MAX);
-            }
-            bytes += 32 + edges.len() * std::mem::size_of::<ByteEdge>() + calls.len() * std::mem::size_of::<CallEdge>();
+        for c in dfa.calls.iter_mut() {
+            let local = self.local.get(&c.callee).copied();
+            // Every callee the DFA names was numbered while encoding the key; u32::MAX
+            // (no rule) would make the call edge dead: fewer strings, never more.
+            debug_assert!(local.is_some(), "call edge to callee {} the canonical key did not number", c.callee);
+            c.callee = local.unwrap_or(u32::MAX);
         }
+        let bytes = self.key.len()
+            + std::mem::size_of::<CachedRule>()
+            + dfa.nodes.len() * std::mem::size_of::<(bool, Span, Span)>()
+            + dfa.bytes.len() * std::mem::size_of::<ByteEdge>()
+            + dfa.calls.len() * std::mem::size_of::<CallEdge>();
         let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa });
         cache.rules.insert(self.key.as_slice().into(), rule.clone(), bytes);
         Ok(rule)
@@ -565,7 +573,9 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
     let mut canonical = CanonicalRule::default();
     let mut fuel = limits.compile_fuel;
     let mut nodes: Vec<Node> = Vec::new();
-    let mut rules: Vec<RuleInfo> = Vec::new();
+    let mut edges: Vec<ByteEdge> = Vec::new();
+    let mut call_edges: Vec<CallEdge> = Vec::new();
+    let mut rules: Vec<RuleInfo> = Vec::with_capacity(lifter.rules.len());
     for (ri, (name, lifted)) in lifter.rules.iter().enumerate() {
         let first = nodes.len() as u32;
         let budget = limits.max_automaton_states.saturating_sub(nodes.len());
@@ -583,15 +593,24 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
                         Error::Budget { limit: crate::limits::LimitExceeded::CompileFuel, rule: name.clone() }
                     }
                 })?;
-                for (is_final, bytes, calls) in dfa.dfa.nodes.iter() {
-                    let bytes = bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }).collect();
-                    let calls = calls
-                        .iter()
-                        .filter_map(|c| {
-                            Some(CallEdge { callee: *canonical.refs.get(c.callee as usize)?, ret: c.ret + first })
-                        })
-                        .collect();
-                    nodes.push(Node { rule: ri as u32, is_final: *is_final, bytes, calls, repeat: None, dense: None });
+                // The rule's byte edges in one pass, its nodes' spans moved by as much.
+                let dfa = &dfa.dfa;
+                let edges_at = edges.len() as u32;
+                edges.extend(dfa.bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }));
+                nodes.reserve(dfa.nodes.len());
+                for &(is_final, bytes, calls) in dfa.nodes.iter() {
+                    let calls_at = call_edges.len();
+                    call_edges.extend(dfa.calls.get(calls.range()).unwrap_or(&[]).iter().filter_map(|c| {
+                        Some(CallEdge { callee: *canonical.refs.get(c.callee as usize)?, ret: c.ret + first })
+                    }));
+                    nodes.push(Node {
+                        rule: ri as u32,
+                        is_final,
+                        bytes: Span { start: bytes.start + edges_at, len: bytes.len },
+                        calls: Span { start: calls_at as u32, len: (call_edges.len() - calls_at) as u32 },
+                        repeat: None,
+                        dense: None,
+                    });
                 }
             }
         }
@@ -600,7 +619,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
         }
         rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
     }
-    let mut pda = Pda { nodes, rules, start_rule: grammar.start().0, excluded: Default::default() };
+    let mut pda = Pda { nodes, edges, call_edges, rules, start_rule: grammar.start().0, excluded: Default::default() };
     let nullable = pda.trim()?;
     pda.check_left_recursion(&nullable)?;
     pda.fingerprint(cache.next_salt());
@@ -654,12 +673,12 @@ impl Pda {
                                 found = true;
                                 break;
                             }
-                            let nexts = node
-                                .calls
+                            let nexts = self
+                                .calls(node)
                                 .iter()
                                 .filter(|c| ok[c.callee as usize])
                                 .map(|c| c.ret)
-                                .chain(node.bytes.iter().filter(|_| via_bytes).map(|e| e.target));
+                                .chain(self.bytes(node).iter().filter(|_| via_bytes).map(|e| e.target));
                             for t in nexts {
                                 if seen[t as usize] != generation {
                                     seen[t as usize] = generation;
@@ -687,13 +706,13 @@ impl Pda {
 
     /// The rules that call each rule (or loop over it).
     fn callers(&self) -> Callers {
-        fn callees_of(node: &Node) -> impl Iterator<Item = u32> + '_ {
-            node.calls.iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
+        fn callees_of<'p>(pda: &'p Pda, node: &'p Node) -> impl Iterator<Item = u32> + 'p {
+            pda.calls(node).iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
         }
         let n = self.rules.len();
         let mut offsets = vec![0u32; n + 1];
         for node in &self.nodes {
-            for c in callees_of(node) {
+            for c in callees_of(self, node) {
                 offsets[c as usize + 1] += 1;
             }
         }
@@ -703,7 +722,7 @@ impl Pda {
         let mut fill = offsets.clone();
         let mut callers = vec![0u32; offsets[n] as usize];
         for node in &self.nodes {
-            for c in callees_of(node) {
+            for c in callees_of(self, node) {
                 callers[fill[c as usize] as usize] = node.rule;
                 fill[c as usize] += 1;
             }
@@ -721,9 +740,7 @@ impl Pda {
             return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
         }
         for n in &mut self.nodes {
-            if n.calls.iter().any(|c| !productive[c.callee as usize]) {
-                n.calls = n.calls.iter().copied().filter(|c| productive[c.callee as usize]).collect();
-            }
+            n.calls = retain(&mut self.call_edges, n.calls, |c| productive[c.callee as usize]);
             if let Some(l) = &mut n.repeat {
                 if !productive[l.body as usize] {
                     l.max = 0;
@@ -743,7 +760,7 @@ impl Pda {
             offsets.clear();
             offsets.resize(len + 1, 0u32);
             for n in &self.nodes[range.clone()] {
-                for t in n.bytes.iter().map(|e| e.target).chain(n.calls.iter().map(|c| c.ret)) {
+                for t in self.bytes(n).iter().map(|e| e.target).chain(self.calls(n).iter().map(|c| c.ret)) {
                     offsets[t as usize - base + 1] += 1;
                 }
             }
@@ -753,7 +770,7 @@ impl Pda {
             preds.clear();
             preds.resize(offsets[len] as usize, 0u32);
             for (i, n) in self.nodes[range.clone()].iter().enumerate() {
-                for t in n.bytes.iter().map(|e| e.target).chain(n.calls.iter().map(|c| c.ret)) {
+                for t in self.bytes(n).iter().map(|e| e.target).chain(self.calls(n).iter().map(|c| c.ret)) {
                     let slot = &mut offsets[t as usize - base];
                     preds[*slot as usize] = i as u32;
                     *slot += 1;
@@ -780,15 +797,10 @@ impl Pda {
             if live.iter().all(|&l| l) {
                 continue;
             }
-            for i in range {
-                let n = &mut self.nodes[i];
-                let keep = |t: u32| live[t as usize - base];
-                if !n.bytes.iter().all(|e| keep(e.target)) {
-                    n.bytes = n.bytes.iter().copied().filter(|e| keep(e.target)).collect();
-                }
-                if !n.calls.iter().all(|c| keep(c.ret)) {
-                    n.calls = n.calls.iter().copied().filter(|c| keep(c.ret)).collect();
-                }
+            let keep = |t: u32| live[t as usize - base];
+            for n in &mut self.nodes[range] {
+                n.bytes = retain(&mut self.edges, n.bytes, |e| keep(e.target));
+                n.calls = retain(&mut self.call_edges, n.calls, |c| keep(c.ret));
             }
         }
         // Loops whose body can match the empty string: an empty iteration never helps, so
@@ -819,7 +831,7 @@ impl Pda {
             let mut todo = vec![start];
             seen.insert(start);
             while let Some(n) = todo.pop() {
-                for c in self.nodes[n].calls.iter() {
+                for c in self.calls(&self.nodes[n]) {
                     l.push(c.callee);
                     if nullable[c.callee as usize] && seen.insert(c.ret as usize) {
                         todo.push(c.ret as usize);
@@ -865,7 +877,7 @@ impl Pda {
         for node in &mut self.nodes {
             if node.bytes.len() > super::DENSE_MIN_EDGES {
                 let mut table = Box::new([super::NO_TARGET; 256]);
-                for e in node.bytes.iter() {
+                for e in self.edges.get(node.bytes.range()).unwrap_or(&[]) {
                     let flag = if plain.get(e.target as usize) == Some(&true) { super::PLAIN_TARGET } else { 0 };
                     for b in e.lo..=e.hi {
                         table[b as usize] = e.target | flag;
@@ -890,7 +902,7 @@ impl Pda {
                     .rule_nodes(r)
                     .flat_map(|i| {
                         let node = &self.nodes[i];
-                        node.calls.iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
+                        self.calls(node).iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
                     })
                     .collect();
                 v.sort_unstable();
@@ -937,10 +949,25 @@ impl Pda {
         let base = self.rules[r].first_node;
         let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
         for i in self.rule_nodes(r) {
-            super::keys::encode_node(&mut buf, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
+            super::keys::encode_node(&mut buf, self, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
         }
         hash128(&buf)
     }
+}
+
+/// Keeps the edges of `span` in `list` that `keep` says to, in order, at the start of the
+/// span; returns the shorter span (the edges past it stay unused).
+fn retain<T: Copy>(list: &mut [T], span: Span, keep: impl Fn(&T) -> bool) -> Span {
+    let mut kept = span.start as usize;
+    for i in span.range() {
+        if let Some(&e) = list.get(i) {
+            if keep(&e) {
+                list[kept] = e;
+                kept += 1;
+            }
+        }
+    }
+    Span { start: span.start, len: (kept - span.start as usize) as u32 }
 }
 
 /// For each rule, the rules that call it, as one flat list (a counting sort): the callers of

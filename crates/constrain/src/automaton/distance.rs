@@ -41,13 +41,13 @@ impl Distances {
             for id in (0..pda.nodes.len()).rev() {
                 let n = &pda.nodes[id];
                 let mut best = if n.is_final { 0 } else { UNREACHABLE };
-                for e in n.bytes.iter() {
+                for e in pda.bytes(n) {
                     let t = node.get(e.target as usize).copied().unwrap_or(UNREACHABLE);
                     if t < best && (e.lo..=e.hi).any(|b| allowed[b as usize]) {
                         best = best.min(add(t, 1));
                     }
                 }
-                for c in n.calls.iter() {
+                for c in pda.calls(n) {
                     let r = rule.get(c.callee as usize).copied().unwrap_or(UNREACHABLE);
                     let t = node.get(c.ret as usize).copied().unwrap_or(UNREACHABLE);
                     best = best.min(add(r, t));

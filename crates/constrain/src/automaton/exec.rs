@@ -149,7 +149,7 @@ impl Stacks {
         let first_seed = self.arena.len();
         for &t in tops {
             let f = self.arena[t as usize];
-            if let Some(target) = pda.nodes[f.node as usize].step(byte) {
+            if let Some(target) = pda.step(&pda.nodes[f.node as usize], byte) {
                 self.arena.push(Frame { node: target, ..f });
             }
         }
@@ -304,7 +304,7 @@ impl Stacks {
                         }
                     }
                     for ci in 0..node.calls.len() {
-                        let c = pda.nodes[fr.node as usize].calls[ci];
+                        let c = pda.calls(&pda.nodes[fr.node as usize])[ci];
                         if fr.depth >= self.max_depth {
                             self.overflow = true;
                             self.overflow_what |= CUT_DEPTH;

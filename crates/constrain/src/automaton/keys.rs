@@ -22,16 +22,17 @@ pub(crate) const TAG_LOOP: u64 = 0x100F;
 /// in edge order.
 pub(crate) fn encode_node(
     buf: &mut Vec<u64>,
+    pda: &Pda,
     node: &Node,
     mut target: impl FnMut(u32) -> u64,
     callee_fp: impl Fn(u32) -> u128,
 ) {
     buf.push(TAG_NODE + node.is_final as u64);
-    for e in node.bytes.iter() {
+    for e in pda.bytes(node) {
         let t = target(e.target);
         buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | t);
     }
-    for c in node.calls.iter() {
+    for c in pda.calls(node) {
         let fp = callee_fp(c.callee);
         let t = target(c.ret);
         buf.extend([TAG_CALL, fp as u64, (fp >> 64) as u64, t]);
@@ -115,7 +116,7 @@ fn node_key(pda: &Pda, start: u32) -> u128 {
                 }
             }
         };
-        encode_node(&mut buf, node, visit, fingerprint);
+        encode_node(&mut buf, pda, node, visit, fingerprint);
     }
     hash128(&buf)
 }

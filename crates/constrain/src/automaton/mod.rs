@@ -86,6 +86,35 @@ pub(crate) struct Loop {
     pub max: u32,
 }
 
+/// Where a node's edges sit in its automaton's flat edge lists ([`Pda::bytes`],
+/// [`Pda::calls`]): one list per kind for the whole automaton, so building one copies each
+/// rule's edges in a single pass instead of allocating two lists per node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl Span {
+    /// The positions in the flat list.
+    #[inline]
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+
+    /// Whether the span holds no edge.
+    #[inline]
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// How many edges the span holds.
+    #[inline]
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+}
+
 /// A node of the PDA.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Node {
@@ -93,10 +122,10 @@ pub(crate) struct Node {
     pub rule: u32,
     /// Reaching this node may complete the rule.
     pub is_final: bool,
-    /// Byte edges, sorted by `lo`, disjoint.
-    pub bytes: Box<[ByteEdge]>,
-    /// Call edges.
-    pub calls: Box<[CallEdge]>,
+    /// Byte edges ([`Pda::bytes`]), sorted by `lo`, disjoint.
+    pub bytes: Span,
+    /// Call edges ([`Pda::calls`]).
+    pub calls: Span,
     /// Set on the single node of a loop rule.
     pub repeat: Option<Loop>,
     /// For nodes with many byte edges (string bodies, UTF-8 lead bytes): the target of every
@@ -122,15 +151,29 @@ impl Node {
     pub fn is_plain(&self) -> bool {
         !self.is_final && self.calls.is_empty() && self.repeat.is_none() && !self.bytes.is_empty()
     }
+}
 
-    /// Where `byte` leads from this node, if anywhere.
+impl Pda {
+    /// The byte edges of `node`.
     #[inline]
-    pub fn step(&self, byte: u8) -> Option<u32> {
-        if let Some(dense) = &self.dense {
+    pub(crate) fn bytes(&self, node: &Node) -> &[ByteEdge] {
+        self.edges.get(node.bytes.range()).unwrap_or(&[])
+    }
+
+    /// The call edges of `node`.
+    #[inline]
+    pub(crate) fn calls(&self, node: &Node) -> &[CallEdge] {
+        self.call_edges.get(node.calls.range()).unwrap_or(&[])
+    }
+
+    /// Where `byte` leads from `node`, if anywhere.
+    #[inline]
+    pub(crate) fn step(&self, node: &Node, byte: u8) -> Option<u32> {
+        if let Some(dense) = &node.dense {
             let t = dense[byte as usize];
             return if t == NO_TARGET { None } else { Some(t & !PLAIN_TARGET) };
         }
-        let e = &self.bytes;
+        let e = self.bytes(node);
         if e.len() <= DENSE_MIN_EDGES {
             for edge in e.iter() {
                 if byte < edge.lo {
@@ -150,17 +193,17 @@ impl Node {
         }
     }
 
-    /// [`Node::step`] and whether the target [`Node::is_plain`]: read from the dense table
+    /// [`Pda::step`] and whether the target [`Node::is_plain`]: read from the dense table
     /// when the node has one, so the mask walk's hottest step (a string body) loads no second
-    /// node. `nodes` is the automaton's node list.
+    /// node.
     #[inline]
-    pub fn step_to_plain(&self, byte: u8, nodes: &[Node]) -> Option<(u32, bool)> {
-        if let Some(dense) = &self.dense {
+    pub(crate) fn step_to_plain(&self, node: &Node, byte: u8) -> Option<(u32, bool)> {
+        if let Some(dense) = &node.dense {
             let t = dense[byte as usize];
             return if t == NO_TARGET { None } else { Some((t & !PLAIN_TARGET, t & PLAIN_TARGET != 0)) };
         }
-        let t = self.step(byte)?;
-        Some((t, nodes.get(t as usize).is_some_and(Node::is_plain)))
+        let t = self.step(node, byte)?;
+        Some((t, self.nodes.get(t as usize).is_some_and(Node::is_plain)))
     }
 }
 
@@ -180,6 +223,10 @@ pub(crate) struct RuleInfo {
 #[derive(Clone, Debug)]
 pub struct Pda {
     pub(crate) nodes: Vec<Node>,
+    /// Every node's byte edges, a rule's nodes' together ([`Node::bytes`]).
+    pub(crate) edges: Vec<ByteEdge>,
+    /// Every node's call edges ([`Node::calls`]).
+    pub(crate) call_edges: Vec<CallEdge>,
     pub(crate) rules: Vec<RuleInfo>,
     pub(crate) start_rule: u32,
     pub(crate) excluded: ExcludedWords,
@@ -225,7 +272,7 @@ impl ExcludedWords {
             let (Some(rule), Some(rest)) = (pda.rules.get(ex.rule.index()), pda.rules.get(ex.rest.index())) else {
                 continue;
             };
-            let Some(after_quote) = pda.nodes[rule.start as usize].step(b'"') else { continue };
+            let Some(after_quote) = pda.step(&pda.nodes[rule.start as usize], b'"') else { continue };
             let set = out.sets.len() as u32;
             let words = &ex.words;
             // Words sharing a prefix are adjacent (sorted): one node per distinct prefix.
@@ -238,7 +285,7 @@ impl ExcludedWords {
                         out.at.push(ExcludedAt { node, set, prefix: prefix as u32, lo: w as u32, hi: hi as u32 });
                     }
                     let Some(&b) = word.get(prefix) else { break };
-                    match pda.nodes[node as usize].step(b) {
+                    match pda.step(&pda.nodes[node as usize], b) {
                         Some(t) => node = t,
                         None => break,
                     }
@@ -307,15 +354,9 @@ impl Pda {
     /// Approximate heap bytes held.
     pub fn memory_usage(&self) -> usize {
         self.nodes.len() * std::mem::size_of::<Node>()
-            + self
-                .nodes
-                .iter()
-                .map(|n| {
-                    n.bytes.len() * std::mem::size_of::<ByteEdge>()
-                        + n.calls.len() * std::mem::size_of::<CallEdge>()
-                        + n.dense.as_ref().map_or(0, |d| std::mem::size_of_val(&**d))
-                })
-                .sum::<usize>()
+            + self.edges.len() * std::mem::size_of::<ByteEdge>()
+            + self.call_edges.len() * std::mem::size_of::<CallEdge>()
+            + self.nodes.iter().map(|n| n.dense.as_ref().map_or(0, |d| std::mem::size_of_val(&**d))).sum::<usize>()
             + self.rules.iter().map(|r| std::mem::size_of::<RuleInfo>() + r.name.len()).sum::<usize>()
             + self.excluded.memory_usage()
     }
@@ -330,14 +371,14 @@ impl Pda {
             for id in rule.first_node..end {
                 let n = &self.nodes[id as usize];
                 let _ = write!(out, "  {id}{}", if n.is_final { " (final)" } else { "" });
-                for e in n.bytes.iter() {
+                for e in self.bytes(n) {
                     if e.lo == e.hi {
                         let _ = write!(out, " {:?}->{}", e.lo as char, e.target);
                     } else {
                         let _ = write!(out, " [{:?}-{:?}]->{}", e.lo as char, e.hi as char, e.target);
                     }
                 }
-                for c in n.calls.iter() {
+                for c in self.calls(n) {
                     let _ = write!(out, " call `{}`->{}", self.rules[c.callee as usize].name, c.ret);
                 }
                 if let Some(l) = n.repeat {
@@ -404,9 +445,9 @@ mod tests {
         let mut flagged = 0;
         for node in p.nodes.iter() {
             for byte in 0..=255u8 {
-                let expected = node.step(byte).map(|t| (t, p.nodes[t as usize].is_plain()));
-                assert_eq!(node.step_to_plain(byte, &p.nodes), expected);
-                assert!(node.step(byte).is_none_or(|t| (t as usize) < p.nodes.len()));
+                let expected = p.step(node, byte).map(|t| (t, p.nodes[t as usize].is_plain()));
+                assert_eq!(p.step_to_plain(node, byte), expected);
+                assert!(p.step(node, byte).is_none_or(|t| (t as usize) < p.nodes.len()));
                 flagged += usize::from(node.dense.is_some() && expected.is_some_and(|(_, plain)| plain));
             }
         }

@@ -243,7 +243,7 @@ impl Configs {
     #[inline]
     pub fn step(&mut self, pda: &Pda, runner: &mut Runner, state: State, byte: u8) -> State {
         let (next, reached) = match state.unpack() {
-            Kind::Plain { node, base } => match pda.nodes[node as usize].step_to_plain(byte, &pda.nodes) {
+            Kind::Plain { node, base } => match pda.step_to_plain(&pda.nodes[node as usize], byte) {
                 None => return State::DEAD,
                 Some((t, true)) => return State::pack(Kind::Plain { node: t, base }),
                 Some(_) => self.step_plain_exit(pda, runner, node, base, byte),
@@ -319,7 +319,7 @@ impl Configs {
         let mut moving = None;
         for &top in tops {
             let frame = self.frame(runner, config.frames.start as usize, top);
-            if let Some(t) = pda.nodes[frame.node as usize].step(byte) {
+            if let Some(t) = pda.step(&pda.nodes[frame.node as usize], byte) {
                 if moving.is_some() {
                     return None;
                 }

@@ -19,7 +19,7 @@ impl TokenIndex {
         let node = &pda.nodes[frame.node as usize];
         let mut firsts = [0u64; 4];
         for b in 0..=255u8 {
-            if node.step(b).is_some() {
+            if pda.step(node, b).is_some() {
                 firsts[b as usize / 64] |= 1 << (b % 64);
             }
         }

@@ -459,7 +459,7 @@ fn walk_text(pda: &Pda, node: u32, mut visit: impl FnMut(&Node, Utf8State, u8, U
 /// calls its counted loops at every character), complete their rule — only adds ways to
 /// take a token, and each text token is already taken along the edges.
 pub(crate) fn text_closed(pda: &Pda, node: u32) -> bool {
-    walk_text(pda, node, |at, _, byte, _| at.step(byte).map_or(Flow::Fail, Flow::Follow))
+    walk_text(pda, node, |at, _, byte, _| pda.step(at, byte).map_or(Flow::Fail, Flow::Follow))
 }
 
 /// The first bytes of text characters that a loop body refuses outright: every text token
@@ -567,12 +567,12 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refu
 /// with a call or a loop, or end at once (its start node's edges are not all there is).
 fn callee_takes(pda: &Pda, node: &Node, byte: u8) -> Option<bool> {
     let mut takes = false;
-    for call in node.calls.iter() {
+    for call in pda.calls(node) {
         let start = pda.rules.get(call.callee as usize).and_then(|r| pda.nodes.get(r.start as usize))?;
         if start.is_final || !start.calls.is_empty() || start.repeat.is_some() {
             return None;
         }
-        takes |= start.step(byte).is_some();
+        takes |= pda.step(start, byte).is_some();
     }
     Some(takes)
 }
@@ -583,7 +583,7 @@ fn takes_no_text(pda: &Pda, node: &Node) -> bool {
         && node.repeat.is_none()
         && (0..=255u8)
             .filter(|&b| text_step(BOUNDARY, b).is_some())
-            .all(|b| node.step(b).is_none() && callee_takes(pda, node, b) == Some(false))
+            .all(|b| pda.step(node, b).is_none() && callee_takes(pda, node, b) == Some(false))
 }
 
 /// Whether every text character read from `node` either completes its rule exactly or is
@@ -608,7 +608,7 @@ fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
         if at.is_final || at.repeat.is_some() || !calls_fit {
             return Flow::Fail;
         }
-        let Some(t) = at.step(byte) else {
+        let Some(t) = pda.step(at, byte) else {
             match (state, byte) {
                 (BOUNDARY, 0..=0x7F) => refused.ascii |= 1 << byte,
                 (BOUNDARY, _) => refused.non_ascii = true,
@@ -635,7 +635,7 @@ fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
         return Some((refused, 0));
     }
     let at = pda.nodes.get(node as usize)?;
-    let taken_leads = (0xC2..=0xF4u8).filter(|&b| at.step(b).is_some()).fold(0, |leads, b| leads | lead_bit(b));
+    let taken_leads = (0xC2..=0xF4u8).filter(|&b| pda.step(at, b).is_some()).fold(0, |leads, b| leads | lead_bit(b));
     Some((Refused { non_ascii: true, ..refused }, taken_leads))
 }
 

@@ -64,8 +64,8 @@ fn text_nodes(pda: &Pda, context: &[Frame]) -> Option<Vec<u32>> {
         }
         nodes.push(n);
         let node = pda.nodes.get(n as usize)?;
-        todo.extend(node.bytes.iter().filter(|e| edge_takes_text(e.lo, e.hi)).map(|e| e.target));
-        for call in node.calls.iter() {
+        todo.extend(pda.bytes(node).iter().filter(|e| edge_takes_text(e.lo, e.hi)).map(|e| e.target));
+        for call in pda.calls(node) {
             todo.push(pda.rules.get(call.callee as usize)?.start);
             todo.push(call.ret);
         }
@@ -86,7 +86,7 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
         cut[c as usize] = true;
     }
     for node in nodes.iter().filter_map(|&n| pda.nodes.get(n as usize)) {
-        for e in node.bytes.iter() {
+        for e in pda.bytes(node) {
             cut[e.lo as usize] = true;
             cut[e.hi as usize + 1] = true;
         }
@@ -95,7 +95,7 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
     let signature = |b: u8| -> Vec<u32> {
         let decoder = (0..UTF8_STATES).map(|s| text_step(s, b).map_or(u32::MAX, u32::from));
         let targets =
-            nodes.iter().map(|&n| pda.nodes.get(n as usize).and_then(|node| node.step(b)).unwrap_or(u32::MAX));
+            nodes.iter().map(|&n| pda.nodes.get(n as usize).and_then(|node| pda.step(node, b)).unwrap_or(u32::MAX));
         decoder.chain(targets).collect()
     };
     let mut classes: Vec<ByteClass> = Vec::new();

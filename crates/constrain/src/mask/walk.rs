@@ -262,7 +262,7 @@ impl PlainRun<'_> {
             let rel = node.depth as usize - base_depth;
             nodes_by_depth.truncate(rel);
             let from = nodes_by_depth[rel - 1];
-            match pda.nodes[from as usize].step_to_plain(node.byte, &pda.nodes) {
+            match pda.step_to_plain(&pda.nodes[from as usize], node.byte) {
                 None => {
                     if !self.crossings.is_empty() {
                         dead_subtree(trie, i, self.crossings, self.whole_stack, acc, pending);

@@ -459,7 +459,7 @@ impl Matcher {
             let mut only: Option<u8> = None;
             let mut single = !self.cur.is_empty();
             for &t in &self.cur {
-                for e in pda.nodes[self.stacks.arena[t as usize].node as usize].bytes.iter() {
+                for e in pda.bytes(&pda.nodes[self.stacks.arena[t as usize].node as usize]) {
                     if e.lo != e.hi || only.is_some_and(|b| b != e.lo) {
                         single = false;
                     }
