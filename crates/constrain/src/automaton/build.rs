@@ -354,6 +354,51 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
     Ok(out)
 }
 
+impl Dfa {
+    /// Whether every node reaches a final node along byte edges and call edges (to their
+    /// return nodes): a walk back from the final nodes over predecessor lists, linear in
+    /// the automaton.
+    fn all_live(&self) -> bool {
+        let n = self.nodes.len();
+        let targets = |node: &(bool, Span, Span)| {
+            let edges = self.bytes.get(node.1.range()).unwrap_or(&[]);
+            let calls = self.calls.get(node.2.range()).unwrap_or(&[]);
+            edges.iter().map(|e| e.target as usize).chain(calls.iter().map(|c| c.ret as usize))
+        };
+        // Predecessors by a counting sort: those of `t` are `preds[offsets[t]..offsets[t + 1]]`.
+        let mut offsets = vec![0usize; n + 1];
+        for node in &self.nodes {
+            for t in targets(node).filter(|&t| t < n) {
+                offsets[t + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut preds = vec![0u32; offsets[n]];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for t in targets(node).filter(|&t| t < n) {
+                preds[fill[t]] = i as u32;
+                fill[t] += 1;
+            }
+        }
+        let mut live: Vec<bool> = self.nodes.iter().map(|node| node.0).collect();
+        let mut todo: Vec<usize> = (0..n).filter(|&i| live[i]).collect();
+        let mut count = todo.len();
+        while let Some(t) = todo.pop() {
+            for &p in &preds[offsets[t]..offsets[t + 1]] {
+                if !live[p as usize] {
+                    live[p as usize] = true;
+                    count += 1;
+                    todo.push(p as usize);
+                }
+            }
+        }
+        count == n
+    }
+}
+
 fn intern(ids: &mut HashMap<Rc<[u32]>, u32>, sets: &mut Vec<Rc<[u32]>>, set: &[u32]) -> u32 {
     if let Some(&id) = ids.get(set) {
         return id;
@@ -381,6 +426,9 @@ struct CanonicalRule {
 struct CachedRule {
     nfa_states: usize,
     dfa: Dfa,
+    /// Every node can reach a final node along the DFA's own edges, so trimming leaves
+    /// the rule as it is unless a call of it is removed (see [`Pda::trim`]).
+    live: bool,
 }
 
 /// Determinised rule bodies by canonical key, shared by the grammars built with one cache,
@@ -479,7 +527,8 @@ impl CanonicalRule {
             + dfa.nodes.len() * std::mem::size_of::<(bool, Span, Span)>()
             + dfa.bytes.len() * std::mem::size_of::<ByteEdge>()
             + dfa.calls.len() * std::mem::size_of::<CallEdge>();
-        let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa });
+        let live = dfa.all_live();
+        let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa, live });
         cache.rules.insert(self.key.as_slice().into(), rule.clone(), bytes);
         Ok(rule)
     }
@@ -576,16 +625,21 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
     let mut edges: Vec<ByteEdge> = Vec::new();
     let mut call_edges: Vec<CallEdge> = Vec::new();
     let mut rules: Vec<RuleInfo> = Vec::with_capacity(lifter.rules.len());
+    // Per rule: its automaton is known to need no trimming (see `CachedRule::live`).
+    let mut live: Vec<bool> = Vec::with_capacity(lifter.rules.len());
     for (ri, (name, lifted)) in lifter.rules.iter().enumerate() {
         let first = nodes.len() as u32;
         let budget = limits.max_automaton_states.saturating_sub(nodes.len());
         match lifted {
-            Lifted::Loop { body, min, max } => nodes.push(Node {
-                rule: ri as u32,
-                is_final: false,
-                repeat: Some(Loop { body: *body, min: *min, max: *max }),
-                ..Node::default()
-            }),
+            Lifted::Loop { body, min, max } => {
+                live.push(false);
+                nodes.push(Node {
+                    rule: ri as u32,
+                    is_final: false,
+                    repeat: Some(Loop { body: *body, min: *min, max: *max }),
+                    ..Node::default()
+                })
+            }
             Lifted::Body(expr) => {
                 let dfa = canonical.determinised(expr, budget, &mut fuel, cache).map_err(|e| match e {
                     Exceeded::States => Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states },
@@ -593,6 +647,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
                         Error::Budget { limit: crate::limits::LimitExceeded::CompileFuel, rule: name.clone() }
                     }
                 })?;
+                live.push(dfa.live);
                 // The rule's byte edges in one pass, its nodes' spans moved by as much.
                 let dfa = &dfa.dfa;
                 let edges_at = edges.len() as u32;
@@ -620,7 +675,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
         rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
     }
     let mut pda = Pda { nodes, edges, call_edges, rules, start_rule: grammar.start().0, excluded: Default::default() };
-    let nullable = pda.trim()?;
+    let nullable = pda.trim(live)?;
     pda.check_left_recursion(&nullable)?;
     pda.fingerprint(cache.next_salt());
     pda.add_dense_tables();
@@ -733,14 +788,22 @@ impl Pda {
     /// Removes calls to rules that match nothing and edges into nodes that cannot complete
     /// their rule, so every live configuration can always be completed.
     /// Returns which rules are nullable (match the empty string), as trimmed.
-    fn trim(&mut self) -> Result<Vec<bool>, Error> {
+    /// `live[r]`: rule `r`'s automaton, as built, has every node reach a final node.
+    fn trim(&mut self, mut live_rules: Vec<bool>) -> Result<Vec<bool>, Error> {
         let callers = self.callers();
         let productive = self.rule_fixpoint(true, &callers);
         if !productive[self.start_rule as usize] {
             return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
         }
         for n in &mut self.nodes {
-            n.calls = retain(&mut self.call_edges, n.calls, |c| productive[c.callee as usize]);
+            let kept = retain(&mut self.call_edges, n.calls, |c| productive[c.callee as usize]);
+            if kept != n.calls {
+                // Fewer ways on: its nodes' liveness must be computed again.
+                if let Some(l) = live_rules.get_mut(n.rule as usize) {
+                    *l = false;
+                }
+                n.calls = kept;
+            }
             if let Some(l) = &mut n.repeat {
                 if !productive[l.body as usize] {
                     l.max = 0;
@@ -750,9 +813,9 @@ impl Pda {
         // Co-reachability within each normal rule, walking predecessors (kept as one flat
         // list per rule, indexed by `offsets`; the buffers serve every rule).
         let (mut offsets, mut preds, mut live, mut todo) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for r in 0..self.rules.len() {
+        for (r, &known_live) in live_rules.iter().enumerate() {
             let range = self.rule_nodes(r);
-            if self.nodes[range.start].repeat.is_some() {
+            if self.nodes[range.start].repeat.is_some() || known_live {
                 continue;
             }
             let base = range.start;
