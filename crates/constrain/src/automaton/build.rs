@@ -355,6 +355,22 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
 }
 
 impl Dfa {
+    /// A structural hash: the encoding of [`super::keys::encode_node`], with local targets
+    /// and callees by their local number.
+    fn shape(&self) -> u128 {
+        let mut buf: Vec<u64> = Vec::with_capacity(self.nodes.len() * 4);
+        for &(is_final, bytes, calls) in &self.nodes {
+            buf.push(super::keys::TAG_NODE + is_final as u64);
+            for e in self.bytes.get(bytes.range()).unwrap_or(&[]) {
+                buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | e.target as u64);
+            }
+            for c in self.calls.get(calls.range()).unwrap_or(&[]) {
+                buf.extend([super::keys::TAG_CALL, c.callee as u64, c.ret as u64]);
+            }
+        }
+        hash128(&buf)
+    }
+
     /// Whether every node reaches a final node along byte edges and call edges (to their
     /// return nodes): a walk back from the final nodes over predecessor lists, linear in
     /// the automaton.
@@ -429,6 +445,10 @@ struct CachedRule {
     /// Every node can reach a final node along the DFA's own edges, so trimming leaves
     /// the rule as it is unless a call of it is removed (see [`Pda::trim`]).
     live: bool,
+    /// A structural hash of the DFA, callees by local number: with its callees'
+    /// fingerprints, the fingerprint of a rule that kept this automaton as built
+    /// ([`Shapes`]).
+    shape: u128,
 }
 
 /// Determinised rule bodies by canonical key, shared by the grammars built with one cache,
@@ -528,7 +548,8 @@ impl CanonicalRule {
             + dfa.bytes.len() * std::mem::size_of::<ByteEdge>()
             + dfa.calls.len() * std::mem::size_of::<CallEdge>();
         let live = dfa.all_live();
-        let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa, live });
+        let shape = dfa.shape();
+        let rule = std::sync::Arc::new(CachedRule { nfa_states: nfa.len(), dfa, live, shape });
         cache.rules.insert(self.key.as_slice().into(), rule.clone(), bytes);
         Ok(rule)
     }
@@ -627,12 +648,14 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
     let mut rules: Vec<RuleInfo> = Vec::with_capacity(lifter.rules.len());
     // Per rule: its automaton is known to need no trimming (see `CachedRule::live`).
     let mut live: Vec<bool> = Vec::with_capacity(lifter.rules.len());
+    let mut shapes = Shapes { of: Vec::with_capacity(lifter.rules.len()), refs: Vec::new() };
     for (ri, (name, lifted)) in lifter.rules.iter().enumerate() {
         let first = nodes.len() as u32;
         let budget = limits.max_automaton_states.saturating_sub(nodes.len());
         match lifted {
             Lifted::Loop { body, min, max } => {
                 live.push(false);
+                shapes.of.push(None);
                 nodes.push(Node {
                     rule: ri as u32,
                     is_final: false,
@@ -648,6 +671,13 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
                     }
                 })?;
                 live.push(dfa.live);
+                // Its shape stands for it while every callee is one of the rules it names.
+                let named = dfa.dfa.calls.iter().all(|c| (c.callee as usize) < canonical.refs.len());
+                shapes.of.push(named.then(|| {
+                    let at = shapes.refs.len() as u32;
+                    shapes.refs.extend_from_slice(&canonical.refs);
+                    (dfa.shape, Span { start: at, len: canonical.refs.len() as u32 })
+                }));
                 // The rule's byte edges in one pass, its nodes' spans moved by as much.
                 let dfa = &dfa.dfa;
                 let edges_at = edges.len() as u32;
@@ -675,9 +705,15 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
         rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
     }
     let mut pda = Pda { nodes, edges, call_edges, rules, start_rule: grammar.start().0, excluded: Default::default() };
-    let nullable = pda.trim(live)?;
+    let nullable = pda.trim(&mut live)?;
     pda.check_left_recursion(&nullable)?;
-    pda.fingerprint(cache.next_salt());
+    // A rule trimming changed is hashed from its nodes.
+    for (shape, kept) in shapes.of.iter_mut().zip(&live) {
+        if !kept {
+            *shape = None;
+        }
+    }
+    pda.fingerprint_with(cache.next_salt(), &shapes);
     pda.add_dense_tables();
     pda.excluded = super::ExcludedWords::locate(&pda, grammar.exclusions());
     Ok(pda)
@@ -788,8 +824,9 @@ impl Pda {
     /// Removes calls to rules that match nothing and edges into nodes that cannot complete
     /// their rule, so every live configuration can always be completed.
     /// Returns which rules are nullable (match the empty string), as trimmed.
-    /// `live[r]`: rule `r`'s automaton, as built, has every node reach a final node.
-    fn trim(&mut self, mut live_rules: Vec<bool>) -> Result<Vec<bool>, Error> {
+    /// `live[r]`: rule `r`'s automaton, as built, has every node reach a final node; on
+    /// return, also that trimming left it as it was.
+    fn trim(&mut self, live_rules: &mut [bool]) -> Result<Vec<bool>, Error> {
         let callers = self.callers();
         let productive = self.rule_fixpoint(true, &callers);
         if !productive[self.start_rule as usize] {
@@ -813,11 +850,12 @@ impl Pda {
         // Co-reachability within each normal rule, walking predecessors (kept as one flat
         // list per rule, indexed by `offsets`; the buffers serve every rule).
         let (mut offsets, mut preds, mut live, mut todo) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (r, &known_live) in live_rules.iter().enumerate() {
+        for (r, known_live) in live_rules.iter_mut().enumerate() {
             let range = self.rule_nodes(r);
-            if self.nodes[range.start].repeat.is_some() || known_live {
+            if self.nodes[range.start].repeat.is_some() || *known_live {
                 continue;
             }
+            *known_live = false;
             let base = range.start;
             let len = range.len();
             offsets.clear();
@@ -957,6 +995,12 @@ impl Pda {
     /// grammar among those sharing a [`RuleCache`]). Called again with a new salt when an
     /// automaton is bound to another cache's owner.
     pub(crate) fn fingerprint(&mut self, salt: u64) {
+        self.fingerprint_with(salt, &Shapes::default());
+    }
+
+    /// [`Pda::fingerprint`], hashing the rules `shapes` knows by their shape instead of
+    /// their nodes.
+    fn fingerprint_with(&mut self, salt: u64, shapes: &Shapes) {
         debug_assert!(salt != 0, "salt 0 is the one of rules outside cycles");
         let n = self.rules.len();
         let callees: Vec<Vec<u32>> = (0..n)
@@ -987,7 +1031,7 @@ impl Pda {
         }
         let mut ready: Vec<usize> = (0..n).filter(|&r| pending[r] == 0).collect();
         while let Some(r) = ready.pop() {
-            done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0));
+            done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0, shapes));
             for &caller in &callers[r] {
                 let p = &mut pending[caller as usize];
                 *p -= 1;
@@ -1002,13 +1046,25 @@ impl Pda {
         for (r, known) in done.iter().enumerate() {
             let fp = match known {
                 Some(fp) => *fp,
-                None => self.hash_rule(r, |c| provisional[c as usize], salt),
+                None => self.hash_rule(r, |c| provisional[c as usize], salt, shapes),
             };
             self.rules[r].fingerprint = fp;
         }
     }
 
-    fn hash_rule(&self, r: usize, callee_fp: impl Fn(u32) -> u128, salt: u64) -> u128 {
+    /// Rule `r`'s fingerprint: its shape (see [`Shapes`]) and its callees' fingerprints in
+    /// their local order, or else its nodes' encoding, targets relative to the rule.
+    fn hash_rule(&self, r: usize, callee_fp: impl Fn(u32) -> u128, salt: u64, shapes: &Shapes) -> u128 {
+        if let Some(Some((shape, refs))) = shapes.of.get(r) {
+            let refs = shapes.refs.get(refs.range()).unwrap_or(&[]);
+            let mut buf: Vec<u64> = Vec::with_capacity(4 + 2 * refs.len());
+            buf.extend([TAG_SHAPE, salt, *shape as u64, (*shape >> 64) as u64]);
+            for &c in refs {
+                let fp = callee_fp(c);
+                buf.extend([fp as u64, (fp >> 64) as u64]);
+            }
+            return hash128(&buf);
+        }
         let base = self.rules[r].first_node;
         let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
         for i in self.rule_nodes(r) {
@@ -1016,6 +1072,21 @@ impl Pda {
         }
         hash128(&buf)
     }
+}
+
+/// Opens the fingerprint of a rule hashed by its shape, so that no rule hashed by its nodes
+/// (whose buffer opens with a salt and its start) shares it.
+const TAG_SHAPE: u64 = 0x5AA9E_u64 << 40;
+
+/// Rules whose automaton is a cached DFA exactly as it was determinised (not trimmed): its
+/// [`CachedRule::shape`] and the rules its local callees stand for, so its fingerprint
+/// needs no pass over its nodes. Equal shapes and equal callee fingerprints mean equal
+/// automata, node by node.
+#[derive(Default)]
+struct Shapes {
+    /// Per rule, if known: its shape and where its callees are in `refs`.
+    of: Vec<Option<(u128, Span)>>,
+    refs: Vec<u32>,
 }
 
 /// Keeps the edges of `span` in `list` that `keep` says to, in order, at the start of the
