@@ -96,24 +96,87 @@ impl Lifter<'_, '_> {
     }
 }
 
-/// A Thompson NFA for one rule.
+/// A Thompson NFA for one rule. Edges are listed with their source state while the NFA
+/// is built ([`Nfa::add`]), then grouped by state in one pass ([`Nfa::seal`]): no list per
+/// state, so building one allocates a few buffers, not three per state.
 #[derive(Default)]
 struct Nfa {
-    eps: Vec<Vec<u32>>,
-    bytes: Vec<Vec<(u8, u8, u32)>>,
-    calls: Vec<Vec<(u32, u32)>>,
+    states: u32,
+    eps: Grouped<u32>,
+    bytes: Grouped<(u8, u8, u32)>,
+    calls: Grouped<(u32, u32)>,
+}
+
+/// Edges of every state: listed as `(state, edge)` while building, then grouped by state,
+/// those of `s` being `items[offsets[s]..offsets[s + 1]]`, in the order they were added.
+struct Grouped<T> {
+    listed: Vec<(u32, T)>,
+    offsets: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T> Default for Grouped<T> {
+    fn default() -> Self {
+        Grouped { listed: Vec::new(), offsets: Vec::new(), items: Vec::new() }
+    }
+}
+
+impl<T: Copy> Grouped<T> {
+    fn push(&mut self, state: u32, edge: T) {
+        self.listed.push((state, edge));
+    }
+
+    /// Groups the listed edges of `states` states by state (a counting sort).
+    fn seal(&mut self, states: u32) {
+        let n = states as usize;
+        self.offsets.clear();
+        self.offsets.resize(n + 1, 0);
+        for &(s, _) in &self.listed {
+            self.offsets[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            self.offsets[i + 1] += self.offsets[i];
+        }
+        let mut fill: Vec<u32> = self.offsets[..n].to_vec();
+        self.items.clear();
+        self.items.reserve_exact(self.listed.len());
+        // Every slot is written once below; the first edge stands in until then.
+        if let Some(&(_, first)) = self.listed.first() {
+            self.items.resize(self.listed.len(), first);
+        }
+        for &(s, e) in &self.listed {
+            let slot = &mut fill[s as usize];
+            self.items[*slot as usize] = e;
+            *slot += 1;
+        }
+    }
+
+    /// The edges of state `s` (after [`Grouped::seal`]).
+    #[inline]
+    fn of(&self, s: u32) -> &[T] {
+        let (Some(&a), Some(&b)) = (self.offsets.get(s as usize), self.offsets.get(s as usize + 1)) else {
+            return &[];
+        };
+        self.items.get(a as usize..b as usize).unwrap_or(&[])
+    }
 }
 
 impl Nfa {
     fn state(&mut self) -> u32 {
-        self.eps.push(Vec::new());
-        self.bytes.push(Vec::new());
-        self.calls.push(Vec::new());
-        (self.eps.len() - 1) as u32
+        self.states += 1;
+        self.states - 1
     }
 
     fn len(&self) -> usize {
-        self.eps.len()
+        self.states as usize
+    }
+
+    /// Groups the edges by state; [`Nfa::closure`] and the subset construction read them
+    /// only after this.
+    fn seal(&mut self) {
+        self.eps.seal(self.states);
+        self.bytes.seal(self.states);
+        self.calls.seal(self.states);
     }
 
     /// Adds a fragment matching `e` from `from` to `to`.
@@ -122,22 +185,22 @@ impl Nfa {
             return Err(());
         }
         match e {
-            Expr::Empty => self.eps[from as usize].push(to),
+            Expr::Empty => self.eps.push(from, to),
             Expr::Nothing => {}
             Expr::Literal(bs) => {
                 let mut cur = from;
                 for (i, &b) in bs.iter().enumerate() {
                     let next = if i + 1 == bs.len() { to } else { self.state() };
-                    self.bytes[cur as usize].push((b, b, next));
+                    self.bytes.push(cur, (b, b, next));
                     cur = next;
                 }
                 if bs.is_empty() {
-                    self.eps[from as usize].push(to);
+                    self.eps.push(from, to);
                 }
             }
             Expr::Bytes(ranges) => {
                 for &(lo, hi) in ranges {
-                    self.bytes[from as usize].push((lo, hi, to));
+                    self.bytes.push(from, (lo, hi, to));
                 }
             }
             Expr::Chars(ranges) => {
@@ -147,7 +210,7 @@ impl Nfa {
                         let mut cur = from;
                         for (i, r) in rs.iter().enumerate() {
                             let next = if i + 1 == rs.len() { to } else { self.state() };
-                            self.bytes[cur as usize].push((r.start, r.end, next));
+                            self.bytes.push(cur, (r.start, r.end, next));
                             cur = next;
                         }
                     }
@@ -161,7 +224,7 @@ impl Nfa {
                     cur = next;
                 }
                 if v.is_empty() {
-                    self.eps[from as usize].push(to);
+                    self.eps.push(from, to);
                 }
             }
             Expr::Alt(v) => {
@@ -180,23 +243,23 @@ impl Nfa {
                     None => {
                         let a = self.state();
                         let b = self.state();
-                        self.eps[cur as usize].push(a);
+                        self.eps.push(cur, a);
                         self.add(expr, a, b, depth + 1, budget)?;
-                        self.eps[b as usize].push(a);
-                        self.eps[a as usize].push(to);
+                        self.eps.push(b, a);
+                        self.eps.push(a, to);
                     }
                     Some(m) => {
                         for _ in *min..*m {
                             let next = self.state();
-                            self.eps[cur as usize].push(to);
+                            self.eps.push(cur, to);
                             self.add(expr, cur, next, depth + 1, budget)?;
                             cur = next;
                         }
-                        self.eps[cur as usize].push(to);
+                        self.eps.push(cur, to);
                     }
                 }
             }
-            Expr::Ref(r) => self.calls[from as usize].push((r.0, to)),
+            Expr::Ref(r) => self.calls.push(from, (r.0, to)),
         }
         Ok(())
     }
@@ -205,8 +268,8 @@ impl Nfa {
     /// `scratch` is reused across calls so determinisation does not allocate per set.
     fn closure(&self, set: &mut Vec<u32>, scratch: &mut ClosureScratch) {
         let ClosureScratch { stamp, generation, todo } = scratch;
-        if stamp.len() < self.eps.len() {
-            stamp.resize(self.eps.len(), 0);
+        if stamp.len() < self.len() {
+            stamp.resize(self.len(), 0);
         }
         *generation = generation.wrapping_add(1);
         if *generation == 0 {
@@ -224,7 +287,7 @@ impl Nfa {
             }
         }
         while let Some(s) = todo.pop() {
-            for &t in &self.eps[s as usize] {
+            for &t in self.eps.of(s) {
                 if stamp[t as usize] != g {
                     stamp[t as usize] = g;
                     set.push(t);
@@ -297,7 +360,7 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
         let is_final = set.binary_search(&accept).is_ok();
         // Byte edges: sweep over the boundaries of this set's edges.
         edges.clear();
-        edges.extend(set.iter().flat_map(|&s| nfa.bytes[s as usize].iter().copied()));
+        edges.extend(set.iter().flat_map(|&s| nfa.bytes.of(s).iter().copied()));
         bounds.clear();
         bounds.extend(edges.iter().flat_map(|&(lo, hi, _)| [lo as u16, hi as u16 + 1]));
         bounds.sort_unstable();
@@ -332,7 +395,7 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
         }
         // Call edges: one per callee.
         by_callee.clear();
-        by_callee.extend(set.iter().flat_map(|&s| nfa.calls[s as usize].iter().copied()));
+        by_callee.extend(set.iter().flat_map(|&s| nfa.calls.of(s).iter().copied()));
         by_callee.sort_unstable();
         let calls_start = out.calls.len();
         let mut j = 0;
@@ -534,6 +597,7 @@ impl CanonicalRule {
             }
         })?;
         *fuel = fuel.saturating_sub(nfa.len() as u64);
+        nfa.seal();
         let mut dfa = determinise(&nfa, s, a, budget, fuel)?;
         for c in dfa.calls.iter_mut() {
             let local = self.local.get(&c.callee).copied();
