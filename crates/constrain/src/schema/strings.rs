@@ -177,18 +177,14 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
         // characters that are no first character, the non-ASCII ones through the shared
         // rule, and the short escapes; the same expression the general case builds.
         let taken = firsts.iter().fold((1u128 << b'"') | (1u128 << b'\\'), |m, &c| m | (1u128 << c as u32));
+        // The runs of free characters from the space on, found a run at a time.
+        let mut free = !taken & !((1u128 << 0x20) - 1);
         let mut raw = Vec::new();
-        let mut c = 0x20u32;
-        while c < 0x80 {
-            if taken & (1u128 << c) != 0 {
-                c += 1;
-                continue;
-            }
-            let start = c;
-            while c < 0x80 && taken & (1u128 << c) == 0 {
-                c += 1;
-            }
-            raw.push((char::from(start as u8), char::from((c - 1) as u8)));
+        while free != 0 {
+            let start = free.trailing_zeros();
+            let len = (free >> start).trailing_ones();
+            raw.push((char::from(start as u8), char::from((start + len - 1) as u8)));
+            free &= !(((1u128 << len) - 1) << start);
         }
         if !raw.is_empty() {
             alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
