@@ -8,7 +8,6 @@ use crate::util::hash128;
 use crate::Limits;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Deepest expression nesting accepted (guards the recursive construction), whatever
@@ -330,28 +329,26 @@ enum Exceeded {
 /// Subset construction. Spends fuel for every NFA state and edge of every subset visited,
 /// so the work is bounded even where the number of subsets is not the problem.
 fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64) -> Result<Dfa, Exceeded> {
-    // Each set is stored once, shared by the index and the map.
-    let mut ids: HashMap<Rc<[u32]>, u32> = HashMap::default();
-    let mut sets: Vec<Rc<[u32]>> = Vec::new();
+    let mut sets = Subsets::default();
     let mut out = Dfa::default();
     let mut scratch = ClosureScratch::default();
     let mut first = vec![start];
     nfa.closure(&mut first, &mut scratch);
-    let first: Rc<[u32]> = first.into();
-    ids.insert(first.clone(), 0);
-    sets.push(first);
+    sets.intern(&first);
     // Buffers reused for every DFA state.
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
     let mut bounds: Vec<u16> = Vec::new();
     let mut target: Vec<u32> = Vec::new();
     let mut cover: Vec<(u16, u32)> = Vec::new();
     let mut by_callee: Vec<(u32, u32)> = Vec::new();
+    let mut set: Vec<u32> = Vec::new();
     let mut i = 0;
     while i < sets.len() {
         if sets.len() > budget {
             return Err(Exceeded::States);
         }
-        let set = sets[i].clone();
+        set.clear();
+        set.extend_from_slice(sets.get(i));
         let work = set.len() as u64 + 1;
         if *fuel < work {
             return Err(Exceeded::Fuel);
@@ -386,7 +383,7 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
             }
             let (lo, hi) = (bounds[w], bounds[w + 1] - 1);
             nfa.closure(&mut target, &mut scratch);
-            let t = intern(&mut ids, &mut sets, &target);
+            let t = sets.intern(&target);
             let own = out.bytes.len() > bytes_start;
             match out.bytes.last_mut() {
                 Some(last) if own && last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
@@ -407,7 +404,7 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
                 j += 1;
             }
             nfa.closure(&mut target, &mut scratch);
-            let t = intern(&mut ids, &mut sets, &target);
+            let t = sets.intern(&target);
             out.calls.push(CallEdge { callee, ret: t });
         }
         let span = |start: usize, end: usize| Span { start: start as u32, len: (end - start) as u32 };
@@ -478,15 +475,50 @@ impl Dfa {
     }
 }
 
-fn intern(ids: &mut HashMap<Rc<[u32]>, u32>, sets: &mut Vec<Rc<[u32]>>, set: &[u32]) -> u32 {
-    if let Some(&id) = ids.get(set) {
-        return id;
+/// The NFA state sets a subset construction has met, numbered in order: each stored once
+/// in one flat list and found by its hash, so a new DFA state costs no allocation of its own.
+#[derive(Default)]
+struct Subsets {
+    data: Vec<u32>,
+    /// Set `i` is `data[ends[i - 1]..ends[i]]` (from 0 for the first).
+    ends: Vec<usize>,
+    /// The newest set with each hash; older ones with the same hash follow `older`.
+    by_hash: HashMap<u64, u32>,
+    older: Vec<u32>,
+}
+
+impl Subsets {
+    fn len(&self) -> usize {
+        self.ends.len()
     }
-    let id = sets.len() as u32;
-    let set: Rc<[u32]> = set.into();
-    ids.insert(set.clone(), id);
-    sets.push(set);
-    id
+
+    /// Set `i`'s NFA states (sorted, distinct).
+    fn get(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.ends.get(i - 1).copied().unwrap_or(0) };
+        let end = self.ends.get(i).copied().unwrap_or(start);
+        self.data.get(start..end).unwrap_or(&[])
+    }
+
+    /// The number of `set`, given a new one the first time it is seen.
+    fn intern(&mut self, set: &[u32]) -> u32 {
+        let mut h = rustc_hash::FxHasher::default();
+        std::hash::Hash::hash(set, &mut h);
+        let hash = std::hash::Hasher::finish(&h);
+        let newest = self.by_hash.get(&hash).copied();
+        let mut at = newest;
+        while let Some(id) = at {
+            if self.get(id as usize) == set {
+                return id;
+            }
+            at = self.older.get(id as usize).copied().filter(|&o| o != u32::MAX);
+        }
+        let id = self.len() as u32;
+        self.data.extend_from_slice(set);
+        self.ends.push(self.data.len());
+        self.older.push(newest.unwrap_or(u32::MAX));
+        self.by_hash.insert(hash, id);
+        id
+    }
 }
 
 /// A rule body in canonical form: its expression serialised with rule references numbered
