@@ -415,18 +415,14 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
 }
 
 impl Dfa {
-    /// A structural hash: the encoding of [`super::keys::encode_node`], with local targets
-    /// and callees by their local number.
+    /// A structural hash: every node's encoding ([`super::keys::encode_parts`]), with local
+    /// targets and callees by their local number.
     fn shape(&self) -> u128 {
         let mut buf: Vec<u64> = Vec::with_capacity(self.nodes.len() * 4);
         for &(is_final, bytes, calls) in &self.nodes {
-            buf.push(super::keys::TAG_NODE + is_final as u64);
-            for e in self.bytes.get(bytes.range()).unwrap_or(&[]) {
-                buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | e.target as u64);
-            }
-            for c in self.calls.get(calls.range()).unwrap_or(&[]) {
-                buf.extend([super::keys::TAG_CALL, c.callee as u64, c.ret as u64]);
-            }
+            let bytes = self.bytes.get(bytes.range()).unwrap_or(&[]);
+            let calls = self.calls.get(calls.range()).unwrap_or(&[]);
+            super::keys::encode_parts(&mut buf, is_final, bytes, calls, None, u64::from, u128::from);
         }
         hash128(&buf)
     }

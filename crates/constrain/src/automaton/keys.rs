@@ -4,7 +4,7 @@
 //! the same encoding of a node ([`encode_node`]), with the same tags, so that the two never
 //! drift apart.
 
-use super::{Node, Pda};
+use super::{ByteEdge, CallEdge, Loop, Node, Pda};
 use crate::util::hash128;
 use std::sync::OnceLock;
 
@@ -15,29 +15,43 @@ pub(crate) const TAG_CALL: u64 = 0xCA11;
 /// Tag of a loop node in [`encode_node`] and of a [`NodeKeys::loop_shape`].
 pub(crate) const TAG_LOOP: u64 = 0x100F;
 
-/// Appends the encoding of `node` to `buf`: its final flag, its byte edges (ranges and
-/// `target`'s number for each target node), its call edges (callee fingerprint by
-/// `callee_fp`, `target`'s number for the return node) and its loop (body fingerprint,
-/// bounds). `target` is called for the byte edges' targets, then the calls' return nodes,
-/// in edge order.
+/// Appends the encoding of `node` to `buf`: see [`encode_parts`].
 pub(crate) fn encode_node(
     buf: &mut Vec<u64>,
     pda: &Pda,
     node: &Node,
+    target: impl FnMut(u32) -> u64,
+    callee_fp: impl Fn(u32) -> u128,
+) {
+    encode_parts(buf, node.is_final, pda.bytes(node), pda.calls(node), node.repeat, target, callee_fp);
+}
+
+/// Appends the encoding of a node to `buf`: its final flag, its byte edges (ranges and
+/// `target`'s number for each target node), its call edges (callee fingerprint by
+/// `callee_fp`, `target`'s number for the return node) and its loop (body fingerprint,
+/// bounds). `target` is called for the byte edges' targets, then the calls' return nodes,
+/// in edge order. Takes the node's parts, so a determinised rule not yet placed in an
+/// automaton is encoded alike.
+pub(crate) fn encode_parts(
+    buf: &mut Vec<u64>,
+    is_final: bool,
+    bytes: &[ByteEdge],
+    calls: &[CallEdge],
+    repeat: Option<Loop>,
     mut target: impl FnMut(u32) -> u64,
     callee_fp: impl Fn(u32) -> u128,
 ) {
-    buf.push(TAG_NODE + node.is_final as u64);
-    for e in pda.bytes(node) {
+    buf.push(TAG_NODE + is_final as u64);
+    for e in bytes {
         let t = target(e.target);
         buf.push(((e.lo as u64) << 40) | ((e.hi as u64) << 32) | t);
     }
-    for c in pda.calls(node) {
+    for c in calls {
         let fp = callee_fp(c.callee);
         let t = target(c.ret);
         buf.extend([TAG_CALL, fp as u64, (fp >> 64) as u64, t]);
     }
-    if let Some(l) = node.repeat {
+    if let Some(l) = repeat {
         let fp = callee_fp(l.body);
         buf.extend([TAG_LOOP, fp as u64, (fp >> 64) as u64, l.min as u64, l.max as u64]);
     }
