@@ -106,28 +106,36 @@ struct Nfa {
     calls: Grouped<(u32, u32)>,
 }
 
-/// Edges of every state: listed as `(state, edge)` while building, then grouped by state,
-/// those of `s` being `items[offsets[s]..offsets[s + 1]]`, in the order they were added.
+/// Items listed by key as `(key, item)`, then grouped by key in one counting sort, those of
+/// `k` being `items[offsets[k]..offsets[k + 1]]` in the order they were listed: an NFA's
+/// edges by state, a rule's predecessor lists by node ([`CoReach`]), the callers of each
+/// rule. The buffers serve list after list ([`Grouped::clear`]).
 struct Grouped<T> {
     listed: Vec<(u32, T)>,
     offsets: Vec<u32>,
     items: Vec<T>,
+    fill: Vec<u32>,
 }
 
 impl<T> Default for Grouped<T> {
     fn default() -> Self {
-        Grouped { listed: Vec::new(), offsets: Vec::new(), items: Vec::new() }
+        Grouped { listed: Vec::new(), offsets: Vec::new(), items: Vec::new(), fill: Vec::new() }
     }
 }
 
 impl<T: Copy> Grouped<T> {
-    fn push(&mut self, state: u32, edge: T) {
-        self.listed.push((state, edge));
+    fn push(&mut self, key: u32, item: T) {
+        self.listed.push((key, item));
     }
 
-    /// Groups the listed edges of `states` states by state (a counting sort).
-    fn seal(&mut self, states: u32) {
-        let n = states as usize;
+    /// Forgets what was listed, keeping the buffers.
+    fn clear(&mut self) {
+        self.listed.clear();
+    }
+
+    /// Groups what was listed under the keys `0..keys` (every key listed is below it).
+    fn seal(&mut self, keys: u32) {
+        let n = keys as usize;
         self.offsets.clear();
         self.offsets.resize(n + 1, 0);
         for &(s, _) in &self.listed {
@@ -136,7 +144,9 @@ impl<T: Copy> Grouped<T> {
         for i in 0..n {
             self.offsets[i + 1] += self.offsets[i];
         }
-        let mut fill: Vec<u32> = self.offsets[..n].to_vec();
+        self.fill.clear();
+        self.fill.extend_from_slice(&self.offsets[..n]);
+        let fill = &mut self.fill;
         self.items.clear();
         self.items.reserve_exact(self.listed.len());
         // Every slot is written once below; the first edge stands in until then.
@@ -150,7 +160,7 @@ impl<T: Copy> Grouped<T> {
         }
     }
 
-    /// The edges of state `s` (after [`Grouped::seal`]).
+    /// The items of key `s` (after [`Grouped::seal`]).
     #[inline]
     fn of(&self, s: u32) -> &[T] {
         let (Some(&a), Some(&b)) = (self.offsets.get(s as usize), self.offsets.get(s as usize + 1)) else {
@@ -428,46 +438,54 @@ impl Dfa {
     }
 
     /// Whether every node reaches a final node along byte edges and call edges (to their
-    /// return nodes): a walk back from the final nodes over predecessor lists, linear in
-    /// the automaton.
+    /// return nodes).
     fn all_live(&self) -> bool {
-        let n = self.nodes.len();
-        let targets = |node: &(bool, Span, Span)| {
-            let edges = self.bytes.get(node.1.range()).unwrap_or(&[]);
-            let calls = self.calls.get(node.2.range()).unwrap_or(&[]);
-            edges.iter().map(|e| e.target as usize).chain(calls.iter().map(|c| c.ret as usize))
-        };
-        // Predecessors by a counting sort: those of `t` are `preds[offsets[t]..offsets[t + 1]]`.
-        let mut offsets = vec![0usize; n + 1];
-        for node in &self.nodes {
-            for t in targets(node).filter(|&t| t < n) {
-                offsets[t + 1] += 1;
-            }
+        let edges = self.nodes.iter().enumerate().flat_map(|(i, &(_, bytes, calls))| {
+            let bytes = self.bytes.get(bytes.range()).unwrap_or(&[]);
+            let calls = self.calls.get(calls.range()).unwrap_or(&[]);
+            bytes.iter().map(|e| e.target).chain(calls.iter().map(|c| c.ret)).map(move |t| (i as u32, t))
+        });
+        CoReach::default().run(self.nodes.len(), edges, |i| self.nodes[i].0).iter().all(|&l| l)
+    }
+}
+
+/// Which nodes of an automaton reach a final node: a walk back from the final nodes over
+/// predecessor lists, linear in the automaton. The buffers serve automaton after automaton.
+#[derive(Default)]
+struct CoReach {
+    preds: Grouped<u32>,
+    live: Vec<bool>,
+    todo: Vec<u32>,
+}
+
+impl CoReach {
+    /// Per node of `0..len`, whether it reaches a final node along `edges` (`(from, to)`
+    /// pairs, both below `len`).
+    fn run(
+        &mut self,
+        len: usize,
+        edges: impl Iterator<Item = (u32, u32)>,
+        is_final: impl Fn(usize) -> bool,
+    ) -> &[bool] {
+        let CoReach { preds, live, todo } = self;
+        preds.clear();
+        for (from, to) in edges {
+            preds.push(to, from);
         }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut preds = vec![0u32; offsets[n]];
-        for (i, node) in self.nodes.iter().enumerate() {
-            for t in targets(node).filter(|&t| t < n) {
-                preds[fill[t]] = i as u32;
-                fill[t] += 1;
-            }
-        }
-        let mut live: Vec<bool> = self.nodes.iter().map(|node| node.0).collect();
-        let mut todo: Vec<usize> = (0..n).filter(|&i| live[i]).collect();
-        let mut count = todo.len();
+        preds.seal(len as u32);
+        live.clear();
+        live.extend((0..len).map(is_final));
+        todo.clear();
+        todo.extend((0..len as u32).filter(|&i| live[i as usize]));
         while let Some(t) = todo.pop() {
-            for &p in &preds[offsets[t]..offsets[t + 1]] {
+            for &p in preds.of(t) {
                 if !live[p as usize] {
                     live[p as usize] = true;
-                    count += 1;
-                    todo.push(p as usize);
+                    todo.push(p);
                 }
             }
         }
-        count == n
+        live
     }
 }
 
@@ -821,7 +839,7 @@ impl Pda {
     /// Fixpoint over rules: `ok(rule)` given which callees count as usable; `via_bytes`
     /// says whether byte edges count (productive) or not (nullable). Runs in rounds: a rule
     /// is checked again only when one of its callees became `ok`.
-    fn rule_fixpoint(&self, via_bytes: bool, callers: &Callers) -> Vec<bool> {
+    fn rule_fixpoint(&self, via_bytes: bool, callers: &Grouped<u32>) -> Vec<bool> {
         let n = self.rules.len();
         let mut ok = vec![false; n];
         // Rounds over the rules still in question, from the last rule to the first (rules
@@ -874,7 +892,7 @@ impl Pda {
                 };
                 if reach {
                     ok[r] = true;
-                    for &caller in callers.of(r) {
+                    for &caller in callers.of(r as u32) {
                         if !ok[caller as usize] && !queued[caller as usize] {
                             queued[caller as usize] = true;
                             next.push(caller);
@@ -887,30 +905,18 @@ impl Pda {
         ok
     }
 
-    /// The rules that call each rule (or loop over it).
-    fn callers(&self) -> Callers {
-        fn callees_of<'p>(pda: &'p Pda, node: &'p Node) -> impl Iterator<Item = u32> + 'p {
-            pda.calls(node).iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
-        }
-        let n = self.rules.len();
-        let mut offsets = vec![0u32; n + 1];
+    /// For each rule, the rules that call it (or loop over it). A caller may be listed more
+    /// than once, or after trimming removed its call: [`Pda::rule_fixpoint`] only uses it to
+    /// know what to check again.
+    fn callers(&self) -> Grouped<u32> {
+        let mut callers = Grouped::default();
         for node in &self.nodes {
-            for c in callees_of(self, node) {
-                offsets[c as usize + 1] += 1;
+            for c in self.calls(node).iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body)) {
+                callers.push(c, node.rule);
             }
         }
-        for r in 0..n {
-            offsets[r + 1] += offsets[r];
-        }
-        let mut fill = offsets.clone();
-        let mut callers = vec![0u32; offsets[n] as usize];
-        for node in &self.nodes {
-            for c in callees_of(self, node) {
-                callers[fill[c as usize] as usize] = node.rule;
-                fill[c as usize] += 1;
-            }
-        }
-        Callers { offsets, callers }
+        callers.seal(self.rules.len() as u32);
+        callers
     }
 
     /// Removes calls to rules that match nothing and edges into nodes that cannot complete
@@ -939,9 +945,8 @@ impl Pda {
                 }
             }
         }
-        // Co-reachability within each normal rule, walking predecessors (kept as one flat
-        // list per rule, indexed by `offsets`; the buffers serve every rule).
-        let (mut offsets, mut preds, mut live, mut todo) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Co-reachability within each normal rule (the buffers serve every rule).
+        let mut co_reach = CoReach::default();
         for (r, known_live) in live_rules.iter_mut().enumerate() {
             let range = self.rule_nodes(r);
             if self.nodes[range.start].repeat.is_some() || *known_live {
@@ -949,44 +954,12 @@ impl Pda {
             }
             *known_live = false;
             let base = range.start;
-            let len = range.len();
-            offsets.clear();
-            offsets.resize(len + 1, 0u32);
-            for n in &self.nodes[range.clone()] {
-                for t in self.bytes(n).iter().map(|e| e.target).chain(self.calls(n).iter().map(|c| c.ret)) {
-                    offsets[t as usize - base + 1] += 1;
-                }
-            }
-            for i in 0..len {
-                offsets[i + 1] += offsets[i];
-            }
-            preds.clear();
-            preds.resize(offsets[len] as usize, 0u32);
-            for (i, n) in self.nodes[range.clone()].iter().enumerate() {
-                for t in self.bytes(n).iter().map(|e| e.target).chain(self.calls(n).iter().map(|c| c.ret)) {
-                    let slot = &mut offsets[t as usize - base];
-                    preds[*slot as usize] = i as u32;
-                    *slot += 1;
-                }
-            }
-            // `offsets[t]` now ends t's predecessors; they start where t - 1's end.
-            live.clear();
-            live.resize(len, false);
-            todo.clear();
-            todo.extend((0..len).filter(|&i| self.nodes[base + i].is_final));
-            for &i in &todo {
-                live[i] = true;
-            }
-            while let Some(i) = todo.pop() {
-                let start = if i == 0 { 0 } else { offsets[i - 1] as usize };
-                for &p in &preds[start..offsets[i] as usize] {
-                    let p = p as usize;
-                    if !live[p] {
-                        live[p] = true;
-                        todo.push(p);
-                    }
-                }
-            }
+            let local = |t: u32| t - base as u32;
+            let edges = self.nodes[range.clone()].iter().enumerate().flat_map(|(i, n)| {
+                let targets = self.bytes(n).iter().map(|e| e.target).chain(self.calls(n).iter().map(|c| c.ret));
+                targets.map(move |t| (i as u32, local(t)))
+            });
+            let live = co_reach.run(range.len(), edges, |i| self.nodes[base + i].is_final);
             if live.iter().all(|&l| l) {
                 continue;
             }
@@ -1194,21 +1167,4 @@ fn retain<T: Copy>(list: &mut [T], span: Span, keep: impl Fn(&T) -> bool) -> Spa
         }
     }
     Span { start: span.start, len: (kept - span.start as usize) as u32 }
-}
-
-/// For each rule, the rules that call it, as one flat list (a counting sort): the callers of
-/// `r` are `callers[offsets[r]..offsets[r + 1]]`. A caller may be listed more than once, or
-/// after trimming removed its call: [`Pda::rule_fixpoint`] only uses it to know what to check
-/// again.
-struct Callers {
-    offsets: Vec<u32>,
-    callers: Vec<u32>,
-}
-
-impl Callers {
-    fn of(&self, r: usize) -> &[u32] {
-        let start = self.offsets.get(r).copied().unwrap_or(0) as usize;
-        let end = self.offsets.get(r + 1).copied().unwrap_or(0) as usize;
-        self.callers.get(start..end).unwrap_or(&[])
-    }
 }
