@@ -1068,36 +1068,19 @@ impl Pda {
     fn fingerprint_with(&mut self, salt: u64, shapes: &Shapes) {
         debug_assert!(salt != 0, "salt 0 is the one of rules outside cycles");
         let n = self.rules.len();
-        let callees: Vec<Vec<u32>> = (0..n)
-            .map(|r| {
-                let mut v: Vec<u32> = self
-                    .rule_nodes(r)
-                    .flat_map(|i| {
-                        let node = &self.nodes[i];
-                        self.calls(node).iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body))
-                    })
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            })
-            .collect();
         // Callees before callers (Kahn's order over the call graph): linear, where repeated
-        // sweeps until nothing changes were quadratic on a chain of 100k rules.
+        // sweeps until nothing changes were quadratic on a chain of 100k rules. A rule waits
+        // for each of its calls (and its loop), and each is counted off once done.
         let mut done: Vec<Option<u128>> = vec![None; n];
-        let mut pending: Vec<usize> = callees.iter().map(Vec::len).collect();
-        let mut callers: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (r, cs) in callees.iter().enumerate() {
-            for &c in cs {
-                if let Some(v) = callers.get_mut(c as usize) {
-                    v.push(r as u32);
-                }
-            }
+        let mut pending: Vec<usize> = vec![0; n];
+        for node in &self.nodes {
+            pending[node.rule as usize] += self.calls(node).len() + usize::from(node.repeat.is_some());
         }
+        let callers = self.callers();
         let mut ready: Vec<usize> = (0..n).filter(|&r| pending[r] == 0).collect();
         while let Some(r) = ready.pop() {
             done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0, shapes));
-            for &caller in &callers[r] {
+            for &caller in callers.of(r as u32) {
                 let p = &mut pending[caller as usize];
                 *p -= 1;
                 if *p == 0 {
