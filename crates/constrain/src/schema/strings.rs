@@ -172,37 +172,52 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
     if !keys.iter().any(|k| k.is_empty()) {
         alts.push(Expr::lit("\""));
     }
-    if !firsts.is_empty() && firsts.iter().all(|&c| c.is_ascii() && c >= ' ' && c != '"' && c != '\\') {
-        // The common case (names of plain ASCII characters), built directly: the raw ASCII
-        // characters that are no first character, the non-ASCII ones through the shared
-        // rule, and the short escapes; the same expression the general case builds.
-        let taken = firsts.iter().fold((1u128 << b'"') | (1u128 << b'\\'), |m, &c| m | (1u128 << c as u32));
-        // The runs of free characters from the space on, found a run at a time.
-        let mut free = !taken & !((1u128 << 0x20) - 1);
-        let mut raw = Vec::new();
-        while free != 0 {
-            let start = free.trailing_zeros();
-            let len = (free >> start).trailing_ones();
-            raw.push((char::from(start as u8), char::from((start + len - 1) as u8)));
-            free &= !(((1u128 << len) - 1) << start);
+    let needs_escape = |c: char| c == '"' || c == '\\' || (c as u32) < 0x20;
+    if firsts.iter().copied().any(needs_escape) {
+        // Characters other than the first characters of keys: anything may follow.
+        let others = other_chars(&firsts);
+        if !others.is_empty() {
+            alts.push(Expr::seq([json::class_units(&others), rest.clone()]));
         }
+    } else if let Some((raw, any_nonascii)) = raw_other_chars(&firsts) {
+        // No key character needs an escape here: the raw class, the non-ASCII characters
+        // through the shared rule when they are all "other", and the escapes below.
         if !raw.is_empty() {
             alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
         }
-        alts.push(nonascii_rest.clone());
-        alts.push(short_escapes(&firsts, rest));
-        for c in firsts {
-            let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-            let tail = trie_tail(&tails, rules, b, depth);
-            alts.push(Expr::seq([Expr::Literal(vec![c as u8]), tail]));
+        if any_nonascii {
+            alts.push(nonascii_rest.clone());
         }
-        return Expr::alt(alts);
+        // An escape may spell a key's next character (`\u0061` is `a`). Where no key goes
+        // on, any escape spells some other character. Where one does, only the short
+        // escapes of characters no key continues with are taken (`\"`, `\\`, the
+        // controls, and `\/` unless `/` is a next character); a `\u` escape is refused
+        // there, so a name spelled with one is refused (fewer strings, never more).
+        if firsts.is_empty() {
+            alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
+        } else {
+            alts.push(short_escapes(&firsts, rest));
+        }
     }
-    // Characters other than the first characters of keys: anything may follow.
+    for c in firsts {
+        let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
+        let tail = trie_tail(&tails, rules, b, depth);
+        let unit = if c.is_ascii() && !needs_escape(c) {
+            Expr::Literal(vec![c as u8])
+        } else {
+            json::str_units(&c.to_string())
+        };
+        alts.push(Expr::seq([unit, tail]));
+    }
+    Expr::alt(alts)
+}
+
+/// The characters other than `firsts` (sorted, distinct), as ranges without the surrogates.
+fn other_chars(firsts: &[char]) -> Vec<(char, char)> {
     let mut others = Vec::new();
     let mut lo = '\0';
     let mut open = true;
-    for &c in &firsts {
+    for &c in firsts {
         if open && c > lo {
             others.push((lo, prev(c)));
         }
@@ -214,54 +229,42 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
     if open {
         others.push((lo, '\u{10FFFF}'));
     }
-    let others: Vec<(char, char)> = others.into_iter().flat_map(split_surrogates).collect();
-    if !others.is_empty() {
-        if firsts.iter().any(|&c| c == '"' || c == '\\' || (c as u32) < 0x20) {
-            alts.push(Expr::seq([json::class_units(&others), rest.clone()]));
-        } else {
-            // No key character needs an escape here, so every escape is an "other" character:
-            // the raw class, or a backslash followed by the shared escape-then-rest rule.
-            let raw: Vec<(char, char)> = others
-                .iter()
-                .filter_map(|&(a, b)| {
-                    let a = a.max(' ');
-                    (a <= b).then_some((a, b))
-                })
-                .flat_map(|(a, b)| split_out(a, b, &['"', '\\']))
-                .collect();
-            // With only ASCII characters to exclude here, the non-ASCII ones all go to the
-            // shared rule (their UTF-8 paths would otherwise be rebuilt at every position).
-            let (raw, any_nonascii) = if firsts.iter().all(|c| c.is_ascii()) {
-                let ascii: Vec<(char, char)> =
-                    raw.iter().filter(|r| r.0.is_ascii()).map(|&(a, b)| (a, b.min('\u{7F}'))).collect();
-                (ascii, raw.iter().any(|r| !r.1.is_ascii()))
-            } else {
-                (raw, false)
-            };
-            if !raw.is_empty() {
-                alts.push(Expr::seq([Expr::Chars(raw), rest.clone()]));
-            }
-            if any_nonascii {
-                alts.push(nonascii_rest.clone());
-            }
-            // An escape may spell a key's next character (`\u0061` is `a`). Where no key goes
-            // on, any escape spells some other character. Where one does, only the short
-            // escapes of characters no key continues with are taken (`\"`, `\\`, the
-            // controls, and `\/` unless `/` is a next character); a `\u` escape is refused
-            // there, so a name spelled with one is refused (fewer strings, never more).
-            if firsts.is_empty() {
-                alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
-            } else {
-                alts.push(short_escapes(&firsts, rest));
-            }
+    others.into_iter().flat_map(split_surrogates).collect()
+}
+
+/// For `firsts` none of which needs an escape: the characters other than them that are
+/// written raw (no control, quote or backslash), and whether the non-ASCII ones among them
+/// go to the shared non-ASCII rule instead, which they do when every first character is
+/// ASCII (their UTF-8 paths would otherwise be rebuilt at every position). `None` when no
+/// character is left.
+fn raw_other_chars(firsts: &[char]) -> Option<(Vec<(char, char)>, bool)> {
+    if firsts.iter().all(char::is_ascii) {
+        // Runs of the printable ASCII characters taken by no first character, a run at a
+        // time off a 128-bit set; every non-ASCII character is left.
+        let taken = firsts.iter().fold((1u128 << b'"') | (1u128 << b'\\'), |m, &c| m | (1u128 << c as u32));
+        let mut free = !taken & !((1u128 << 0x20) - 1);
+        let mut raw = Vec::new();
+        while free != 0 {
+            let start = free.trailing_zeros();
+            let len = (free >> start).trailing_ones();
+            raw.push((char::from(start as u8), char::from((start + len - 1) as u8)));
+            free &= !(((1u128 << len) - 1) << start);
         }
+        return Some((raw, true));
     }
-    for c in firsts {
-        let tails: Vec<&[char]> = keys.iter().filter(|k| k.first() == Some(&c)).map(|k| &k[1..]).collect();
-        let tail = trie_tail(&tails, rules, b, depth);
-        alts.push(Expr::seq([json::str_units(&c.to_string()), tail]));
+    let others = other_chars(firsts);
+    if others.is_empty() {
+        return None;
     }
-    Expr::alt(alts)
+    let raw = others
+        .iter()
+        .filter_map(|&(a, b)| {
+            let a = a.max(' ');
+            (a <= b).then_some((a, b))
+        })
+        .flat_map(|(a, b)| split_out(a, b, &['"', '\\']))
+        .collect();
+    Some((raw, false))
 }
 
 /// Where some key goes on with one of `firsts`: a backslash and a short escape of a
