@@ -86,6 +86,11 @@ impl Expr {
         Expr::Literal(s.as_bytes().to_vec())
     }
 
+    /// One byte of `bytes` (each its own range, in the order given: `b"048"` is `[048]`).
+    pub fn one_of_bytes(bytes: &[u8]) -> Expr {
+        Expr::Bytes(bytes.iter().map(|&b| (b, b)).collect())
+    }
+
     /// A sequence, flattening nested sequences and dropping `Empty` parts.
     pub fn seq(parts: impl IntoIterator<Item = Expr>) -> Expr {
         let mut out = Vec::new();

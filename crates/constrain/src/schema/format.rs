@@ -56,37 +56,20 @@ fn full_date() -> Expr {
         ]),
     ]);
     // 29 February only in leap years: divisible by 4, and by 400 when a century
-    // (`YY00` with `YY` divisible by 4, so also `0000`, which RFC 3339 allows).
+    // (`YY00` with `YY` divisible by 4, so also `0000`, which RFC 3339 allows). Two digits
+    // are a multiple of 4 when an even digit is followed by 0, 4 or 8, or an odd one by 2
+    // or 6.
+    let after_even = || Expr::one_of_bytes(b"048");
+    let odd_then = || Expr::seq([Expr::one_of_bytes(b"13579"), Expr::one_of_bytes(b"26")]);
+    // The last two digits of a year divisible by 4, `00` aside, and those of any.
     let by_4 = Expr::alt([
-        Expr::seq([d(b'0', b'0'), Expr::Bytes(vec![(b'4', b'4'), (b'8', b'8')])]),
-        Expr::seq([Expr::Bytes(vec![(b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]), by_4_second(true)]),
-        Expr::seq([
-            Expr::Bytes(vec![(b'1', b'1'), (b'3', b'3'), (b'5', b'5'), (b'7', b'7'), (b'9', b'9')]),
-            by_4_second(false),
-        ]),
+        Expr::seq([d(b'0', b'0'), Expr::one_of_bytes(b"48")]),
+        Expr::seq([Expr::one_of_bytes(b"2468"), after_even()]),
+        odd_then(),
     ]);
-    let two_by_4 = Expr::alt([
-        Expr::seq([
-            Expr::Bytes(vec![(b'0', b'0'), (b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]),
-            by_4_second(true),
-        ]),
-        Expr::seq([
-            Expr::Bytes(vec![(b'1', b'1'), (b'3', b'3'), (b'5', b'5'), (b'7', b'7'), (b'9', b'9')]),
-            by_4_second(false),
-        ]),
-    ]);
+    let two_by_4 = Expr::alt([Expr::seq([Expr::one_of_bytes(b"02468"), after_even()]), odd_then()]);
     let leap_year = Expr::alt([Expr::seq([digits(2), by_4]), Expr::seq([two_by_4, Expr::lit("00")])]);
     Expr::alt([Expr::seq([digits(4), Expr::lit("-"), month_day]), Expr::seq([leap_year, Expr::lit("-02-29")])])
-}
-
-/// The second digit of a two-digit multiple of 4 after an even (`0, 4, 8`) or an odd
-/// (`2, 6`) first digit.
-fn by_4_second(even_first: bool) -> Expr {
-    if even_first {
-        Expr::Bytes(vec![(b'0', b'0'), (b'4', b'4'), (b'8', b'8')])
-    } else {
-        Expr::Bytes(vec![(b'2', b'2'), (b'6', b'6')])
-    }
 }
 
 fn two(max_first: u8, max_second_when_max_first: u8) -> Expr {
@@ -113,8 +96,8 @@ fn partial_time() -> Expr {
 fn offset() -> Expr {
     let hour = two(b'2', b'3');
     let min = Expr::seq([d(b'0', b'5'), d(b'0', b'9')]);
-    let zulu = Expr::Bytes(vec![(b'Z', b'Z'), (b'z', b'z')]);
-    Expr::alt([zulu, Expr::seq([Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')]), hour, Expr::lit(":"), min])])
+    let zulu = Expr::one_of_bytes(b"Zz");
+    Expr::alt([zulu, Expr::seq([Expr::one_of_bytes(b"+-"), hour, Expr::lit(":"), min])])
 }
 
 /// A host-name label of at most `max` (≥ 4) characters: letters, digits and inner hyphens,
@@ -278,9 +261,7 @@ fn uri() -> Expr {
 /// The grammar of a known format's content, or `None` when the format is unknown here.
 pub fn format_expr(name: &str) -> Option<Expr> {
     Some(match name {
-        "date-time" => {
-            Expr::seq([full_date(), Expr::Bytes(vec![(b'T', b'T'), (b't', b't')]), partial_time(), offset()])
-        }
+        "date-time" => Expr::seq([full_date(), Expr::one_of_bytes(b"Tt"), partial_time(), offset()]),
         "date" => full_date(),
         "time" => Expr::seq([partial_time(), offset()]),
         "duration" => duration(),

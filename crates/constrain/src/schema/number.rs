@@ -675,7 +675,7 @@ fn scientific_magnitudes(lo: &Bound, hi: Option<&Bound>) -> Expr {
 /// An exponent part (`e`, `E`, an optional sign, digits with leading zeros allowed) whose
 /// value lies in `first..=last` (`None`: unbounded).
 fn exponent_range(first: Option<i64>, last: Option<i64>) -> Expr {
-    let e = Expr::Bytes(vec![(b'E', b'E'), (b'e', b'e')]);
+    let e = Expr::one_of_bytes(b"Ee");
     let zeros = Expr::star(Expr::lit("0"));
     let digits = |v: i64| Dec::from_i128(v as i128).int;
     let mut alts = Vec::new();
@@ -698,11 +698,7 @@ pub fn any_number() -> Expr {
         Expr::opt(Expr::lit("-")),
         Expr::alt([Expr::lit("0"), Expr::seq([digit(1, 9), any_digits(0, None)])]),
         Expr::opt(Expr::seq([Expr::lit("."), any_digits(1, None)])),
-        Expr::opt(Expr::seq([
-            Expr::Bytes(vec![(b'E', b'E'), (b'e', b'e')]),
-            Expr::opt(Expr::Bytes(vec![(b'+', b'+'), (b'-', b'-')])),
-            any_digits(1, None),
-        ])),
+        Expr::opt(Expr::seq([Expr::one_of_bytes(b"Ee"), Expr::opt(Expr::one_of_bytes(b"+-")), any_digits(1, None)])),
     ])
 }
 
@@ -815,14 +811,14 @@ pub fn scaled_int_range(lo: Option<&Dec>, hi: Option<&Dec>, zeros: usize) -> Exp
 pub fn multiples_regular(q: u64, zeros: usize) -> Option<Expr> {
     let last = match q {
         1 => return Some(scaled_int_range(None, None, zeros)),
-        2 => Expr::Bytes(vec![(b'0', b'0'), (b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]),
-        5 => Expr::Bytes(vec![(b'0', b'0'), (b'5', b'5')]),
+        2 => Expr::one_of_bytes(b"02468"),
+        5 => Expr::one_of_bytes(b"05"),
         _ => return None,
     };
     let z = Expr::Literal(vec![b'0'; zeros]);
     // 0 alone, or a non-zero multiple: y ends in an even digit (or 0/5) and is not 0.
     let nonzero_single = match q {
-        2 => Expr::Bytes(vec![(b'2', b'2'), (b'4', b'4'), (b'6', b'6'), (b'8', b'8')]),
+        2 => Expr::one_of_bytes(b"2468"),
         _ => Expr::lit("5"),
     };
     let y = Expr::alt([nonzero_single, Expr::seq([digit(1, 9), any_digits(0, None), last])]);

@@ -270,13 +270,8 @@ fn raw_other_chars(firsts: &[char]) -> Option<(Vec<(char, char)>, bool)> {
 /// Where some key goes on with one of `firsts`: a backslash and a short escape of a
 /// character no key continues with, then the rest of the string (see [`not_in_set`]).
 fn short_escapes(firsts: &[char], rest: &Expr) -> Expr {
-    let mut short = vec![(b'"', b'"'), (b'\\', b'\\'), (b'b', b'b'), (b'f', b'f')];
-    short.extend([(b'n', b'n'), (b'r', b'r'), (b't', b't')]);
-    if !firsts.contains(&'/') {
-        short.push((b'/', b'/'));
-    }
-    short.sort_unstable();
-    Expr::seq([Expr::lit("\\"), Expr::Bytes(short), rest.clone()])
+    let short: &[u8] = if firsts.contains(&'/') { b"\"\\bfnrt" } else { b"\"/\\bfnrt" };
+    Expr::seq([Expr::lit("\\"), Expr::one_of_bytes(short), rest.clone()])
 }
 
 /// The trie below one character at `depth`: [`not_in_set`] of the keys' tails, made a rule
