@@ -105,14 +105,13 @@ fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan
         Some(ev)
     };
     let names = |ev: &Evaluated| (!ev.all).then(|| ev.part());
-    let sides = if *kind == "if" {
-        let then_side: Vec<&Value> = [m.get("if"), m.get("then")].into_iter().flatten().collect();
-        let then_ev = evaluated(own.clone(), &then_side)?;
+    let sides = sides(m, kind)?;
+    let named = if let (true, [then_side, else_side]) = (*kind == "if", sides.as_slice()) {
+        let then_ev = evaluated(own.clone(), then_side)?;
         // The else branch is not guarded by `not if` (which may not compile): it names only
         // what `else` evaluates that the `if` branch does too, so it is a subset of the
         // schema's instances whether or not `if` holds.
-        let else_side: Vec<&Value> = m.get("else").into_iter().collect();
-        let else_only = evaluated(Evaluated::default(), &else_side)?;
+        let else_only = evaluated(Evaluated::default(), else_side)?;
         let mut else_ev = own.clone();
         if else_only.all {
             else_ev = then_ev.clone();
@@ -123,15 +122,25 @@ fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan
         }
         vec![names(&then_ev), names(&else_ev)]
     } else {
-        let list = m.get(*kind)?.as_array()?;
-        list.iter().map(|b| evaluated(own.clone(), &[b]).map(|ev| names(&ev))).collect::<Option<Vec<_>>>()?
+        sides.iter().map(|side| evaluated(own.clone(), side).map(|ev| names(&ev))).collect::<Option<Vec<_>>>()?
     };
-    Some(Plan::Branches(kind, sides))
+    Some(Plan::Branches(kind, named))
+}
+
+/// The sides of the conditional applicator `kind` of `m`, each as the schemas an instance
+/// on that side satisfies: for `if`, `if` with `then`, and `else`; for `anyOf`/`oneOf`,
+/// each branch. `None` when the applicator is not a list.
+fn sides<'m>(m: &'m Map<String, Value>, kind: &str) -> Option<Vec<Vec<&'m Value>>> {
+    if kind == "if" {
+        let then_side = [m.get("if"), m.get("then")].into_iter().flatten().collect();
+        return Some(vec![then_side, m.get("else").into_iter().collect()]);
+    }
+    Some(m.get(kind)?.as_array()?.iter().map(|b| vec![b]).collect())
 }
 
 /// The [`Plan::Branches`] part for the object `m` (already rewritten below), with `u` the
 /// `unevaluatedProperties` value: `{"anyOf": [{"allOf": [branch…, names + u]}…]}`.
-fn branches_part(m: &Map<String, Value>, kind: &str, sides: Vec<Option<Map<String, Value>>>, u: &Value) -> Value {
+fn branches_part(m: &Map<String, Value>, kind: &str, names: Vec<Option<Map<String, Value>>>, u: &Value) -> Value {
     let conj = |mut parts: Vec<Value>, names: Option<Map<String, Value>>| {
         if let Some(mut names) = names {
             names.insert("additionalProperties".into(), u.clone());
@@ -141,15 +150,12 @@ fn branches_part(m: &Map<String, Value>, kind: &str, sides: Vec<Option<Map<Strin
         all.insert("allOf".into(), Value::Array(parts));
         Value::Object(all)
     };
-    let alts: Vec<Value> = if kind == "if" {
-        let mut sides = sides.into_iter();
-        let then_side = [m.get("if").cloned(), m.get("then").cloned()].into_iter().flatten().collect();
-        let else_side = m.get("else").cloned().into_iter().collect();
-        vec![conj(then_side, sides.next().flatten()), conj(else_side, sides.next().flatten())]
-    } else {
-        let list = m.get(kind).and_then(Value::as_array).cloned().unwrap_or_default();
-        list.into_iter().zip(sides).map(|(b, names)| conj(vec![b], names)).collect()
-    };
+    let alts: Vec<Value> = self::sides(m, kind)
+        .unwrap_or_default()
+        .into_iter()
+        .zip(names)
+        .map(|(side, names)| conj(side.into_iter().cloned().collect(), names))
+        .collect();
     let mut part = Map::new();
     part.insert("anyOf".into(), Value::Array(alts));
     Value::Object(part)
@@ -212,7 +218,8 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
             // Properties evaluated by one conditional applicator: per branch.
             if !items && !covers && !ev.all && *u != Value::Bool(true) {
                 if let Some(plan) = branches(doc, m, &ev) {
-                    if m.contains_key("anyOf") || m.contains_key("else") {
+                    let subset = |kind: &str| kind == "anyOf" || (kind == "if" && m.contains_key("else"));
+                    if matches!(plan, Plan::Branches(kind, _) if subset(kind)) {
                         notes.push(Note::new(
                             &ptr,
                             key,
