@@ -919,17 +919,9 @@ impl Pda {
         callers
     }
 
-    /// Removes calls to rules that match nothing and edges into nodes that cannot complete
-    /// their rule, so every live configuration can always be completed.
-    /// Returns which rules are nullable (match the empty string), as trimmed.
-    /// `live[r]`: rule `r`'s automaton, as built, has every node reach a final node; on
-    /// return, also that trimming left it as it was.
-    fn trim(&mut self, live_rules: &mut [bool]) -> Result<Vec<bool>, Error> {
-        let callers = self.callers();
-        let productive = self.rule_fixpoint(true, &callers);
-        if !productive[self.start_rule as usize] {
-            return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
-        }
+    /// Removes the calls to rules that are not `productive` (marking their rules as no
+    /// longer known live) and stops loops over them.
+    fn drop_unproductive(&mut self, productive: &[bool], live_rules: &mut [bool]) {
         for n in &mut self.nodes {
             let kept = retain(&mut self.call_edges, n.calls, |c| productive[c.callee as usize]);
             if kept != n.calls {
@@ -944,6 +936,23 @@ impl Pda {
                     l.max = 0;
                 }
             }
+        }
+    }
+
+    /// Removes calls to rules that match nothing and edges into nodes that cannot complete
+    /// their rule, so every live configuration can always be completed.
+    /// Returns which rules are nullable (match the empty string), as trimmed.
+    /// `live[r]`: rule `r`'s automaton, as built, has every node reach a final node; on
+    /// return, also that trimming left it as it was.
+    fn trim(&mut self, live_rules: &mut [bool]) -> Result<Vec<bool>, Error> {
+        let callers = self.callers();
+        let productive = self.rule_fixpoint(true, &callers);
+        if !productive[self.start_rule as usize] {
+            return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
+        }
+        // Usually every rule is productive, and there is nothing to take out.
+        if productive.iter().any(|&p| !p) {
+            self.drop_unproductive(&productive, live_rules);
         }
         // Co-reachability within each normal rule (the buffers serve every rule).
         let mut co_reach = CoReach::default();
