@@ -92,7 +92,8 @@ pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[u32], chains: &mut 
 }
 
 /// A node as its rule's fingerprint and its position in the rule. Equal fingerprints are
-/// equal rules laid out alike (the fingerprint hashes every node at its position), so the
+/// equal rules laid out alike (a fingerprint hashes every node at its position, directly or
+/// through the shape of the cached automaton the rule was copied from), so the
 /// pair identifies what the node does across automata, as a node key does, but costs two
 /// reads where a node key, computed on first use, walks the rest of the rule: the stacks
 /// met after a walk's first byte hold many nodes no mask context ever names (every key an
