@@ -6,10 +6,11 @@
 //! Every grammar here is a **subset** of what the format allows (so everything accepted is a
 //! valid instance for validators that check formats), chosen to contain the usual spellings:
 //! `date-time` uses `T` and `Z`/`±hh:mm` (either case), days are valid for their month and
-//! year (29 February in leap years only; no leap seconds), host names are at most four labels, `uri` is `scheme://host[:port][/path]
-//! [?query][#fragment]`, `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path
-//! characters and percent escapes (its hosts: labels and dots, any number). None of these
-//! contain characters that need escaping in JSON.
+//! year (29 February in leap years only; no leap seconds), host names are at most four
+//! labels, `uri` is `scheme://[userinfo@]host[:port][/path][?query][#fragment]`,
+//! `file:///path`, `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path characters and percent
+//! escapes (its hosts: labels and dots, any number, or an IPv6 address in brackets). None of
+//! these contain characters that need escaping in JSON.
 
 use crate::grammar::Expr;
 
@@ -146,27 +147,39 @@ fn ipv4() -> Expr {
     Expr::seq([octet.clone(), Expr::repeat(Expr::seq([Expr::lit("."), octet]), 3, Some(3))])
 }
 
+/// RFC 4291 text form: eight groups, or fewer around one `::`, and the last 32 bits may be
+/// written as an IPv4 address (`::ffff:192.168.0.1`, `1:2:3:4:5:6:1.2.3.4`).
 fn ipv6() -> Expr {
     let h16 = Expr::repeat(hex(), 1, Some(4));
+    // Exactly `n` groups, each followed by `:`.
+    let groups_colon = |n: u32| Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), n, Some(n));
+    // Exactly `n` groups joined by `:`.
     let groups = |n: u32| -> Expr {
-        // exactly n groups joined by ':'
         match n {
             0 => Expr::Empty,
-            n => Expr::seq([h16.clone(), Expr::repeat(Expr::seq([Expr::lit(":"), h16.clone()]), n - 1, Some(n - 1))]),
+            n => Expr::seq([groups_colon(n - 1), h16.clone()]),
         }
     };
+    // At most `n` groups joined by `:`.
     let upto = |n: u32| -> Expr {
         match n {
             0 => Expr::Empty,
             n => Expr::opt(Expr::seq([
+                Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), 0, Some(n - 1)),
                 h16.clone(),
-                Expr::repeat(Expr::seq([Expr::lit(":"), h16.clone()]), 0, Some(n - 1)),
             ])),
         }
     };
-    let mut alts = vec![groups(8)];
+    // The last 32 bits as an IPv4 address after at most `n` groups, each followed by `:`.
+    let v4_after = |n: u32| Expr::seq([Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), 0, Some(n)), ipv4()]);
+    let mut alts = vec![groups(8), Expr::seq([groups_colon(6), ipv4()])];
+    // `::` stands for at least one group: at most seven are written around it, an IPv4
+    // tail counting as two.
     for before in 0..=7 {
         alts.push(Expr::seq([groups(before), Expr::lit("::"), upto(7 - before)]));
+        if before <= 5 {
+            alts.push(Expr::seq([groups(before), Expr::lit("::"), v4_after(5 - before)]));
+        }
     }
     Expr::alt(alts)
 }
@@ -178,7 +191,8 @@ fn uuid() -> Expr {
 
 /// RFC 5322 `dot-atom` local parts (every `atext` character: `te~st`, `o'brien`, `a#b`) of
 /// at most three words of 20 characters (within the 64-octet limit), `@`, and a host name
-/// of one to four labels (`a@b` is an address).
+/// of one to four labels (`a@b` is an address) or an RFC 5321 address literal
+/// (`[127.0.0.1]`, `[IPv6:::1]`).
 fn email() -> Expr {
     let atext = Expr::Bytes(vec![
         (b'!', b'!'),
@@ -193,7 +207,9 @@ fn email() -> Expr {
     ]);
     let word = Expr::repeat(atext, 1, Some(20));
     let local = Expr::seq([word.clone(), Expr::repeat(Expr::seq([Expr::lit("."), word]), 0, Some(2))]);
-    Expr::seq([local, Expr::lit("@"), hostname()])
+    let literal =
+        Expr::seq([Expr::lit("["), Expr::alt([ipv4(), Expr::seq([Expr::lit("IPv6:"), ipv6()])]), Expr::lit("]")]);
+    Expr::seq([local, Expr::lit("@"), Expr::alt([hostname(), literal])])
 }
 
 /// RFC 3339 appendix A durations: each unit may be followed only by the next one (`P1Y2D`
@@ -211,6 +227,22 @@ fn duration() -> Expr {
     Expr::seq([Expr::lit("P"), Expr::alt([Expr::seq([date, Expr::opt(time.clone())]), time, unit("W")])])
 }
 
+/// RFC 3986's unreserved characters, sub-delimiters and `:`, and `@` when `at`: a path
+/// character (`pchar`) or, without `@`, a `userinfo` one, short of percent escapes.
+fn uri_plain(at: bool) -> Expr {
+    Expr::Bytes(vec![
+        (b'!', b'!'),
+        (b'$', b'$'),
+        (b'&', b'.'),
+        (b'0', b';'),
+        (b'=', b'='),
+        (if at { b'@' } else { b'A' }, b'Z'),
+        (b'_', b'_'),
+        (b'a', b'z'),
+        (b'~', b'~'),
+    ])
+}
+
 fn uri() -> Expr {
     let alpha = Expr::Bytes(vec![(b'A', b'Z'), (b'a', b'z')]);
     let scheme = Expr::seq([
@@ -221,18 +253,8 @@ fn uri() -> Expr {
             Some(30),
         ),
     ]);
-    // RFC 3986 pchar: unreserved, sub-delimiters, ':' and '@', or a percent escape.
-    let plain = Expr::Bytes(vec![
-        (b'!', b'!'),
-        (b'$', b'$'),
-        (b'&', b'.'),
-        (b'0', b';'),
-        (b'=', b'='),
-        (b'@', b'Z'),
-        (b'_', b'_'),
-        (b'a', b'z'),
-        (b'~', b'~'),
-    ]);
+    // RFC 3986 pchar: a plain character or a percent escape.
+    let plain = uri_plain(true);
     let pchar = Expr::alt([plain, Expr::seq([Expr::lit("%"), hex(), hex()])]);
     let port = Expr::seq([Expr::lit(":"), d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]);
     let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
@@ -246,16 +268,25 @@ fn uri() -> Expr {
     let host_label = Expr::seq([alnum.clone(), Expr::opt(Expr::seq([Expr::star(ldh), alnum]))]);
     let host =
         Expr::seq([host_label.clone(), Expr::star(Expr::seq([Expr::lit("."), host_label])), Expr::opt(Expr::lit("."))]);
+    // An IPv6 address in brackets (`[2001:db8::7]`); IPv4 addresses are spelled as names.
+    let host = Expr::alt([host, Expr::seq([Expr::lit("["), ipv6(), Expr::lit("]")])]);
+    // `userinfo@`: pchar but `@` (`user:pass@`, `-.~_!$&'()*+,;=:%40@`).
+    let user_plain = uri_plain(false);
+    let userinfo =
+        Expr::seq([Expr::star(Expr::alt([user_plain, Expr::seq([Expr::lit("%"), hex(), hex()])])), Expr::lit("@")]);
     let segments = Expr::seq([pchar.clone(), Expr::star(pchar), path.clone()]);
-    // `scheme://host[:port]/path`, `scheme:/path`, `scheme:path` (`urn:isbn:123`,
+    // `scheme://[userinfo@]host[:port]/path`, `scheme:/path`, `scheme:path` (`urn:isbn:123`,
     // `mailto:a@b.c`) or `scheme:` alone.
     let hier = Expr::alt([
-        Expr::seq([Expr::lit("//"), host, Expr::opt(port), path]),
+        Expr::seq([Expr::lit("//"), Expr::opt(userinfo), host, Expr::opt(port), path.clone()]),
         Expr::seq([Expr::lit("/"), Expr::opt(segments.clone())]),
         segments,
         Expr::Empty,
     ]);
-    Expr::seq([scheme, Expr::lit(":"), hier, query, frag])
+    // `file:///path`: the one scheme whose URIs usually leave the host empty (RFC 8089);
+    // other schemes keep a host after `//`, as URL parsers want for `http` and the like.
+    let file = Expr::seq([Expr::lit("file://"), path]);
+    Expr::seq([Expr::alt([Expr::seq([scheme, Expr::lit(":"), hier]), file]), query, frag])
 }
 
 /// The grammar of a known format's content, or `None` when the format is unknown here.
@@ -333,8 +364,23 @@ mod tests {
                     "o'brien#1@x.org",
                     "a@b",
                     "{x}|y@h-1.io",
+                    "joe.bloggs@[127.0.0.1]",
+                    "joe.bloggs@[IPv6:::1]",
                 ],
-                &["@example.com", "john@", "a b@x.com", ".a@b.c", "a.@b.c", "a..b@c.d", "a@b.", "a\"b@c.d", "a(b)@c.d"],
+                &[
+                    "a@[1.2.3]",
+                    "a@[::1]",
+                    "a@[IPv6:1.2.3.4]",
+                    "@example.com",
+                    "john@",
+                    "a b@x.com",
+                    ".a@b.c",
+                    "a.@b.c",
+                    "a..b@c.d",
+                    "a@b.",
+                    "a\"b@c.d",
+                    "a(b)@c.d",
+                ],
             ),
             (
                 "hostname",
@@ -344,8 +390,27 @@ mod tests {
             ("ipv4", &["192.168.0.1", "0.0.0.0", "255.255.255.255"], &["256.1.1.1", "01.2.3.4", "1.2.3"]),
             (
                 "ipv6",
-                &["::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::"],
-                &["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::"],
+                &[
+                    "::1",
+                    "2001:db8::8a2e:370:7334",
+                    "1:2:3:4:5:6:7:8",
+                    "::",
+                    "::ffff:192.168.0.1",
+                    "1::d6:192.168.0.1",
+                    "1:2::192.168.0.1",
+                    "1000:1000:1000:1000:1000:1000:255.255.255.255",
+                    "::1.2.3.4",
+                ],
+                &[
+                    "1:2:3:4:5:6:7:8:9",
+                    "1::2::3",
+                    "12345::",
+                    "1:2:3:4:5:6:7:1.2.3.4",
+                    "1::2:3:4:5:6:1.2.3.4",
+                    "::256.1.1.1",
+                    "::1.2.3",
+                    "1.2.3.4",
+                ],
             ),
             (
                 "uuid",
@@ -366,8 +431,22 @@ mod tests {
                     "https:/a/b",
                     "http://example.com./x",
                     "http://a.b.c.d.e.f.example.com",
+                    "ldap://[2001:db8::7]/c=GB?objectClass?one",
+                    "http://-.~_!$&'()*+,;=:%40:80%2f::::::@example.com",
+                    "ftp://user:pass@host:21/f",
+                    "file:///C:/Users/me/Templates",
+                    "file:///path/to/file1.js",
                 ],
-                &["example.com", "https://", "https://a b.com", "1http://a.com", "https://e.com/%zz", "http://a..b/"],
+                &[
+                    "example.com",
+                    "https://",
+                    "http://[1.2.3.4]/",
+                    "http://a@b@c/",
+                    "https://a b.com",
+                    "1http://a.com",
+                    "https://e.com/%zz",
+                    "http://a..b/",
+                ],
             ),
         ];
         for (name, good, bad) in cases {
