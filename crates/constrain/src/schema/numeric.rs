@@ -46,11 +46,14 @@ impl<'a> Compiler<'a> {
         };
         // Exact decimal arithmetic throughout: a multiple of `q · 10^t` (see `number::Step`).
         let step = multiple.as_ref().map(number::Step::of);
-        // A number with an integral multipleOf is an integer.
+        // A number with an integral multipleOf is an integer. Written with a zero fraction
+        // (`6000.0`) it is still a number and a multiple in every draft, but an `integer`
+        // only from draft 6 on.
+        let zero_fraction = !integer || self.draft >= Draft::Draft6;
         let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
         if integer {
             let e = self.compile_integer(ptr, lo.clone(), hi.clone(), step)?;
-            return Ok(self.integer_spellings(e, lo.as_ref(), hi.as_ref()));
+            return Ok(self.integer_spellings(e, lo.as_ref(), hi.as_ref(), zero_fraction));
         }
         if lo.is_none() && hi.is_none() && step.is_none() {
             return Ok(self.shared_rule(SharedRule::Number));
@@ -74,12 +77,11 @@ impl<'a> Compiler<'a> {
     }
 
     /// The other spellings of the integers `e` matches: `-0` when zero is among them, and
-    /// from draft 6 on a zero fraction (`1.0`, `-3.00`), since `1.0` is an integer there.
-    fn integer_spellings(&mut self, e: Expr, lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
+    /// with `zero_fraction` a zero fraction (`1.0`, `-3.00`).
+    fn integer_spellings(&mut self, e: Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_fraction: bool) -> Expr {
         if e == Expr::Nothing {
             return e;
         }
-        let zero_fraction = self.draft >= Draft::Draft6;
         let negative_zero = number::negative_zero(lo, hi, false);
         if !zero_fraction && negative_zero == Expr::Nothing {
             return e;

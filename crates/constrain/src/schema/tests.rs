@@ -502,6 +502,10 @@ fn dialects_give_their_own_meaning() {
     // draft-04: const is an unknown keyword; boolean exclusiveMinimum.
     check(json!({"$schema": d4, "const": 1}), &["2"], &[]);
     check(json!({"$schema": d4, "minimum": 1, "exclusiveMinimum": true}), &["2"], &["1"]);
+    // draft-04: `1.0` is not an `integer`, but a `number` that is a multiple of 1.
+    check(json!({"$schema": d4, "type": "integer"}), &["1", "-0"], &["1.0"]);
+    check(json!({"$schema": d4, "type": "number", "multipleOf": 1}), &["6000.0", "6000", "0.00"], &["0.5", "1.01"]);
+    check(json!({"$schema": d4, "type": "number", "multipleOf": 5, "maximum": 10}), &["10.0", "5"], &["15.0", "2.0"]);
     // Up to draft-07 $ref overrides its siblings; from 2019-09 they apply too.
     let refd = |d: &str| json!({"$schema": d, "definitions": {"i": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/i", "maximum": 3}}});
     check(refd(d7), &["{\"a\": 5}"], &["{\"a\": \"x\"}"]);
