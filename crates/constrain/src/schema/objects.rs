@@ -2,10 +2,13 @@
 //! `propertyNames`, `dependentRequired` and the property counts.
 //!
 //! Objects with at most [`ANY_ORDER_MAX`] named properties accept them in any order (one rule
-//! per set of members already written). Larger ones do too when run-time checks are on and at
-//! most [`REQUIRED_TRACKED_MAX`] properties are required (one rule per set of required
-//! members written; the check refuses repeated keys); otherwise they accept schema order or
-//! required-first order, with free members (pattern or additional keys) after the named ones.
+//! per set of members already written). Larger ones, when run-time checks are on (the check
+//! refuses repeated keys), accept optional and free members anywhere and up to
+//! [`REQUIRED_TRACKED_MAX`] required ones in any order (one rule per set written); further
+//! required members keep an order among themselves that both the schema's order and the
+//! order of `required` follow, where there is one.
+//! Without run-time checks they accept schema order or required-first order, with free
+//! members (pattern or additional keys) after the named ones.
 //!
 //! [`Compiler::compile_object`] runs the steps in order: read the keywords
 //! ([`ObjectKeywords::read`]), list the named properties ([`Compiler::member_names`]), compile
@@ -27,15 +30,28 @@ use crate::grammar::Expr;
 /// order.
 const ANY_ORDER_MAX: usize = 4;
 
-/// Larger objects accept any order (with run-time checks) when they have at most this many
-/// required properties: the grammar tracks which are written (one rule per subset).
+/// Larger objects accept any order (with run-time checks) of up to this many required
+/// properties (one rule per subset written); more required ones keep an order among
+/// themselves (see [`Compiler::loose_members`]), interleaved with the others.
 const REQUIRED_TRACKED_MAX: usize = 5;
+
+/// The most rules (states) one layout of an object's required members takes: fewer
+/// properties go in any order when many keep their order.
+const LOOSE_STATES_MAX: usize = 256;
 
 /// One `dependentRequired` entry: where `name` is present, every name of `needs` must be.
 struct Dependency {
     name: String,
     /// Never empty, and without `name` itself.
     needs: Vec<String>,
+}
+
+/// How [`Compiler::loose_members`] lays out an object's required members: `any` (positions
+/// among them) in any order, the rest in either of two `orders` (the schema's and that of
+/// `required`, equal when they agree) among themselves.
+struct Layout {
+    any: Vec<usize>,
+    orders: [Vec<usize>; 2],
 }
 
 /// One `patternProperties` entry.
@@ -211,7 +227,7 @@ impl<'a> Compiler<'a> {
         let Some(named) = self.named_members(&kw, &names, ptr)? else {
             return Ok(Expr::Nothing);
         };
-        let free = self.free_members(&kw, &names, ptr)?;
+        let (free, names_spelled) = self.free_members(&kw, &names, ptr)?;
         let counts = PropertyCounts {
             min: count(map, ptr, "minProperties")?.unwrap_or(0),
             max: count(map, ptr, "maxProperties")?,
@@ -220,7 +236,7 @@ impl<'a> Compiler<'a> {
             // No object has between min and max properties.
             return Ok(Expr::Nothing);
         }
-        let (body, may_be_empty) = match self.object_members(&kw, &named, free, counts, ptr)? {
+        let (body, may_be_empty) = match self.object_members(&kw, &named, free, names_spelled, counts, ptr)? {
             Members::Done(e) => return Ok(e),
             Members::Body { body, may_be_empty } => (body, may_be_empty && counts.min == 0),
         };
@@ -353,19 +369,19 @@ impl<'a> Compiler<'a> {
     }
 
     /// Free members: keys matching a pattern, and any other key when allowed
-    /// (`Expr::Nothing` when there are none).
-    fn free_members(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Expr, Error> {
-        let mut free = Vec::new();
-        if kw.patterns.is_empty() {
-            if *kw.additional != Value::Bool(false) {
-                free.extend(self.additional_member(kw, names, ptr)?);
-            }
+    /// (`Expr::Nothing` when there are none); and how many named keys a free key may spell
+    /// too (names a pattern matches, when they could not be taken out of it).
+    fn free_members(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<(Expr, usize), Error> {
+        let (free, names_spelled) = if kw.patterns.is_empty() {
+            let other =
+                if *kw.additional != Value::Bool(false) { self.additional_member(kw, names, ptr)? } else { None };
+            (other, 0)
         } else if *kw.additional == Value::Bool(false) {
-            free.extend(self.pattern_member(kw, names, ptr)?);
+            self.pattern_member(kw, names, ptr)?
         } else {
-            free.extend(self.pattern_and_other_members(kw, names, ptr)?);
-        }
-        Ok(Expr::alt(free))
+            self.pattern_and_other_members(kw, names, ptr)?
+        };
+        Ok((free.unwrap_or(Expr::Nothing), names_spelled))
     }
 
     /// The free members of an object with `patternProperties` whose other keys are allowed
@@ -379,7 +395,7 @@ impl<'a> Compiler<'a> {
         kw: &ObjectKeywords,
         names: &[String],
         ptr: &str,
-    ) -> Result<Option<Expr>, Error> {
+    ) -> Result<(Option<Expr>, usize), Error> {
         let other = self.compile_value(&kw.additional, &format!("{ptr}/{}", kw.additional_key))?;
         if other == Expr::Nothing {
             return self.pattern_member(kw, names, ptr);
@@ -407,11 +423,12 @@ impl<'a> Compiler<'a> {
             if let Some(others) = others {
                 let key = Expr::seq([Expr::lit("\""), json::escape_expr(&others), Expr::lit("\"")]);
                 let key = self.rule("other_key", key);
-                let mut free: Vec<Expr> = self.pattern_member(kw, names, ptr)?.into_iter().collect();
+                let (pattern, names_spelled) = self.pattern_member(kw, names, ptr)?;
+                let mut free: Vec<Expr> = pattern.into_iter().collect();
                 if key != Expr::Nothing {
                     free.push(Expr::seq([key, self.colon(), other]));
                 }
-                return Ok((!free.is_empty()).then(|| Expr::alt(free)));
+                return Ok(((!free.is_empty()).then(|| Expr::alt(free)), names_spelled));
             }
             self.unsupported(
                 ptr,
@@ -421,14 +438,21 @@ impl<'a> Compiler<'a> {
         }
         let value = Expr::alt(values);
         let key = self.free_key(kw, names, ptr)?;
-        Ok((key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
+        Ok(((key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])), 0))
     }
 
     /// The member whose key matches a `patternProperties` pattern (all patterns must share
-    /// one schema); `None` when its value matches nothing.
-    fn pattern_member(&mut self, kw: &ObjectKeywords, names: &[String], ptr: &str) -> Result<Option<Expr>, Error> {
+    /// one schema); `None` when its value matches nothing. Its keys leave out the named ones
+    /// where the complement's budget allows (the grammar stays unambiguous: one route per
+    /// key); else the count of names it may spell too is returned.
+    fn pattern_member(
+        &mut self,
+        kw: &ObjectKeywords,
+        names: &[String],
+        ptr: &str,
+    ) -> Result<(Option<Expr>, usize), Error> {
         let Some(first) = kw.patterns.first() else {
-            return Ok(None);
+            return Ok((None, 0));
         };
         let same_schema = kw.patterns.iter().all(|p| p.schema == first.schema);
         if kw.patterns.len() > 1 && !same_schema {
@@ -462,7 +486,21 @@ impl<'a> Compiler<'a> {
                 )?;
             }
         }
-        let key = Expr::seq([Expr::lit("\""), json::escape_expr(&Expr::alt(key_alts)), Expr::lit("\"")]);
+        let mut keys = Expr::alt(key_alts);
+        let mut names_spelled = 0;
+        let matched: Vec<&String> = names.iter().filter(|n| kw.matching(n, ptr).is_ok_and(|p| !p.is_empty())).collect();
+        if !matched.is_empty() {
+            // The pattern keys but the named ones: the complement of (not a pattern key, or a
+            // name).
+            let without = complement(&keys).and_then(|not_keys| {
+                complement(&Expr::alt(std::iter::once(not_keys).chain(matched.iter().map(|n| Expr::lit(n)))))
+            });
+            match without {
+                Some(e) => keys = e,
+                None => names_spelled = matched.len(),
+            }
+        }
+        let key = Expr::seq([Expr::lit("\""), json::escape_expr(&keys), Expr::lit("\"")]);
         let key = self.rule("pattern_key", key);
         let value = if same_schema || !self.relaxes("patternProperties") {
             self.compile_value(first.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(first.pattern)))?
@@ -477,7 +515,10 @@ impl<'a> Compiler<'a> {
             }
             Expr::alt(values)
         };
-        Ok((value != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])))
+        Ok((
+            (value != Expr::Nothing && key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])),
+            names_spelled,
+        ))
     }
 
     /// The member of any other key (not named, not forbidden; matching `propertyNames` when
@@ -514,6 +555,7 @@ impl<'a> Compiler<'a> {
         kw: &ObjectKeywords,
         named: &[Member],
         free: Expr,
+        names_spelled: usize,
         counts: PropertyCounts,
         ptr: &str,
     ) -> Result<Members, Error> {
@@ -544,9 +586,12 @@ impl<'a> Compiler<'a> {
         let n_req = named.iter().filter(|m| m.required).count();
         // The order hint's grammar (`schema_order`) takes the schema's order only.
         let any_order = !self.opts.schema_order;
-        if any_order && named.len() > ANY_ORDER_MAX && n_req <= REQUIRED_TRACKED_MAX && self.relaxes("properties") {
+        // A free key that may spell a named one makes that member ambiguous, and the parse
+        // stacks double with each such member written: keep the ordered layout for many.
+        let few_spelled = names_spelled <= ANY_ORDER_MAX;
+        if any_order && named.len() > ANY_ORDER_MAX && few_spelled && self.relaxes("properties") {
             self.relax(ptr, "properties");
-            let body = self.loose_members(named, &free, has_free);
+            let body = self.loose_members(named, &kw.required, &free, has_free);
             return Ok(Members::Body { body: Some(body), may_be_empty: n_req == 0 });
         }
         let body = if any_order && named.len() <= ANY_ORDER_MAX {
@@ -564,41 +609,119 @@ impl<'a> Compiler<'a> {
         Ok(Members::Body { body: Some(body), may_be_empty: !first_required })
     }
 
-    /// Members in any order, for objects of any size: the required ones each exactly once
-    /// (the grammar's state is the set of required members written so far, so the object
-    /// can close only once all are there, and closing mode's distances see them), the
-    /// optional and free ones any number of times. A run-time check refuses a repeated key
-    /// when it closes, and what the keys cannot show (counts, dependencies) when the object
-    /// closes. Non-empty.
-    fn loose_members(&mut self, named: &[Member], free: &Expr, has_free: bool) -> Expr {
-        let required: Vec<&Member> = named.iter().filter(|m| m.required).collect();
+    /// Members in any order, for objects of any size, every required one exactly once and
+    /// the optional and free ones any number of times (a run-time check refuses a repeated
+    /// key when it closes, and what the keys cannot show, counts and dependencies, when the
+    /// object closes). The grammar's state says which required members are written, so the
+    /// object can close only once all are there and closing mode's distances see them.
+    ///
+    /// Up to [`REQUIRED_TRACKED_MAX`] required members go in any order: those off the
+    /// longest common subsequence of the schema's order and the order of `required` first.
+    /// The others keep the schema's order or the order of `required` among themselves
+    /// (one deterministic layout for both, [`Compiler::required_layout`]). Non-empty.
+    fn loose_members(&mut self, named: &[Member], required_order: &[String], free: &Expr, has_free: bool) -> Expr {
+        let schema_order: Vec<&Member> = named.iter().filter(|m| m.required).collect();
         let optional = Expr::alt(
             named.iter().filter(|m| !m.required).map(|m| m.expr.clone()).chain(has_free.then(|| free.clone())),
         );
         let sep = self.sep();
-        // The optional members between required ones: one rule, shared by every set.
+        // The optional members between required ones: one rule, shared by every state.
         let optional_run = self.rule("optional_members", Expr::star(Expr::seq([sep.clone(), optional.clone()])));
-        // Each required member is one rule too: the sets refer to it instead of copying it.
-        let required_exprs: Vec<Expr> = required.iter().map(|m| self.rule("member", m.expr.clone())).collect();
-        let full = (1usize << required.len()) - 1;
-        let mut after: Vec<Expr> = vec![Expr::Nothing; full + 1];
-        for set in (0..=full).rev() {
-            let mut alts: Vec<Expr> = required_exprs
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| set & (1 << k) == 0)
-                .map(|(k, m)| Expr::seq([sep.clone(), m.clone(), after[set | (1 << k)].clone()]))
+        // Each member's place in `required` (its first mention; `required` names them all).
+        let n = schema_order.len();
+        let mut place: HashMap<&str, usize> = HashMap::default();
+        for (i, r) in required_order.iter().enumerate() {
+            place.entry(r.as_str()).or_insert(i);
+        }
+        let places: Vec<usize> =
+            schema_order.iter().map(|m| place.get(m.name.as_str()).copied().unwrap_or(0)).collect();
+        // Any-order members: off the common order first, then the earliest in schema order.
+        let mut in_common = vec![false; n];
+        for i in longest_increasing(&places) {
+            in_common[i] = true;
+        }
+        let two_orders = in_common.iter().any(|&c| !c);
+        let mut t = n.min(REQUIRED_TRACKED_MAX);
+        while t > 0 && (1usize << t) * (n - t + 1) * if two_orders { 2 } else { 1 } > LOOSE_STATES_MAX {
+            t -= 1;
+        }
+        let mut any: Vec<usize> = (0..n).filter(|&i| !in_common[i]).chain((0..n).filter(|&i| in_common[i])).collect();
+        any.truncate(t);
+        let mut is_any = vec![false; n];
+        for &i in &any {
+            is_any[i] = true;
+        }
+        let by_schema: Vec<usize> = (0..n).filter(|&i| !is_any[i]).collect();
+        let mut by_required = by_schema.clone();
+        by_required.sort_by_key(|&i| places[i]);
+        let exprs: Vec<Expr> = schema_order.iter().map(|m| self.rule("member", m.expr.clone())).collect();
+        let layout = Layout { any, orders: [by_schema, by_required] };
+        self.required_layout(&layout, &exprs, &optional, &optional_run)
+    }
+
+    /// The members of [`Compiler::loose_members`] laid out by `layout`, all interleaved with
+    /// `optional` members: one rule per state reached, a state being the set of any-order
+    /// members written and how far along each fixed order still followed the others are
+    /// (`None` once one is left). Each key leads to one state, so parsing stays
+    /// deterministic.
+    fn required_layout(&mut self, layout: &Layout, exprs: &[Expr], optional: &Expr, optional_run: &Expr) -> Expr {
+        type State = (usize, Option<usize>, Option<usize>);
+        let full = (1usize << layout.any.len()) - 1;
+        let u = layout.orders[0].len();
+        // The states reached from the start, in breadth-first order: each step writes one
+        // more member, so every state's successors come after it.
+        let start: State = (0, Some(0), Some(0));
+        let mut states = vec![start];
+        let mut index: HashMap<State, usize> = HashMap::default();
+        index.insert(start, 0);
+        let mut edges: Vec<Vec<(usize, usize)>> = Vec::new();
+        let mut at = 0;
+        while at < states.len() {
+            let (set, ja, jb) = states[at];
+            let mut out = Vec::new();
+            for (k, &m) in layout.any.iter().enumerate() {
+                if set & (1 << k) == 0 {
+                    out.push((m, (set | (1 << k), ja, jb)));
+                }
+            }
+            let next =
+                |j: Option<usize>, order: &[usize], m: usize| j.filter(|&j| order.get(j) == Some(&m)).map(|j| j + 1);
+            let mut candidates: Vec<usize> = [(ja, 0), (jb, 1)]
+                .into_iter()
+                .filter_map(|(j, o)| j.and_then(|j| layout.orders[o].get(j).copied()))
                 .collect();
-            if set == full {
+            candidates.dedup();
+            for m in candidates {
+                out.push((m, (set, next(ja, &layout.orders[0], m), next(jb, &layout.orders[1], m))));
+            }
+            let mut targets = Vec::with_capacity(out.len());
+            for (m, st) in out {
+                let id = *index.entry(st).or_insert_with(|| {
+                    states.push(st);
+                    states.len() - 1
+                });
+                targets.push((m, id));
+            }
+            edges.push(targets);
+            at += 1;
+        }
+        let sep = self.sep();
+        let mut after: Vec<Expr> = vec![Expr::Nothing; states.len()];
+        for id in (0..states.len()).rev() {
+            let (set, ja, jb) = states[id];
+            let mut alts: Vec<Expr> = edges[id]
+                .iter()
+                .map(|&(m, to)| Expr::seq([sep.clone(), exprs[m].clone(), after[to].clone()]))
+                .collect();
+            if set == full && (ja == Some(u) || jb == Some(u)) {
                 alts.push(Expr::Empty);
             }
-            let rest = Expr::seq([optional_run.clone(), Expr::alt(alts)]);
-            after[set] = self.rule("members", rest);
+            after[id] = self.rule("members", Expr::seq([optional_run.clone(), Expr::alt(alts)]));
         }
         let mut first: Vec<Expr> =
-            required_exprs.iter().enumerate().map(|(k, m)| Expr::seq([m.clone(), after[1 << k].clone()])).collect();
-        if optional != Expr::Nothing {
-            first.push(Expr::seq([optional, after[0].clone()]));
+            edges[0].iter().map(|&(m, to)| Expr::seq([exprs[m].clone(), after[to].clone()])).collect();
+        if *optional != Expr::Nothing {
+            first.push(Expr::seq([optional.clone(), after[0].clone()]));
         }
         Expr::alt(first)
     }
@@ -738,6 +861,31 @@ impl<'a> Compiler<'a> {
         }
         Expr::alt((0..n).map(|j| Expr::seq([named[j].expr.clone(), rests[j + 1].clone()])))
     }
+}
+
+/// The positions of a longest strictly increasing subsequence of `xs`, in order
+/// (patience sorting, O(n log n)).
+fn longest_increasing(xs: &[usize]) -> Vec<usize> {
+    // `tails[k]`: the position of the smallest last value of an increasing run of length k+1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut prev: Vec<Option<usize>> = vec![None; xs.len()];
+    for (i, &x) in xs.iter().enumerate() {
+        let k = tails.partition_point(|&t| xs[t] < x);
+        prev[i] = k.checked_sub(1).map(|k| tails[k]);
+        if k == tails.len() {
+            tails.push(i);
+        } else {
+            tails[k] = i;
+        }
+    }
+    let mut out = Vec::with_capacity(tails.len());
+    let mut at = tails.last().copied();
+    while let Some(i) = at {
+        out.push(i);
+        at = prev[i];
+    }
+    out.reverse();
+    out
 }
 
 /// The `dependentRequired` entries whose member is named, as bits of `named` positions (a

@@ -360,6 +360,44 @@ fn properties_in_any_order_for_any_size() {
 }
 
 #[test]
+fn any_order_beyond_the_tracked_required_properties() {
+    // Eight required properties: five go in any order; the other three keep the schema's
+    // order (f, g, h) or that of `required` (h, g, f) among themselves. Other keys go
+    // anywhere.
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let props: serde_json::Map<String, Value> =
+        names.iter().map(|n| (n.to_string(), json!({"type": "integer"}))).collect();
+    let reversed: Vec<&str> = names.iter().rev().copied().collect();
+    let s = json!({"type": "object", "properties": props, "required": reversed});
+    let doc = |keys: &[&str]| {
+        let members: Vec<String> = keys.iter().map(|k| format!("\"{k}\": 1")).collect();
+        format!("{{{}}}", members.join(", "))
+    };
+    let c = constraint(&s);
+    for good in [
+        &names[..],
+        &reversed[..],
+        &["$schema", "a", "b", "c", "d", "e", "f", "g", "h"],
+        &["e", "f", "a", "x", "d", "g", "c", "b", "h"],
+        &["h", "c", "g", "f", "e", "d", "b", "a"],
+    ] {
+        assert!(accepts(&c, &doc(good)), "{}", doc(good));
+    }
+    for bad in [
+        &names[..7],
+        &names[1..],
+        &["a", "b", "c", "d", "e", "f", "f", "g", "h"],
+        &["x", "a", "b", "c", "d", "e", "x", "f", "g", "h"],
+        &["f", "h", "g", "a", "b", "c", "d", "e"],
+    ] {
+        assert!(!accepts(&c, &doc(bad)), "{}", doc(bad));
+    }
+    let wrong_type: Vec<String> =
+        names.iter().map(|k| format!("\"{k}\": {}", if *k == "h" { "\"x\"" } else { "1" })).collect();
+    assert!(!accepts(&c, &format!("{{{}}}", wrong_type.join(", "))));
+}
+
+#[test]
 fn other_keys_exclude_named_keys() {
     let s = json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a\"c": {"type": "integer"}}});
     check(
