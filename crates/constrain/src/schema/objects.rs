@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Map, Value};
 
-use super::{count, escape_pointer, is_constraint_keyword, json, Compiler, Error, SharedRule, FORBIDDEN};
+use super::{count, escape_pointer, is_constraint_keyword, json, Compiler, Error, Note, SharedRule, FORBIDDEN};
 use crate::grammar::complement::complement;
 use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
 use crate::grammar::Expr;
@@ -598,6 +598,21 @@ impl<'a> Compiler<'a> {
             let deps = dependency_bits(named, &kw.dependent);
             self.any_order(named, &deps, &free)
         } else {
+            if any_order {
+                let why = if few_spelled {
+                    "no run-time checks: `--no-runtime-checks` or `--lenient`"
+                } else {
+                    "more than four of the names also match a patternProperties pattern"
+                };
+                self.notes.push(Note::new(
+                    ptr,
+                    "properties",
+                    format!(
+                        "an object of more than {ANY_ORDER_MAX} named properties is compiled with them in schema \
+                         order or required-first order, other keys after them ({why})"
+                    ),
+                ));
+            }
             let named_part =
                 if any_order { self.ordered_members(named, &kw.required) } else { self.named_sequence(named) };
             if first_required || !has_free {

@@ -338,6 +338,11 @@ fn properties_in_any_order_for_any_size() {
     assert!(grammar_only.matches(b"{\"a\": 1, \"b\": 2, \"c\": 3}"));
     assert!(grammar_only.matches(b"{\"c\": 3, \"a\": 1, \"b\": 2}"));
     assert!(!grammar_only.matches(b"{\"b\": 2, \"a\": 1, \"c\": 3}"));
+    // ...and says so.
+    let (_, notes) = compile_with_notes(&s, &Options::default().with_runtime_checks(false)).unwrap();
+    assert!(notes.iter().any(|n| n.keyword() == "properties"), "{notes:?}");
+    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert!(!notes.iter().any(|n| n.keyword() == "properties"), "{notes:?}");
     // ...with run-time checks, any order, and still no repeated or missing key.
     check(
         s,
