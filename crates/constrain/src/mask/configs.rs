@@ -240,7 +240,7 @@ impl Configs {
     /// The state after `byte` from `state`, flagged [`State::crossed`] if some stack
     /// completed the context's bottom on it. `runner` must hold just the context; it is
     /// left so.
-    #[inline]
+    #[inline(always)]
     pub fn step(&mut self, pda: &Pda, runner: &mut Runner, state: State, byte: u8) -> State {
         let (next, reached) = match state.unpack() {
             Kind::Plain { node, base } => match pda.step_to_plain(&pda.nodes[node as usize], byte) {
