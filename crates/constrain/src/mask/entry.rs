@@ -77,6 +77,25 @@ impl TokenSet {
         }
     }
 
+    /// Writes the set over all of `mask`: what [`TokenSet::add_to`] does to a cleared mask,
+    /// with one pass instead of a clear and an OR.
+    pub(super) fn write_to(&self, mask: &mut [u32]) {
+        match self {
+            TokenSet::List(ids) => {
+                mask.fill(0);
+                for &id in ids.iter() {
+                    set_bit(mask, id);
+                }
+            }
+            TokenSet::Bits(bits) => {
+                let n = bits.len().min(mask.len());
+                let (head, tail) = mask.split_at_mut(n);
+                head.copy_from_slice(bits.get(..n).unwrap_or(&[]));
+                tail.fill(0);
+            }
+        }
+    }
+
     pub(super) fn len_words(&self) -> usize {
         match self {
             TokenSet::List(v) | TokenSet::Bits(v) => v.len(),
@@ -111,6 +130,12 @@ impl Entry {
     #[inline]
     pub fn add_accepted(&self, mask: &mut [u32]) {
         self.accepted.add_to(mask);
+    }
+
+    /// Writes the tokens the context consumes whole over all of `mask` (the first context
+    /// of a mask: no clear beforehand).
+    pub fn write_accepted(&self, mask: &mut [u32]) {
+        self.accepted.write_to(mask);
     }
 
     /// Adds the stack-dependent tokens whose suffix the real stack accepts: completes the

@@ -172,11 +172,14 @@ impl TokenIndex {
         }
     }
 
-    /// The one entry point of the matcher: adds to `mask` the tokens allowed at each of the
-    /// stack tops `tops` of `stacks` (what its context's cached [`Entry`] accepts, plus the
-    /// stack-dependent tokens the real stack accepts), computing and caching entries on a
-    /// miss. Returns the parse limits that cut a path (bits of `exec::CUT_*`). `stacks` is
-    /// restored; `scratch` holds the buffers, so a call on cached states does not allocate.
+    /// The one entry point of the matcher: writes to `mask` (all of it: its old content does
+    /// not matter) the tokens allowed at each of the stack tops `tops` of `stacks` (what its
+    /// context's cached [`Entry`] accepts, plus the stack-dependent tokens the real stack
+    /// accepts), computing and caching entries on a miss. The first context's set is
+    /// written over the mask rather than cleared and OR-ed in: one pass over 16 KB instead
+    /// of two at 129k tokens. Returns the parse limits that cut a path (bits of
+    /// `exec::CUT_*`). `stacks` is restored; `scratch` holds the buffers, so a call on
+    /// cached states does not allocate.
     pub(crate) fn fill(
         &self,
         target: &Target,
@@ -187,6 +190,7 @@ impl TokenIndex {
     ) -> u8 {
         let cap = self.max_token_len.saturating_add(1);
         let mut cut = 0;
+        let mut written = false;
         for &top in tops {
             scratch.context.build(target, cap, &stacks.arena, top);
             let entry = self.entry(target, &scratch.context, &mut scratch.walk);
@@ -195,7 +199,12 @@ impl TokenIndex {
                 // The mask is an error now: classifying the other tops would be wasted work.
                 break;
             }
-            entry.add_accepted(mask);
+            if written {
+                entry.add_accepted(mask);
+            } else {
+                entry.write_accepted(mask);
+                written = true;
+            }
             if entry.has_suffixes() {
                 let bottom = scratch.context.bottom().unwrap_or(top);
                 let below = stacks.arena.get(bottom as usize).map_or(BOTTOM, |f| f.parent);
@@ -217,6 +226,9 @@ impl TokenIndex {
                 stacks.overflow_what |= cut_before;
                 scratch.suffix_added = added;
             }
+        }
+        if !written {
+            mask.fill(0);
         }
         cut
     }

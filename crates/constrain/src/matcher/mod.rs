@@ -292,10 +292,10 @@ impl Matcher {
         if mask.len() != vocab.mask_words() {
             return Err(Error::MaskLength { got: mask.len(), expected: vocab.mask_words() });
         }
-        mask.fill(0);
         let level = self.level();
         self.mask_cut = 0;
         if level.finished {
+            mask.fill(0);
             return Ok(());
         }
         self.clear_cut();
