@@ -425,13 +425,18 @@ fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64
 }
 
 impl Dfa {
+    /// Node `i`'s byte edges and call edges.
+    fn edges(&self, i: usize) -> (&[ByteEdge], &[CallEdge]) {
+        let Some(&(_, bytes, calls)) = self.nodes.get(i) else { return (&[], &[]) };
+        (self.bytes.get(bytes.range()).unwrap_or(&[]), self.calls.get(calls.range()).unwrap_or(&[]))
+    }
+
     /// A structural hash: every node's encoding ([`super::keys::encode_parts`]), with local
     /// targets and callees by their local number.
     fn shape(&self) -> u128 {
         let mut buf: Vec<u64> = Vec::with_capacity(self.nodes.len() * 4);
-        for &(is_final, bytes, calls) in &self.nodes {
-            let bytes = self.bytes.get(bytes.range()).unwrap_or(&[]);
-            let calls = self.calls.get(calls.range()).unwrap_or(&[]);
+        for (i, &(is_final, _, _)) in self.nodes.iter().enumerate() {
+            let (bytes, calls) = self.edges(i);
             super::keys::encode_parts(&mut buf, is_final, bytes, calls, None, u64::from, u128::from);
         }
         hash128(&buf)
@@ -440,9 +445,8 @@ impl Dfa {
     /// Whether every node reaches a final node along byte edges and call edges (to their
     /// return nodes).
     fn all_live(&self) -> bool {
-        let edges = self.nodes.iter().enumerate().flat_map(|(i, &(_, bytes, calls))| {
-            let bytes = self.bytes.get(bytes.range()).unwrap_or(&[]);
-            let calls = self.calls.get(calls.range()).unwrap_or(&[]);
+        let edges = (0..self.nodes.len()).flat_map(|i| {
+            let (bytes, calls) = self.edges(i);
             bytes.iter().map(|e| e.target).chain(calls.iter().map(|c| c.ret)).map(move |t| (i as u32, t))
         });
         CoReach::default().run(self.nodes.len(), edges, |i| self.nodes[i].0).iter().all(|&l| l)
@@ -515,9 +519,7 @@ impl Subsets {
 
     /// The number of `set`, given a new one the first time it is seen.
     fn intern(&mut self, set: &[u32]) -> u32 {
-        let mut h = rustc_hash::FxHasher::default();
-        std::hash::Hash::hash(set, &mut h);
-        let hash = std::hash::Hasher::finish(&h);
+        let hash = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, set);
         let newest = self.by_hash.get(&hash).copied();
         let mut at = newest;
         while let Some(id) = at {
@@ -956,12 +958,11 @@ impl Pda {
         }
         // Co-reachability within each normal rule (the buffers serve every rule).
         let mut co_reach = CoReach::default();
-        for (r, known_live) in live_rules.iter_mut().enumerate() {
+        for (r, &known_live) in live_rules.iter().enumerate() {
             let range = self.rule_nodes(r);
-            if self.nodes[range.start].repeat.is_some() || *known_live {
+            if self.nodes[range.start].repeat.is_some() || known_live {
                 continue;
             }
-            *known_live = false;
             let base = range.start;
             let local = |t: u32| t - base as u32;
             let edges = self.nodes[range.clone()].iter().enumerate().flat_map(|(i, n)| {
