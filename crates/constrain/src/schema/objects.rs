@@ -469,16 +469,15 @@ impl<'a> Compiler<'a> {
             key_alts.push(e);
         }
         // Named keys must not be produced by a pattern route unless their value schema is
-        // exactly the pattern's.
+        // exactly the pattern's; those a pattern matches are taken out of its keys below.
+        let mut matched: Vec<&String> = Vec::new();
         for name in names {
             let pats = kw.matching(name, ptr)?;
-            if !pats.is_empty()
-                && kw.properties.get(name).is_some_and(|s| {
-                    s != kw.patterns[pats[0]].schema
-                        && *s != Value::Bool(true)
-                        && !s.as_object().is_some_and(|o| o.is_empty())
-                })
-            {
+            let Some(&p) = pats.first() else { continue };
+            matched.push(name);
+            if kw.properties.get(name).is_some_and(|s| {
+                s != kw.patterns[p].schema && *s != Value::Bool(true) && !s.as_object().is_some_and(|o| o.is_empty())
+            }) {
                 self.unsupported(
                     ptr,
                     "patternProperties",
@@ -488,7 +487,6 @@ impl<'a> Compiler<'a> {
         }
         let mut keys = Expr::alt(key_alts);
         let mut names_spelled = 0;
-        let matched: Vec<&String> = names.iter().filter(|n| kw.matching(n, ptr).is_ok_and(|p| !p.is_empty())).collect();
         if !matched.is_empty() {
             // The pattern keys but the named ones: the complement of (not a pattern key, or a
             // name).
