@@ -151,28 +151,16 @@ fn ipv4() -> Expr {
 /// written as an IPv4 address (`::ffff:192.168.0.1`, `1:2:3:4:5:6:1.2.3.4`).
 fn ipv6() -> Expr {
     let h16 = Expr::repeat(hex(), 1, Some(4));
-    // Exactly `n` groups, each followed by `:`.
-    let groups_colon = |n: u32| Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), n, Some(n));
+    let v4 = ipv4();
+    // `lo` to `hi` groups, each followed by `:`.
+    let colons = |lo: u32, hi: u32| Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), lo, Some(hi));
     // Exactly `n` groups joined by `:`.
-    let groups = |n: u32| -> Expr {
-        match n {
-            0 => Expr::Empty,
-            n => Expr::seq([groups_colon(n - 1), h16.clone()]),
-        }
-    };
+    let groups = |n: u32| if n == 0 { Expr::Empty } else { Expr::seq([colons(n - 1, n - 1), h16.clone()]) };
     // At most `n` groups joined by `:`.
-    let upto = |n: u32| -> Expr {
-        match n {
-            0 => Expr::Empty,
-            n => Expr::opt(Expr::seq([
-                Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), 0, Some(n - 1)),
-                h16.clone(),
-            ])),
-        }
-    };
+    let upto = |n: u32| if n == 0 { Expr::Empty } else { Expr::opt(Expr::seq([colons(0, n - 1), h16.clone()])) };
     // The last 32 bits as an IPv4 address after at most `n` groups, each followed by `:`.
-    let v4_after = |n: u32| Expr::seq([Expr::repeat(Expr::seq([h16.clone(), Expr::lit(":")]), 0, Some(n)), ipv4()]);
-    let mut alts = vec![groups(8), Expr::seq([groups_colon(6), ipv4()])];
+    let v4_after = |n: u32| Expr::seq([colons(0, n), v4.clone()]);
+    let mut alts = vec![groups(8), Expr::seq([colons(6, 6), v4.clone()])];
     // `::` stands for at least one group: at most seven are written around it, an IPv4
     // tail counting as two.
     for before in 0..=7 {
