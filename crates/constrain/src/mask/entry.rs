@@ -81,16 +81,14 @@ impl TokenSet {
     /// with one pass instead of a clear and an OR.
     pub(super) fn write_to(&self, mask: &mut [u32]) {
         match self {
-            TokenSet::List(ids) => {
+            TokenSet::List(_) => {
                 mask.fill(0);
-                for &id in ids.iter() {
-                    set_bit(mask, id);
-                }
+                self.add_to(mask);
             }
             TokenSet::Bits(bits) => {
                 let n = bits.len().min(mask.len());
                 let (head, tail) = mask.split_at_mut(n);
-                head.copy_from_slice(bits.get(..n).unwrap_or(&[]));
+                head.copy_from_slice(&bits[..n]);
                 tail.fill(0);
             }
         }
