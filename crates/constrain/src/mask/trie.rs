@@ -23,6 +23,10 @@ pub(crate) struct TrieNode {
 pub(crate) struct ByteTrie {
     pub nodes: Box<[TrieNode]>,
     pub ids: Box<[u32]>,
+    /// The first-byte nodes (depth 1) in order, as (index, byte): a walk that skips the
+    /// first bytes its context refuses reads this short list instead of nodes spread over
+    /// the whole trie (each a likely cache miss at 129k tokens).
+    pub roots: Box<[(u32, u8)]>,
 }
 
 impl ByteTrie {
@@ -63,7 +67,8 @@ impl ByteTrie {
         for done in path {
             nodes[done].end = nodes.len() as u32;
         }
-        ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice() }
+        let roots = nodes.iter().enumerate().filter(|(_, n)| n.depth == 1).map(|(i, n)| (i as u32, n.byte)).collect();
+        ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice(), roots }
     }
 
     /// Whether the trie holds no strings.
@@ -119,7 +124,7 @@ impl ByteTrie {
 
     /// Heap bytes held.
     pub fn memory_usage(&self) -> usize {
-        self.nodes.len() * std::mem::size_of::<TrieNode>() + self.ids.len() * 4
+        self.nodes.len() * std::mem::size_of::<TrieNode>() + self.ids.len() * 4 + self.roots.len() * 8
     }
 }
 
@@ -153,6 +158,7 @@ mod tests {
         assert_eq!((t.find(b"ac"), t.find(b"abcd"), t.find(b"c")), (None, None, None));
         assert_eq!(t.ids_from(0), &[1, 0, 4, 2], "a, both ab, abc");
         assert_eq!(t.ids_from(3), &[3]);
+        assert_eq!(&*t.roots, &[(0, b'a'), (3, b'b')]);
         let mut got = contents(&t);
         got.sort();
         assert_eq!(

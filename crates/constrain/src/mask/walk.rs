@@ -38,7 +38,9 @@ impl Walk<'_> {
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut stacks_keys = StacksKeys::default();
         // The configuration after each byte of the current path: `path[d]` after `d` bytes.
-        let mut path: Vec<State> = vec![configs.reset(pda, &runner, relaxed.is_some())];
+        let start = configs.reset(pda, &runner, relaxed.is_some());
+        let live = configs.live_bytes(pda, &runner, start);
+        let mut path: Vec<State> = vec![start];
         // The first-byte subtree being walked for the memo: (memo key, id range, where its
         // pending entries start).
         let mut open_memo: Option<(u128, std::ops::Range<usize>, usize, usize)> = None;
@@ -46,7 +48,19 @@ impl Walk<'_> {
         // Scratch for `PlainRun::walk`.
         let mut plain_nodes: Vec<u32> = Vec::new();
         let mut i = 0usize;
+        // The next first-byte node not reached yet (an index into `trie.roots`).
+        let mut next_root = 0usize;
         loop {
+            if trie.roots.get(next_root).is_some_and(|&(r, _)| r as usize == i) {
+                // At a first-byte node: skip to the next one the context takes (the others
+                // die at their first byte, before any crossing), without touching the
+                // nodes in between.
+                while trie.roots.get(next_root).is_some_and(|&(_, b)| live[b as usize / 64] & (1 << (b % 64)) == 0) {
+                    next_root += 1;
+                }
+                i = trie.roots.get(next_root).map_or(trie.nodes.len(), |&(r, _)| r as usize);
+                next_root += 1;
+            }
             let node = trie.nodes.get(i);
             if node.is_none_or(|n| n.depth == 1) {
                 if let Some((key, ids, pending_start, count_start)) = open_memo.take() {
