@@ -5,7 +5,18 @@
 
 use serde_json::{Map, Value};
 
-use super::{is_constraint_keyword, json_type, type_list, value_has_type, Compiler, Error, FORBIDDEN};
+use super::{is_constraint_keyword, json_type, type_list, value_has_type, Compiler, Error, Note, FORBIDDEN};
+
+/// Whether the properties [`Compiler::check_disjoint`] forbids keep every instance the
+/// `oneOf` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Exactness {
+    /// Each forbidden property makes the object match the other branch too.
+    Exact,
+    /// Some object holding a forbidden property matches only its own branch: refused, though
+    /// valid.
+    Narrower,
+}
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -27,12 +38,24 @@ impl<'a> Compiler<'a> {
         let has_rest = rest.keys().any(|k| is_constraint_keyword(k));
         let forbidden: Vec<Vec<String>> = if key == "oneOf" && !self.lenient() {
             match self.check_disjoint(branches, &rest, ptr) {
-                Ok(f) => f,
-                // Overlapping branches: an alternation accepts values two branches match,
+                Ok((f, Exactness::Exact)) => f,
+                // Overlapping branches, or branches made disjoint by forbidding more than the
+                // other branch needs: an alternation accepts values two branches match,
                 // which the run-time check then refuses.
-                Err(_) if self.relaxes("oneOf") => {
+                Ok((_, Exactness::Narrower)) | Err(_) if self.relaxes("oneOf") => {
                     self.relax(ptr, "oneOf");
                     vec![vec![]; branches.len()]
+                }
+                Ok((f, Exactness::Narrower)) => {
+                    self.notes.push(Note::new(
+                        ptr,
+                        "oneOf",
+                        "branches that overlap through optional properties are kept apart by forbidding, in each, \
+                         the properties only the other requires: an object holding some but not all of them is \
+                         refused although one branch matches it"
+                            .to_string(),
+                    ));
+                    f
                 }
                 Err(e) => return Err(e),
             }
@@ -63,15 +86,27 @@ impl<'a> Compiler<'a> {
     /// overlap only through optional properties are made disjoint by forbidding, in each
     /// branch, the properties the other branch requires and it does not (a subset of the
     /// branch: instances with both sets of properties are rejected). Returns the properties to
-    /// forbid per branch.
+    /// forbid per branch, and whether forbidding them keeps every valid instance
+    /// ([`Exactness`]).
     pub(super) fn check_disjoint(
         &self,
         branches: &[Value],
         rest: &Map<String, Value>,
         ptr: &str,
-    ) -> Result<Vec<Vec<String>>, Error> {
+    ) -> Result<(Vec<Vec<String>>, Exactness), Error> {
         let infos: Vec<BranchInfo> = branches.iter().map(|b| self.branch_info(b, rest, 0)).collect();
         let mut forbidden: Vec<Vec<String>> = vec![vec![]; branches.len()];
+        let mut exactness = Exactness::Exact;
+        // Forbidding `only` (what branch `other` requires beyond this one) in this branch
+        // refuses exactly the objects `other` matches too when `only` is one property and
+        // `other` asks nothing else: an object of this branch holding it then matches both.
+        // Otherwise it refuses some objects that only this branch matches.
+        let exact = |only: &[String], other: &Value| {
+            only.len() == 1
+                && other.as_object().is_some_and(|m| {
+                    m.keys().all(|k| matches!(k.as_str(), "required" | "description" | "title" | "$comment"))
+                })
+        };
         for i in 0..infos.len() {
             for j in i + 1..infos.len() {
                 if infos[i].disjoint(&infos[j]) {
@@ -83,6 +118,9 @@ impl<'a> Compiler<'a> {
                 let only_j: Vec<String> =
                     infos[j].required.iter().filter(|r| !infos[i].required.contains(r)).cloned().collect();
                 if (objects_only(&infos[i]) || objects_only(&infos[j])) && !only_i.is_empty() && !only_j.is_empty() {
+                    if !(exact(&only_j, &branches[j]) && exact(&only_i, &branches[i])) {
+                        exactness = Exactness::Narrower;
+                    }
                     for k in only_j {
                         if !forbidden[i].contains(&k) {
                             forbidden[i].push(k);
@@ -102,7 +140,7 @@ impl<'a> Compiler<'a> {
                 ));
             }
         }
-        Ok(forbidden)
+        Ok((forbidden, exactness))
     }
 
     /// What `b` (with the `oneOf`'s sibling keywords `rest`) is known to require; looks

@@ -323,11 +323,26 @@ fn one_of_made_disjoint_by_required_properties() {
 fn one_of_required_only_branches() {
     let s = json!({"type": "object", "properties": {"base": {"type": "number"}, "radius": {"type": "number"}, "width": {"type": "number"}},
         "oneOf": [{"required": ["radius"]}, {"required": ["base", "width"]}]});
+    // `base` with `radius` matches the first branch only: valid (forbidding `base` and
+    // `width` in the first branch would refuse it; the run-time check keeps it).
     check(
-        s,
-        &["{\"radius\": 5}", "{\"base\": 1, \"width\": 2}"],
-        &["{\"base\": 1, \"radius\": 5}", "{\"base\": 1}", "{}"],
+        s.clone(),
+        &[
+            "{\"radius\": 5}",
+            "{\"base\": 1, \"width\": 2}",
+            "{\"base\": 1, \"radius\": 5}",
+            "{\"radius\": 5, \"width\": 2}",
+        ],
+        &["{\"base\": 1, \"radius\": 5, \"width\": 2}", "{\"base\": 1}", "{}"],
     );
+    let (_, notes) = compile_with_notes(&s, &Options::default().with_runtime_checks(false)).unwrap();
+    assert!(notes.iter().any(|n| n.keyword() == "oneOf"), "the narrower grammar says so: {notes:?}");
+    // One property apart, and the other branch asks nothing else: forbidding it is exact.
+    let s = json!({"type": "object", "properties": {"a": {}, "b": {}},
+        "oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
+    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+    check(s, &["{\"a\": 1}", "{\"b\": 1}"], &["{\"a\": 1, \"b\": 2}", "{\"b\": 1, \"a\": 2}", "{}"]);
 }
 
 #[test]
