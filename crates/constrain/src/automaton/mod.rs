@@ -166,6 +166,23 @@ impl Pda {
         self.call_edges.get(node.calls.range()).unwrap_or(&[])
     }
 
+    /// Adds to the 256-bit set `bytes` every byte node `node` has an edge on. Over the tops
+    /// of closed stacks this is every byte that keeps one alive: a byte no top consumes
+    /// neither moves a stack nor completes a rule, so the mask walks skip it unstepped.
+    pub(crate) fn add_edge_bytes(&self, node: u32, bytes: &mut [u64; 4]) {
+        for e in self.nodes.get(node as usize).map_or(&[][..], |n| self.bytes(n)) {
+            for b in e.lo..=e.hi {
+                bytes[b as usize / 64] |= 1 << (b % 64);
+            }
+        }
+    }
+
+    /// Whether `byte` is in a set made by [`Pda::add_edge_bytes`].
+    #[inline]
+    pub(crate) fn has_byte(bytes: &[u64; 4], byte: u8) -> bool {
+        bytes[byte as usize / 64] & (1 << (byte % 64)) != 0
+    }
+
     /// Where `byte` leads from `node`, if anywhere.
     #[inline]
     pub(crate) fn step(&self, node: &Node, byte: u8) -> Option<u32> {

@@ -309,10 +309,10 @@ impl Configs {
         self.decode(c, byte, e)
     }
 
-    /// The bytes some stack of `state` has an edge on, as a 256-bit set: every other byte
-    /// kills all its stacks (the tops are closed, so a byte no top consumes neither moves
-    /// nor completes anything — [`Configs::quick_step`]'s dead case). A walk skips the other
-    /// first-byte subtrees without stepping into them.
+    /// The bytes some stack of `state` has an edge on, as a 256-bit set
+    /// ([`Pda::add_edge_bytes`]): every other byte kills all its stacks, as in
+    /// [`Configs::quick_step`]'s dead case. A walk skips the other first-byte subtrees
+    /// without stepping into them.
     pub fn live_bytes(&self, pda: &Pda, runner: &Runner, state: State) -> [u64; 4] {
         let mut live = [0u64; 4];
         let (c, moved) = match state.unpack() {
@@ -321,18 +321,11 @@ impl Configs {
             Kind::Plain { node, base } => (base, Some(node)),
         };
         let config = &self.configs[c as usize];
-        let mut add = |node: u32| {
-            for e in pda.nodes.get(node as usize).map_or(&[][..], |n| pda.bytes(n)) {
-                for b in e.lo..=e.hi {
-                    live[b as usize / 64] |= 1 << (b % 64);
-                }
-            }
-        };
         match moved {
-            Some(node) => add(node),
+            Some(node) => pda.add_edge_bytes(node, &mut live),
             None => {
                 for &top in &self.tops[config.tops.start as usize..config.tops.end as usize] {
-                    add(self.frame(runner, config.frames.start as usize, top).node);
+                    pda.add_edge_bytes(self.frame(runner, config.frames.start as usize, top).node, &mut live);
                 }
             }
         }

@@ -155,6 +155,12 @@ impl Entry {
         // If this completes the whole output, no tops remain and every suffix dies.
         stacks.pop_into(pda, bottom, tops);
         levels.push((0, stacks.arena.len()));
+        // The first bytes some top has an edge on: the tops are closed, so any other byte
+        // kills every stack and completes nothing, and its subtree is skipped unstepped.
+        let mut live = [0u64; 4];
+        for f in tops.iter().filter_map(|&t| stacks.arena.get(t as usize)) {
+            pda.add_edge_bytes(f.node, &mut live);
+        }
         let trie = &self.suffixes;
         let mut i = 0usize;
         while let Some(node) = trie.nodes.get(i) {
@@ -163,6 +169,10 @@ impl Entry {
                     tops.truncate(start);
                     stacks.arena.truncate(arena_len);
                 }
+            }
+            if node.depth == 1 && !Pda::has_byte(&live, node.byte) {
+                i = node.end as usize;
+                continue;
             }
             let cur_start = levels.last().map_or(0, |l| l.0);
             let cur_end = tops.len();

@@ -55,7 +55,7 @@ impl Walk<'_> {
                 // At a first-byte node: skip to the next one the context takes (the others
                 // die at their first byte, before any crossing), without touching the
                 // nodes in between.
-                while trie.roots.get(next_root).is_some_and(|&(_, b)| live[b as usize / 64] & (1 << (b % 64)) == 0) {
+                while trie.roots.get(next_root).is_some_and(|&(_, b)| !Pda::has_byte(&live, b)) {
                     next_root += 1;
                 }
                 i = trie.roots.get(next_root).map_or(trie.nodes.len(), |&(r, _)| r as usize);
