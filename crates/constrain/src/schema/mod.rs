@@ -25,8 +25,10 @@
 //!   properties are required; otherwise schema order or "required first" order (the names of
 //!   `required` in that order, then the others in schema order), with extra properties (when
 //!   allowed) after the named ones; no key is ever repeated;
-//! - `oneOf` branches that overlap only through optional properties are made disjoint by
-//!   forbidding, in each branch, the properties only the other branch requires;
+//! - without run-time checks, `oneOf` branches that overlap only through optional
+//!   properties are made disjoint by forbidding, in each branch, the properties only the
+//!   other branch requires (with a note where that refuses objects one branch alone
+//!   matches; with run-time checks such a `oneOf` is checked exactly instead);
 //! - `pattern` with `minLength`/`maxLength` that cannot be intersected exactly is an error;
 //!   extra properties are not accepted next to `patternProperties`;
 //! - bounded numbers are written without exponent; `format`s accept a documented subset

@@ -1,7 +1,9 @@
 //! `anyOf` and `oneOf` as alternations, and the check that a `oneOf`'s branches are
 //! disjoint, so that it can be compiled as one. Branches that overlap only through optional
 //! properties are made disjoint by forbidding, in each, the properties only the other
-//! requires (an under-approximation).
+//! requires: exact when that is one property and the other branch asks nothing else;
+//! otherwise an under-approximation, used (with a note) only without run-time checks, which
+//! check such a `oneOf` exactly.
 
 use serde_json::{Map, Value};
 
