@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::{is_constraint_keyword, json_type, type_list, value_has_type, Compiler, Error, Note, FORBIDDEN};
+use crate::grammar::Expr;
 
 /// Whether the properties [`Compiler::check_disjoint`] forbids keep every instance the
 /// `oneOf` accepts.
@@ -19,7 +20,6 @@ pub(super) enum Exactness {
     /// valid.
     Narrower,
 }
-use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
     /// `anyOf` or `oneOf` (`key`) of `branches`: an alternation of the branches, each merged
