@@ -57,6 +57,35 @@ pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
     h.finish128()
 }
 
+/// A set of bytes as 256 bits: the first bytes a parse state takes, or a cache key made of
+/// first bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// Adds `byte`.
+    #[inline]
+    pub(crate) fn insert(&mut self, byte: u8) {
+        self.0[byte as usize / 64] |= 1 << (byte % 64);
+    }
+
+    /// Adds the bytes `lo..=hi`, a word at a time.
+    #[inline]
+    pub(crate) fn insert_range(&mut self, lo: u8, hi: u8) {
+        for w in lo as usize / 64..=hi as usize / 64 {
+            let first = if w == lo as usize / 64 { lo % 64 } else { 0 };
+            let last = if w == hi as usize / 64 { hi % 64 } else { 63 };
+            self.0[w] |= (u64::MAX >> (63 - last)) & (u64::MAX << first);
+        }
+    }
+
+    /// Whether `byte` is in the set.
+    #[inline]
+    pub(crate) fn contains(&self, byte: u8) -> bool {
+        self.0[byte as usize / 64] & (1 << (byte % 64)) != 0
+    }
+}
+
 /// Sets bit `id` of a mask (ignored past its end).
 #[inline]
 pub(crate) fn set_bit(mask: &mut [u32], id: u32) {
@@ -85,5 +114,21 @@ pub(crate) fn clear_bits(bits: &mut [u32], ids: &[u32]) {
 pub(crate) fn or_into(a: &mut [u32], b: &[u32]) {
     for (w, &s) in a.iter_mut().zip(b) {
         *w |= s;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ByteSet;
+
+    #[test]
+    fn byte_set_ranges_match_single_inserts() {
+        for (lo, hi) in [(0u8, 0u8), (0, 255), (3, 70), (63, 64), (64, 127), (100, 200), (128, 191), (255, 255)] {
+            let (mut ranged, mut single) = (ByteSet::default(), ByteSet::default());
+            ranged.insert_range(lo, hi);
+            (lo..=hi).for_each(|b| single.insert(b));
+            assert_eq!(ranged, single, "{lo}..={hi}");
+            assert!((0..=255u8).all(|b| ranged.contains(b) == (lo..=hi).contains(&b)));
+        }
     }
 }

@@ -50,6 +50,7 @@ pub(crate) mod exec;
 pub(crate) mod keys;
 
 use crate::grammar::Grammar;
+use crate::util::ByteSet;
 use crate::Limits;
 
 pub use build::{RuleCache, RULE_CACHE_BYTES};
@@ -166,21 +167,17 @@ impl Pda {
         self.call_edges.get(node.calls.range()).unwrap_or(&[])
     }
 
-    /// Adds to the 256-bit set `bytes` every byte node `node` has an edge on. Over the tops
-    /// of closed stacks this is every byte that keeps one alive: a byte no top consumes
-    /// neither moves a stack nor completes a rule, so the mask walks skip it unstepped.
-    pub(crate) fn add_edge_bytes(&self, node: u32, bytes: &mut [u64; 4]) {
-        for e in self.nodes.get(node as usize).map_or(&[][..], |n| self.bytes(n)) {
-            for b in e.lo..=e.hi {
-                bytes[b as usize / 64] |= 1 << (b % 64);
+    /// Every byte one of `nodes` has an edge on. Over the tops of closed stacks these are the
+    /// bytes that keep one alive: a byte no top consumes neither moves a stack nor completes
+    /// a rule, so the mask walks skip it unstepped.
+    pub(crate) fn edge_bytes(&self, nodes: impl IntoIterator<Item = u32>) -> ByteSet {
+        let mut set = ByteSet::default();
+        for node in nodes {
+            for e in self.nodes.get(node as usize).map_or(&[][..], |n| self.bytes(n)) {
+                set.insert_range(e.lo, e.hi);
             }
         }
-    }
-
-    /// Whether `byte` is in a set made by [`Pda::add_edge_bytes`].
-    #[inline]
-    pub(crate) fn has_byte(bytes: &[u64; 4], byte: u8) -> bool {
-        bytes[byte as usize / 64] & (1 << (byte % 64)) != 0
+        set
     }
 
     /// Where `byte` leads from `node`, if anywhere.

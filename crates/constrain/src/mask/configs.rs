@@ -23,6 +23,7 @@
 use super::Cond;
 use crate::automaton::exec::{Frame, Recognizer, Runner, BOTTOM, RELAXED};
 use crate::automaton::Pda;
+use crate::util::ByteSet;
 use rustc_hash::FxHashMap;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
@@ -309,27 +310,24 @@ impl Configs {
         self.decode(c, byte, e)
     }
 
-    /// The bytes some stack of `state` has an edge on, as a 256-bit set
-    /// ([`Pda::add_edge_bytes`]): every other byte kills all its stacks, as in
-    /// [`Configs::quick_step`]'s dead case. A walk skips the other first-byte subtrees
-    /// without stepping into them.
-    pub fn live_bytes(&self, pda: &Pda, runner: &Runner, state: State) -> [u64; 4] {
-        let mut live = [0u64; 4];
+    /// The bytes some stack of `state` has an edge on ([`Pda::edge_bytes`]): every other
+    /// byte kills all its stacks, as in [`Configs::quick_step`]'s dead case. A walk skips
+    /// the other first-byte subtrees without stepping into them.
+    pub fn live_bytes(&self, pda: &Pda, runner: &Runner, state: State) -> ByteSet {
         let (c, moved) = match state.unpack() {
-            Kind::Dead => return live,
+            Kind::Dead => return ByteSet::default(),
             Kind::Config(c) => (c, None),
             Kind::Plain { node, base } => (base, Some(node)),
         };
         let config = &self.configs[c as usize];
         match moved {
-            Some(node) => pda.add_edge_bytes(node, &mut live),
-            None => {
-                for &top in &self.tops[config.tops.start as usize..config.tops.end as usize] {
-                    pda.add_edge_bytes(self.frame(runner, config.frames.start as usize, top).node, &mut live);
-                }
-            }
+            Some(node) => pda.edge_bytes([node]),
+            None => pda.edge_bytes(
+                self.tops[config.tops.start as usize..config.tops.end as usize]
+                    .iter()
+                    .map(|&top| self.frame(runner, config.frames.start as usize, top).node),
+            ),
         }
-        live
     }
 
     /// The step from `c` on `byte` when it needs no closure: dead when no top has an edge

@@ -155,24 +155,19 @@ impl Entry {
         // If this completes the whole output, no tops remain and every suffix dies.
         stacks.pop_into(pda, bottom, tops);
         levels.push((0, stacks.arena.len()));
-        // The first bytes some top has an edge on: the tops are closed, so any other byte
-        // kills every stack and completes nothing, and its subtree is skipped unstepped.
-        let mut live = [0u64; 4];
-        for f in tops.iter().filter_map(|&t| stacks.arena.get(t as usize)) {
-            pda.add_edge_bytes(f.node, &mut live);
-        }
+        // The tops are closed: a first byte none of them has an edge on kills every stack
+        // and completes nothing, and its subtree is skipped unstepped.
+        let live = pda.edge_bytes(tops.iter().filter_map(|&t| stacks.arena.get(t as usize)).map(|f| f.node));
         let trie = &self.suffixes;
-        let mut i = 0usize;
-        while let Some(node) = trie.nodes.get(i) {
+        let (mut i, mut roots) = (0usize, 0usize);
+        loop {
+            i = trie.skip_dead_roots(i, &mut roots, &live);
+            let Some(node) = trie.nodes.get(i) else { break };
             while levels.len() > node.depth as usize {
                 if let Some((start, arena_len)) = levels.pop() {
                     tops.truncate(start);
                     stacks.arena.truncate(arena_len);
                 }
-            }
-            if node.depth == 1 && !Pda::has_byte(&live, node.byte) {
-                i = node.end as usize;
-                continue;
             }
             let cur_start = levels.last().map_or(0, |l| l.0);
             let cur_end = tops.len();

@@ -29,7 +29,7 @@ pub struct TokenIndex {
     pub(super) rules: RuleCache,
     /// Unions of first-byte subtrees by their set of first bytes (see
     /// [`TokenIndex::subtree_union`]).
-    pub(super) unions: Memo<[u64; 4], Arc<[u32]>>,
+    pub(super) unions: Memo<ByteSet, Arc<[u32]>>,
     /// Walk buffers left by dropped matchers, handed to new ones ([`TokenIndex::scratch`]):
     /// a matcher per schema would otherwise grow them afresh on its first miss. Locked once
     /// per matcher created or dropped, never while filling a mask.
@@ -308,9 +308,9 @@ impl TokenIndex {
     /// computed once per set, so replaying two hundred whole subtrees is one pass over the
     /// mask instead of two hundred.
     pub(super) fn subtree_union(&self, bytes: &[u8]) -> Arc<[u32]> {
-        let mut key = [0u64; 4];
+        let mut key = ByteSet::default();
         for &b in bytes {
-            key[b as usize / 64] |= 1 << (b % 64);
+            key.insert(b);
         }
         self.unions.get_or_compute(key, || {
             let mut union = vec![0u32; self.vocab.mask_words()];

@@ -107,7 +107,7 @@ use crate::automaton::{Pda, Recognizer, RuleCache};
 use crate::util::cache::Memo;
 pub use crate::util::is_allowed;
 pub(crate) use crate::util::set_bit;
-use crate::util::{clear_bits, hash128, or_into, Hasher128};
+use crate::util::{clear_bits, hash128, or_into, ByteSet, Hasher128};
 use crate::vocab::Vocabulary;
 use crate::Limits;
 use cache::{Cache, Cached, ALIAS_BYTES};

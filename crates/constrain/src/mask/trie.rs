@@ -6,6 +6,8 @@
 //! the whole vocabulary ([`super::TokenIndex`]) and the small per-state sets of token
 //! suffixes that must be checked against the real stack at run time.
 
+use crate::util::ByteSet;
+
 /// One node: the byte on the edge into it, its depth (bytes from the root, ≥ 1), where its
 /// subtree ends, and the ids of the tokens that end exactly here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +71,24 @@ impl ByteTrie {
         }
         let roots = nodes.iter().enumerate().filter(|(_, n)| n.depth == 1).map(|(i, n)| (i as u32, n.byte)).collect();
         ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice(), roots }
+    }
+
+    /// Where a forward walk standing at node `i` goes on when it takes only the first bytes
+    /// in `live`: `i` itself, unless `i` is a first-byte node whose byte `live` lacks; then
+    /// the next one whose byte it holds (`nodes.len()` past the last), reached through
+    /// [`ByteTrie::roots`] without touching the nodes in between. `cursor` starts at 0 and
+    /// keeps the first-byte nodes not reached yet; a walk never jumps past one unseen.
+    #[inline]
+    pub fn skip_dead_roots(&self, i: usize, cursor: &mut usize, live: &ByteSet) -> usize {
+        if self.roots.get(*cursor).is_none_or(|&(r, _)| r as usize != i) {
+            return i;
+        }
+        while self.roots.get(*cursor).is_some_and(|&(_, b)| !live.contains(b)) {
+            *cursor += 1;
+        }
+        let at = self.roots.get(*cursor).map_or(self.nodes.len(), |&(r, _)| r as usize);
+        *cursor += 1;
+        at
     }
 
     /// Whether the trie holds no strings.
@@ -159,6 +179,11 @@ mod tests {
         assert_eq!(t.ids_from(0), &[1, 0, 4, 2], "a, both ab, abc");
         assert_eq!(t.ids_from(3), &[3]);
         assert_eq!(&*t.roots, &[(0, b'a'), (3, b'b')]);
+        let (mut live, mut cursor) = (ByteSet::default(), 0);
+        live.insert(b'b');
+        assert_eq!(t.skip_dead_roots(0, &mut cursor, &live), 3, "`a` skipped whole");
+        assert_eq!(t.skip_dead_roots(3, &mut cursor, &live), 3, "past its cursor: no jump");
+        assert_eq!(t.skip_dead_roots(0, &mut 0, &ByteSet::default()), 4, "nothing live: the end");
         let mut got = contents(&t);
         got.sort();
         assert_eq!(

@@ -48,19 +48,11 @@ impl Walk<'_> {
         // Scratch for `PlainRun::walk`.
         let mut plain_nodes: Vec<u32> = Vec::new();
         let mut i = 0usize;
-        // The next first-byte node not reached yet (an index into `trie.roots`).
-        let mut next_root = 0usize;
+        // The first-byte nodes not reached yet (see `ByteTrie::skip_dead_roots`).
+        let mut roots = 0usize;
         loop {
-            if trie.roots.get(next_root).is_some_and(|&(r, _)| r as usize == i) {
-                // At a first-byte node: skip to the next one the context takes (the others
-                // die at their first byte, before any crossing), without touching the
-                // nodes in between.
-                while trie.roots.get(next_root).is_some_and(|&(_, b)| !Pda::has_byte(&live, b)) {
-                    next_root += 1;
-                }
-                i = trie.roots.get(next_root).map_or(trie.nodes.len(), |&(r, _)| r as usize);
-                next_root += 1;
-            }
+            // A first byte the context refuses dies there, before any crossing.
+            i = trie.skip_dead_roots(i, &mut roots, &live);
             let node = trie.nodes.get(i);
             if node.is_none_or(|n| n.depth == 1) {
                 if let Some((key, ids, pending_start, count_start)) = open_memo.take() {
