@@ -241,9 +241,9 @@ fn uri() -> Expr {
             Some(30),
         ),
     ]);
+    let pct = Expr::seq([Expr::lit("%"), hex(), hex()]);
     // RFC 3986 pchar: a plain character or a percent escape.
-    let plain = uri_plain(true);
-    let pchar = Expr::alt([plain, Expr::seq([Expr::lit("%"), hex(), hex()])]);
+    let pchar = Expr::alt([uri_plain(true), pct.clone()]);
     let port = Expr::seq([Expr::lit(":"), d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]);
     let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
     let qchar = Expr::alt([pchar.clone(), Expr::Bytes(vec![(b'/', b'/'), (b'?', b'?')])]);
@@ -259,9 +259,7 @@ fn uri() -> Expr {
     // An IPv6 address in brackets (`[2001:db8::7]`); IPv4 addresses are spelled as names.
     let host = Expr::alt([host, Expr::seq([Expr::lit("["), ipv6(), Expr::lit("]")])]);
     // `userinfo@`: pchar but `@` (`user:pass@`, `-.~_!$&'()*+,;=:%40@`).
-    let user_plain = uri_plain(false);
-    let userinfo =
-        Expr::seq([Expr::star(Expr::alt([user_plain, Expr::seq([Expr::lit("%"), hex(), hex()])])), Expr::lit("@")]);
+    let userinfo = Expr::seq([Expr::star(Expr::alt([uri_plain(false), pct])), Expr::lit("@")]);
     let segments = Expr::seq([pchar.clone(), Expr::star(pchar), path.clone()]);
     // `scheme://[userinfo@]host[:port]/path`, `scheme:/path`, `scheme:path` (`urn:isbn:123`,
     // `mailto:a@b.c`) or `scheme:` alone.

@@ -688,6 +688,8 @@ impl<'a> Compiler<'a> {
         let mut index: HashMap<State, usize> = HashMap::default();
         index.insert(start, 0);
         let mut edges: Vec<Vec<(usize, usize)>> = Vec::new();
+        // How far along `order` a step writing member `m` leaves `j` (`None`: off it).
+        let next = |j: Option<usize>, order: &[usize], m: usize| j.filter(|&j| order.get(j) == Some(&m)).map(|j| j + 1);
         let mut at = 0;
         while at < states.len() {
             let (set, ja, jb) = states[at];
@@ -697,8 +699,6 @@ impl<'a> Compiler<'a> {
                     out.push((m, (set | (1 << k), ja, jb)));
                 }
             }
-            let next =
-                |j: Option<usize>, order: &[usize], m: usize| j.filter(|&j| order.get(j) == Some(&m)).map(|j| j + 1);
             let mut candidates: Vec<usize> = [(ja, 0), (jb, 1)]
                 .into_iter()
                 .filter_map(|(j, o)| j.and_then(|j| layout.orders[o].get(j).copied()))
