@@ -3,10 +3,12 @@
 //! Input: a [`Matcher`] and, at each decode step, the remaining budget `R` (the smaller of
 //! `max_tokens - used` and the context left). Output: a narrowed mask, and when to stop.
 //!
-//! The invariant is `R ≥ d`, where `d` is [`Matcher::min_bytes_to_finish`]: the fewest bytes
-//! to a complete output, over bytes the vocabulary has single-byte tokens for, so `d` bytes
-//! are at most `d` tokens. It holds at the start (checked up front: [`Closer::new`]) and is
-//! kept by every step:
+//! The invariant is `R ≥ d`, where `d` is [`Matcher::min_bytes_to_finish_checked`]: the fewest
+//! bytes to a complete output, over bytes the vocabulary has single-byte tokens for, so `d`
+//! bytes are at most `d` tokens. (It is the grammar's distance, except inside an object key
+//! that begins a name written already: there the grammar's shortest way repeats the name,
+//! which the run-time check refuses, so the ways the check allows are measured instead.) It
+//! holds at the start (checked up front: [`Closer::new`]) and is kept by every step:
 //!
 //! - a sampled token is checked after it is accepted (one stack walk: the cheap path while
 //!   the budget is far); if the distance after it is not below `R`, it is rolled back and the
@@ -125,7 +127,7 @@ impl Closer {
         if !self.enabled {
             return Ok(());
         }
-        self.distance = m.min_bytes_to_finish().unwrap_or(u64::MAX);
+        self.distance = m.min_bytes_to_finish_checked()?.unwrap_or(u64::MAX);
         if remaining as u64 <= self.distance {
             self.closing = true;
         }
@@ -173,7 +175,7 @@ impl Closer {
         if !self.enabled || self.closing || m.constraint().index().vocab().is_eos(token) {
             return Ok(Verdict::Keep);
         }
-        let after = m.min_bytes_to_finish().unwrap_or(u64::MAX);
+        let after = m.min_bytes_to_finish_checked()?.unwrap_or(u64::MAX);
         if after < remaining as u64 {
             return Ok(Verdict::Keep);
         }

@@ -427,6 +427,50 @@ impl ValueChecks {
             .all(|names| names.iter().any(|(name, h)| name.starts_with(prefix) && !keys.contains(h)))
     }
 
+    /// For [`tracker::Checker::key_endings`], over the schemas of `set`, the written keys'
+    /// hashes `keys` and the key so far `prefix`: whether `prefix` begins a property name
+    /// written already. If so, `out` gets the endings of the key: the rest of each property
+    /// name not written that `prefix` begins, with the closing quote, and the quote alone.
+    fn key_endings(&self, set: &[u32], prefix: &[u8], keys: &[u128], out: &mut Vec<Vec<u8>>) -> bool {
+        let props = || set.iter().filter_map(|&n| self.nodes.get(n as usize)).flat_map(|n| n.props.iter());
+        // Each name as JSON spells it (most need no escape), when `prefix` begins it, and
+        // whether it is written.
+        let begun = |name: &str, f: &mut dyn FnMut(&[u8], bool)| {
+            let plain = name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+            let escaped;
+            let spelled: &[u8] = if plain {
+                name.as_bytes()
+            } else {
+                escaped = serde_json::to_string(name).unwrap_or_default();
+                escaped.as_bytes().get(1..escaped.len().saturating_sub(1)).unwrap_or(&[])
+            };
+            if spelled.starts_with(prefix) {
+                f(spelled, keys.contains(&hash128(name.as_bytes())));
+            }
+        };
+        let mut repeat = false;
+        for (name, _) in props() {
+            begun(name, &mut |_, written| repeat |= written);
+        }
+        if !repeat {
+            return false;
+        }
+        for (name, _) in props() {
+            begun(name, &mut |spelled, written| {
+                let rest = &spelled[prefix.len()..];
+                if !written && !out.iter().any(|e| e.len() == rest.len() + 1 && e.starts_with(rest)) {
+                    let mut e = rest.to_vec();
+                    e.push(b'"');
+                    out.push(e);
+                }
+            });
+        }
+        if !out.iter().any(|e| e == b"\"") {
+            out.push(b"\"".to_vec());
+        }
+        true
+    }
+
     /// Whether `key` (its hash) is a name every closed schema of `set` allows (see
     /// [`Node::closed`]): a key that is not can never validate.
     fn key_is_name(&self, set: &[u32], key: u128) -> bool {

@@ -811,6 +811,39 @@ impl Checker {
         ok
     }
 
+    /// For closing mode's distances ([`crate::Matcher::min_bytes_to_finish_checked`]):
+    /// whether the key being written (in a checked object) begins a property name written
+    /// already. The grammar's distance may then run through that name, which this check
+    /// refuses when the key closes; `out` gets the ways to end the key that the check does
+    /// not refuse outright: each name not written yet that begins with the key so far (its
+    /// rest and the closing quote), and the closing quote alone. After a comma the key is
+    /// still to begin: the same, each with its opening quote. `false` (and `out` empty)
+    /// elsewhere, and for keys with escapes.
+    pub fn key_endings(&mut self, out: &mut Vec<Vec<u8>>) -> bool {
+        out.clear();
+        let Some(top) = self.state.stack.last().copied() else { return false };
+        if !top.obj || !self.sets.needs(top.set) {
+            return false;
+        }
+        let (prefix, quote) = match self.state.lex {
+            Lex::Str { key: true, esc: 0 } => (self.text.get(top.key_start as usize + 1..).unwrap_or(&[]), false),
+            // After a comma: the key is still to begin.
+            Lex::ObjKey => (&[][..], true),
+            _ => return false,
+        };
+        if prefix.contains(&b'\\') {
+            return false;
+        }
+        let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
+        let found = self.checks.key_endings(&self.sets.members[top.set as usize], prefix, keys, out);
+        if quote {
+            for e in out.iter_mut() {
+                e.insert(0, b'"');
+            }
+        }
+        found
+    }
+
     /// Undoes the last `n` accepted tokens (the matcher has checked `n`).
     pub fn rollback(&mut self, n: usize) {
         for _ in 0..n.min(self.levels.len().saturating_sub(1)) {

@@ -222,6 +222,8 @@ pub struct Matcher {
     mask_cut: u8,
     /// The run-time checks' tracker, when the constraint has checks.
     checker: Option<Checker>,
+    /// [`Matcher::min_bytes_to_finish_checked`]'s buffer of key endings.
+    key_endings: Vec<Vec<u8>>,
 }
 
 impl Matcher {
@@ -239,6 +241,7 @@ impl Matcher {
             scratch,
             mask_cut: 0,
             checker,
+            key_endings: Vec::new(),
         };
         m.reset();
         m
@@ -511,8 +514,43 @@ impl Matcher {
         Some(best).filter(|&d| d != UNREACHABLE)
     }
 
+    /// [`Matcher::min_bytes_to_finish`], with what run-time checks refuse taken into
+    /// account where it matters: inside a key that can no longer be a required name its
+    /// object misses, the grammar's shortest way may finish a name written already, which
+    /// the check refuses. There the distance is the least over the ways to end the key that
+    /// the check allows (each tried: accepted, measured, rolled back; `None` when none is).
+    /// Elsewhere it is the grammar's. Closing mode measures with this.
+    pub fn min_bytes_to_finish_checked(&mut self) -> Result<Option<u64>, Error> {
+        let mut endings = std::mem::take(&mut self.key_endings);
+        let in_key = self.checker.as_mut().is_some_and(|c| c.key_endings(&mut endings));
+        if !in_key {
+            self.key_endings = endings;
+            return Ok(self.min_bytes_to_finish());
+        }
+        let mut best: Option<u64> = None;
+        for e in &endings {
+            match self.accept_bytes(e) {
+                Ok(()) => {
+                    let d = self.min_bytes_to_finish().map(|d| d.saturating_add(e.len() as u64));
+                    self.rollback(1)?;
+                    best = match (best, d) {
+                        (Some(b), Some(d)) => Some(b.min(d)),
+                        (b, d) => b.or(d),
+                    };
+                }
+                Err(Error::RejectedBytes) => {}
+                Err(err) => {
+                    self.key_endings = endings;
+                    return Err(err);
+                }
+            }
+        }
+        self.key_endings = endings;
+        Ok(best)
+    }
+
     /// Closing mode: clears from `mask` (a mask [`Matcher::fill_mask`] wrote) every token
-    /// after which [`Matcher::min_bytes_to_finish`] is not below `below`; EOS stays only
+    /// after which [`Matcher::min_bytes_to_finish_checked`] is not below `below`; EOS stays only
     /// where the output is complete. Tries each allowed token (accept, measure, roll back),
     /// so it costs one token step per allowed token: call it only when closing. Returns the
     /// number of tokens left.
@@ -535,7 +573,7 @@ impl Matcher {
                     match self.accept_token(token) {
                         Ok(()) => {
                             cut |= self.level().cut;
-                            let d = self.min_bytes_to_finish().unwrap_or(UNREACHABLE);
+                            let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
                             self.rollback(1)?;
                             d < below
                         }
