@@ -181,8 +181,45 @@ fn random_schema(rng: &mut StdRng, depth: u32) -> Value {
     }
 }
 
+/// A random object of six to eleven properties (more than are tracked as a set), names of
+/// different lengths, most of them required, open or closed to other keys.
+fn random_big_object(rng: &mut StdRng) -> Value {
+    let n = rng.random_range(6..12);
+    let mut props = serde_json::Map::new();
+    let mut required = Vec::new();
+    for i in 0..n {
+        let name = format!("{}{i}", "k".repeat(rng.random_range(1..6)));
+        props.insert(name.clone(), random_schema(rng, 1));
+        if rng.random_bool(0.8) {
+            required.push(Value::String(name));
+        }
+    }
+    let mut o = json!({"type": "object", "properties": props, "required": required});
+    if rng.random_bool(0.5) {
+        o["additionalProperties"] = json!(false);
+    }
+    o
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn big_objects_close_to_a_valid_document(seed in any::<u64>(), extra in 0usize..80, walk in any::<u64>()) {
+        let index = vocabulary();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let schema = random_big_object(&mut rng);
+        let grammar = schema::compile(&schema, &Options::default()).expect("compiles");
+        let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
+        let start = c.min_bytes_from_start().expect("every byte has a token");
+        let budget = start as usize + extra;
+        let mut rng = StdRng::seed_from_u64(walk);
+        let (text, used) = close_within(&c, budget, &mut rng).map_err(|e| TestCaseError::fail(format!("{schema}\n{e}")))?;
+        prop_assert!(used <= budget);
+        let doc: Value = serde_json::from_slice(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let validator = jsonschema::draft202012::new(&schema).expect("valid schema");
+        prop_assert!(validator.is_valid(&doc), "{schema}\n{doc}");
+    }
 
     #[test]
     fn grammars_always_close_within_the_budget(seed in any::<u64>(), extra in 0usize..60, walk in any::<u64>()) {

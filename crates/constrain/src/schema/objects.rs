@@ -3,10 +3,12 @@
 //!
 //! Objects with at most [`ANY_ORDER_MAX`] named properties accept them in any order (one rule
 //! per set of members already written). Larger ones, when run-time checks are on (the check
-//! refuses repeated keys), accept optional and free members anywhere and up to
-//! [`REQUIRED_TRACKED_MAX`] required ones in any order (one rule per set written); further
-//! required members keep an order among themselves that both the schema's order and the
-//! order of `required` follow, where there is one.
+//! refuses repeated keys), accept every member in any order: optional and free members
+//! anywhere, and the required ones tracked by the total *weight* of those written
+//! ([`Compiler::weighted_layout`]); up to [`REQUIRED_TRACKED_MAX`] required ones are tracked
+//! as a set instead. Only an object whose weights would take more than
+//! [`WEIGHTED_EDGES_MAX`] grammar edges keeps an order among some of its required members
+//! (with a note).
 //! Without run-time checks they accept schema order or required-first order, with free
 //! members (pattern or additional keys) after the named ones.
 //!
@@ -38,6 +40,10 @@ const REQUIRED_TRACKED_MAX: usize = 5;
 /// The most rules (states) one layout of an object's required members takes: fewer
 /// properties go in any order when many keep their order.
 const LOOSE_STATES_MAX: usize = 256;
+
+/// The most edges (a state and a weight of members written from it) of
+/// [`Compiler::weighted_layout`]: about the grammar's size for the object's members.
+const WEIGHTED_EDGES_MAX: usize = 32768;
 
 /// One `dependentRequired` entry: where `name` is present, every name of `needs` must be.
 struct Dependency {
@@ -589,7 +595,7 @@ impl<'a> Compiler<'a> {
         let few_spelled = names_spelled <= ANY_ORDER_MAX;
         if any_order && named.len() > ANY_ORDER_MAX && few_spelled && self.relaxes("properties") {
             self.relax(ptr, "properties");
-            let body = self.loose_members(named, &kw.required, &free, has_free);
+            let body = self.loose_members(named, &kw.required, &free, has_free, ptr);
             return Ok(Members::Body { body: Some(body), may_be_empty: n_req == 0 });
         }
         let body = if any_order && named.len() <= ANY_ORDER_MAX {
@@ -625,14 +631,25 @@ impl<'a> Compiler<'a> {
     /// Members in any order, for objects of any size, every required one exactly once and
     /// the optional and free ones any number of times (a run-time check refuses a repeated
     /// key when it closes, and what the keys cannot show, counts and dependencies, when the
-    /// object closes). The grammar's state says which required members are written, so the
-    /// object can close only once all are there and closing mode's distances see them.
+    /// object closes). The grammar's state says how far the required members are written,
+    /// so the object can close only once all are there and closing mode's distances see
+    /// them.
     ///
-    /// Up to [`REQUIRED_TRACKED_MAX`] required members go in any order: those off the
-    /// longest common subsequence of the schema's order and the order of `required` first.
-    /// The others keep the schema's order or the order of `required` among themselves
-    /// (one deterministic layout for both, [`Compiler::required_layout`]). Non-empty.
-    fn loose_members(&mut self, named: &[Member], required_order: &[String], free: &Expr, has_free: bool) -> Expr {
+    /// More than [`REQUIRED_TRACKED_MAX`] required members are tracked by weight
+    /// ([`Compiler::weighted_layout`]). Fewer, or an object whose weights take too many
+    /// edges (with a note at `ptr`), are tracked as a set of at most
+    /// [`REQUIRED_TRACKED_MAX`]: those off the longest common subsequence of the schema's
+    /// order and the order of `required` first; the others keep the schema's order or the
+    /// order of `required` among themselves (one deterministic layout for both,
+    /// [`Compiler::required_layout`]). Non-empty.
+    fn loose_members(
+        &mut self,
+        named: &[Member],
+        required_order: &[String],
+        free: &Expr,
+        has_free: bool,
+        ptr: &str,
+    ) -> Expr {
         let schema_order: Vec<&Member> = named.iter().filter(|m| m.required).collect();
         let optional = Expr::alt(
             named.iter().filter(|m| !m.required).map(|m| m.expr.clone()).chain(has_free.then(|| free.clone())),
@@ -640,8 +657,23 @@ impl<'a> Compiler<'a> {
         let sep = self.sep();
         // The optional members between required ones: one rule, shared by every state.
         let optional_run = self.rule("optional_members", Expr::star(Expr::seq([sep.clone(), optional.clone()])));
-        // Each member's place in `required` (its first mention; `required` names them all).
+        let exprs: Vec<Expr> = schema_order.iter().map(|m| self.rule("member", m.expr.clone())).collect();
         let n = schema_order.len();
+        if n > REQUIRED_TRACKED_MAX {
+            match self.weighted_layout(&exprs, &optional, &optional_run) {
+                Ok(body) => return body,
+                Err(edges) => self.notes.push(Note::new(
+                    ptr,
+                    "required",
+                    format!(
+                        "{n} required properties whose any-order layout would take {edges} grammar edges (over \
+                         {WEIGHTED_EDGES_MAX}): up to {REQUIRED_TRACKED_MAX} of them go in any order, the others keep \
+                         the schema's order or that of `required` among themselves"
+                    ),
+                )),
+            }
+        }
+        // Each member's place in `required` (its first mention; `required` names them all).
         let mut place: HashMap<&str, usize> = HashMap::default();
         for (i, r) in required_order.iter().enumerate() {
             place.entry(r.as_str()).or_insert(i);
@@ -667,9 +699,131 @@ impl<'a> Compiler<'a> {
         let by_schema: Vec<usize> = (0..n).filter(|&i| !is_any[i]).collect();
         let mut by_required = by_schema.clone();
         by_required.sort_by_key(|&i| places[i]);
-        let exprs: Vec<Expr> = schema_order.iter().map(|m| self.rule("member", m.expr.clone())).collect();
         let layout = Layout { any, orders: [by_schema, by_required] };
         self.required_layout(&layout, &exprs, &optional, &optional_run)
+    }
+
+    /// The required members `exprs` of [`Compiler::loose_members`] in any order, interleaved
+    /// with `optional` members, tracked by weight: each member has a positive weight, and a
+    /// state is the sum of the weights written so far (one rule per sum from which the total
+    /// is still reachable). The object may close only at the total. The run-time check
+    /// refuses a repeated key, so the members written are distinct, and distinct members
+    /// whose weights sum to the total of all are all of them: the language is exact for any
+    /// positive weights, with one state per reachable sum instead of one per subset.
+    ///
+    /// The weight is the member's fewest bytes with its separator, so that every way to the
+    /// total from a state is as long as writing the members still missing: closing mode's
+    /// distances (bytes, summed over the grammar) are then those of the missing members,
+    /// never of a repeat the check would refuse. Weights are divided by their common
+    /// divisor (equal weights give one state per count). Each key leads to one state, so
+    /// parsing stays deterministic.
+    ///
+    /// Returns the number of edges instead when it exceeds [`WEIGHTED_EDGES_MAX`].
+    fn weighted_layout(&mut self, exprs: &[Expr], optional: &Expr, optional_run: &Expr) -> Result<Expr, usize> {
+        let sep = self.sep();
+        let mut memo = HashMap::default();
+        let sep_len = self.min_len(&sep, &mut memo, 0).unwrap_or(1);
+        let lens: Vec<u64> =
+            exprs.iter().map(|e| self.min_len(e, &mut memo, 0).unwrap_or(0).saturating_add(sep_len).max(1)).collect();
+        let g = lens.iter().fold(0, |a, &b| gcd(a, b)).max(1);
+        let total_len: u64 = lens.iter().map(|l| l / g).fold(0u64, |a, b| a.saturating_add(b));
+        // A sum past the edge budget has more states than edges allowed: refuse before
+        // allocating anything of that size.
+        let Ok(total) = usize::try_from(total_len) else { return Err(usize::MAX) };
+        if total >= WEIGHTED_EDGES_MAX {
+            return Err(total);
+        }
+        let weights: Vec<usize> = lens.iter().map(|&l| (l / g) as usize).collect();
+        // The sums reached from 0 that can still reach the total.
+        let mut reach = vec![false; total + 1];
+        reach[0] = true;
+        for s in 0..total {
+            if reach[s] {
+                for &w in &weights {
+                    if let Some(r) = reach.get_mut(s + w) {
+                        *r = true;
+                    }
+                }
+            }
+        }
+        let mut live = vec![false; total + 1];
+        live[total] = true;
+        for s in (0..total).rev() {
+            live[s] = reach[s] && weights.iter().any(|&w| live.get(s + w) == Some(&true));
+        }
+        // Members of one weight lead to the same state: one rule for each weight's members,
+        // so a state has an edge per weight, not per member.
+        let mut by_weight: Vec<(usize, Vec<Expr>)> = Vec::new();
+        for (&w, e) in weights.iter().zip(exprs) {
+            match by_weight.iter_mut().find(|(v, _)| *v == w) {
+                Some((_, es)) => es.push(e.clone()),
+                None => by_weight.push((w, vec![e.clone()])),
+            }
+        }
+        let live = &live;
+        let steps = |s: usize| by_weight.iter().filter(move |&&(w, _)| s + w <= total && live[s + w]);
+        let edges: usize = (0..=total).filter(|&s| live[s]).map(|s| steps(s).count()).sum();
+        if edges > WEIGHTED_EDGES_MAX {
+            return Err(edges);
+        }
+        let groups: Vec<(usize, Expr)> = by_weight
+            .iter()
+            .map(|(w, es)| (*w, self.rule("members_of_weight", Expr::alt(es.iter().cloned()))))
+            .collect();
+        let steps = |s: usize| groups.iter().filter(move |&&(w, _)| s + w <= total && live[s + w]);
+        let mut after: Vec<Expr> = vec![Expr::Nothing; total + 1];
+        for s in (0..=total).rev().filter(|&s| live[s]) {
+            let mut alts: Vec<Expr> =
+                steps(s).map(|(w, g)| Expr::seq([sep.clone(), g.clone(), after[s + w].clone()])).collect();
+            if s == total {
+                alts.push(Expr::Empty);
+            }
+            after[s] = self.rule("members", Expr::seq([optional_run.clone(), Expr::alt(alts)]));
+        }
+        let mut first: Vec<Expr> = steps(0).map(|(w, g)| Expr::seq([g.clone(), after[*w].clone()])).collect();
+        if *optional != Expr::Nothing {
+            first.push(Expr::seq([optional.clone(), after[0].clone()]));
+        }
+        Ok(Expr::alt(first))
+    }
+
+    /// The fewest bytes `e` matches (`None`: none, or a rule met again inside itself), for
+    /// [`Compiler::weighted_layout`]'s weights. Rules are looked up in the builder and
+    /// remembered in `memo`; a rule not defined yet, or a chain deeper than
+    /// [`MIN_LEN_DEPTH`], counts as 0 (a weight only needs to be positive; a wrong length
+    /// costs closing mode a shortest path, not exactness).
+    fn min_len(&self, e: &Expr, memo: &mut HashMap<u32, Option<u64>>, depth: usize) -> Option<u64> {
+        if depth > MIN_LEN_DEPTH {
+            return Some(0);
+        }
+        match e {
+            Expr::Empty => Some(0),
+            Expr::Nothing => None,
+            Expr::Literal(b) => Some(b.len() as u64),
+            Expr::Bytes(_) => Some(1),
+            Expr::Chars(ranges) => ranges.iter().map(|&(lo, _)| lo.len_utf8() as u64).min(),
+            Expr::Seq(parts) => {
+                parts.iter().try_fold(0u64, |sum, p| Some(sum.saturating_add(self.min_len(p, memo, depth + 1)?)))
+            }
+            Expr::Alt(parts) => parts.iter().filter_map(|p| self.min_len(p, memo, depth + 1)).min(),
+            Expr::Repeat { expr, min, .. } => {
+                if *min == 0 {
+                    Some(0)
+                } else {
+                    self.min_len(expr, memo, depth + 1).map(|l| l.saturating_mul(u64::from(*min)))
+                }
+            }
+            Expr::Ref(id) => {
+                if let Some(&known) = memo.get(&id.0) {
+                    return known;
+                }
+                let Some(body) = self.b.body(*id) else { return Some(0) };
+                memo.insert(id.0, None);
+                let len = self.min_len(body, memo, depth + 1);
+                memo.insert(id.0, len);
+                len
+            }
+        }
     }
 
     /// The members of [`Compiler::loose_members`] laid out by `layout`, all interleaved with
@@ -873,6 +1027,18 @@ impl<'a> Compiler<'a> {
             rests[k] = next.clone();
         }
         Expr::alt((0..n).map(|j| Expr::seq([named[j].expr.clone(), rests[j + 1].clone()])))
+    }
+}
+
+/// How deep [`Compiler::min_len`] follows expressions and rules.
+const MIN_LEN_DEPTH: usize = 200;
+
+/// The greatest common divisor (`gcd(0, b) = b`).
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

@@ -381,9 +381,8 @@ fn properties_in_any_order_for_any_size() {
 
 #[test]
 fn any_order_beyond_the_tracked_required_properties() {
-    // Eight required properties: five go in any order; the other three keep the schema's
-    // order (f, g, h) or that of `required` (h, g, f) among themselves. Other keys go
-    // anywhere.
+    // Eight required properties (more than are tracked as a set): all go in any order,
+    // tracked by the weight written, each exactly once. Other keys go anywhere.
     let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
     let props: serde_json::Map<String, Value> =
         names.iter().map(|n| (n.to_string(), json!({"type": "integer"}))).collect();
@@ -400,21 +399,45 @@ fn any_order_beyond_the_tracked_required_properties() {
         &["$schema", "a", "b", "c", "d", "e", "f", "g", "h"],
         &["e", "f", "a", "x", "d", "g", "c", "b", "h"],
         &["h", "c", "g", "f", "e", "d", "b", "a"],
+        &["f", "h", "g", "a", "b", "c", "d", "e"],
+        &["g", "a", "h", "b", "f", "c", "e", "d"],
     ] {
         assert!(accepts(&c, &doc(good)), "{}", doc(good));
     }
     for bad in [
         &names[..7],
         &names[1..],
+        // Nine members whose weights sum past the total, and eight with one repeated.
         &["a", "b", "c", "d", "e", "f", "f", "g", "h"],
+        &["a", "b", "c", "d", "e", "f", "f", "g"],
         &["x", "a", "b", "c", "d", "e", "x", "f", "g", "h"],
-        &["f", "h", "g", "a", "b", "c", "d", "e"],
     ] {
         assert!(!accepts(&c, &doc(bad)), "{}", doc(bad));
     }
     let wrong_type: Vec<String> =
         names.iter().map(|k| format!("\"{k}\": {}", if *k == "h" { "\"x\"" } else { "1" })).collect();
     assert!(!accepts(&c, &format!("{{{}}}", wrong_type.join(", "))));
+    // No note: nothing is left in an order.
+    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert!(!notes.iter().any(|n| n.keyword() == "required"), "{notes:?}");
+}
+
+#[test]
+fn weighted_required_members_keep_closing_distances_exact() {
+    // Members of different lengths: after the shortest is written, the distance to the end
+    // is that of the members still missing, not of writing the shortest again.
+    let names = ["a", "bb", "ccc", "dddd", "eeeee", "ffffff", "ggggggg"];
+    let props: serde_json::Map<String, Value> =
+        names.iter().map(|n| (n.to_string(), json!({"type": "boolean"}))).collect();
+    let s = json!({"type": "object", "properties": props, "required": names, "additionalProperties": false});
+    let g = compile(&s, &Options::default().with_whitespace(Whitespace::Compact)).unwrap();
+    let c = crate::Constraint::new(&g, crate::TokenIndex::new(crate::Vocabulary::bytes()), &Limits::default()).unwrap();
+    let mut m = c.matcher();
+    m.accept_bytes(br#"{"a":true"#).unwrap();
+    let rest: String = names[1..].iter().map(|n| format!(",\"{n}\":true")).collect::<String>() + "}";
+    assert_eq!(m.min_bytes_to_finish(), Some(rest.len() as u64), "{rest}");
+    m.accept_bytes(rest.as_bytes()).unwrap();
+    assert!(m.is_accepting());
 }
 
 #[test]
