@@ -62,6 +62,7 @@ fn args(dir: PathBuf, root: &Path) -> EvalArgs {
         whitespace: Default::default(),
         verbose: false,
         explain: false,
+        shuffle_keys: None,
         limits: Default::default(),
         draft: None,
         lenient: false,

@@ -94,6 +94,12 @@ pub struct EvalArgs {
     /// (offset, line:column, JSON pointer, allowed bytes), or that it accepted it whole.
     #[arg(long)]
     pub explain: bool,
+    /// Write every object of every instance with its members in a random order (seeded by
+    /// this number, the schema id and the instance's place), instead of as the test file
+    /// has them. JSON Schema never depends on member order, so each instance keeps its
+    /// label: a differential corpus for the property-order layouts.
+    #[arg(long, value_name = "SEED")]
+    pub shuffle_keys: Option<u64>,
     /// Parse limits (a valid instance refused because a limit cut its path is a "limit hit").
     #[command(flatten)]
     pub limits: super::constraint_args::LimitArgs,
@@ -118,6 +124,8 @@ struct Context {
     limits: Limits,
     /// `--explain`: collect an explanation of every wrong verdict.
     explain: bool,
+    /// `--shuffle-keys`: the seed members are shuffled with.
+    shuffle_keys: Option<u64>,
 }
 
 /// Facts about the tokenizer, measured once, for the report.
@@ -191,7 +199,17 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             "off"
         }
     );
-    let ctx = Context { index, tokenizer, source, limits: args.limits.limits(), explain: args.explain };
+    if let Some(seed) = args.shuffle_keys {
+        eprintln!("instances: object members shuffled (seed {seed})");
+    }
+    let ctx = Context {
+        index,
+        tokenizer,
+        source,
+        limits: args.limits.limits(),
+        explain: args.explain,
+        shuffle_keys: args.shuffle_keys,
+    };
     let facts = TokenizerFacts { vocab_len, eos_ids, vocab_load_ms: ms(vocab_load), index_build_ms: ms(index_build) };
 
     let mut jobs = discover(&args.dir)?;
@@ -462,7 +480,7 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<S
     let vocab = ctx.index.vocab();
     let mut instances = Vec::with_capacity(cases.len());
     for (n, case) in cases.iter().enumerate() {
-        match prepare_instance(ctx, vocab, n, case) {
+        match prepare_instance(ctx, vocab, &job.id, n, case) {
             Some(i) => instances.push(i),
             None => r.skipped_instances += 1,
         }
@@ -537,15 +555,30 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<S
     Some(r)
 }
 
-/// Serialises a test case like Python and tokenizes it; `None` (instance skipped) when it cannot
+/// Serialises a test case like Python (its members shuffled under `--shuffle-keys`, seeded
+/// with the schema `id` and the case's place `n`) and tokenizes it; `None` (instance skipped) when it cannot
 /// be serialised or tokenized, or when its tokens' bytes do not spell the text (which would be
 /// a vocabulary bug).
-fn prepare_instance(ctx: &Context, vocab: &Vocabulary, n: usize, case: &PyValue) -> Option<Instance> {
+fn prepare_instance(ctx: &Context, vocab: &Vocabulary, id: &str, n: usize, case: &PyValue) -> Option<Instance> {
     let valid = match case.get("valid") {
         Some(PyValue::Bool(b)) => *b,
         _ => return None,
     };
-    let text = python_json::dumps(case.get("data")?).ok()?;
+    let data = case.get("data")?;
+    let text = match ctx.shuffle_keys {
+        None => python_json::dumps(data).ok()?,
+        Some(seed) => {
+            use rand::SeedableRng as _;
+            let mut data = data.clone();
+            // FNV-1a of the id and place: the same order on every run and machine.
+            let place = format!("{id}#{n}")
+                .bytes()
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ place);
+            data.shuffle_members(&mut rng);
+            python_json::dumps(&data).ok()?
+        }
+    };
     let encoding = ctx.tokenizer.encode(text.as_str(), false).ok()?;
     let tokens: Vec<TokenId> = encoding.get_ids().iter().map(|&id| TokenId(id)).collect();
     let spelled: Vec<u8> = tokens.iter().flat_map(|&t| vocab.token_bytes(t).iter().copied()).collect();

@@ -54,6 +54,19 @@ pub(crate) enum PyValue {
 }
 
 impl PyValue {
+    /// Puts the members of every object inside (this one included) in a random order.
+    pub(crate) fn shuffle_members(&mut self, rng: &mut impl rand::Rng) {
+        use rand::seq::SliceRandom as _;
+        match self {
+            PyValue::Object(entries) => {
+                entries.shuffle(rng);
+                entries.iter_mut().for_each(|(_, v)| v.shuffle_members(rng));
+            }
+            PyValue::Array(items) => items.iter_mut().for_each(|v| v.shuffle_members(rng)),
+            _ => {}
+        }
+    }
+
     /// The value of `key` if `self` is an object holding it.
     pub(crate) fn get(&self, key: &str) -> Option<&PyValue> {
         match self {
