@@ -181,7 +181,11 @@ impl Gen {
             o.insert("type".into(), json!("object"));
         }
         let mut props = Map::new();
-        for _ in 0..rng.random_range(0..=3) {
+        // Now and then a large object (more named properties than any-order sets track,
+        // most of them required: the weighted layout of `schema::objects`).
+        let large = rng.random_bool(0.1);
+        let (count, p_required) = if large { (rng.random_range(5..=9), 0.8) } else { (rng.random_range(0..=3), 0.4) };
+        for _ in 0..count {
             let name = NAMES.choose(rng).copied().unwrap_or("a");
             props.insert(name.into(), self.node(rng, depth - 1));
         }
@@ -189,7 +193,7 @@ impl Gen {
         if !props.is_empty() {
             o.insert("properties".into(), Value::Object(props));
         }
-        let required: Vec<&String> = names.iter().filter(|_| rng.random_bool(0.4)).collect();
+        let required: Vec<&String> = names.iter().filter(|_| rng.random_bool(p_required)).collect();
         if !required.is_empty() {
             o.insert("required".into(), json!(required));
         }
