@@ -182,19 +182,22 @@ fn random_schema(rng: &mut StdRng, depth: u32) -> Value {
 }
 
 /// A random object of six to eleven properties (more than are tracked as a set), names of
-/// different lengths, most of them required, open or closed to other keys.
+/// different lengths, most of them required, open or closed to other keys, some values
+/// references to a definition (compiled after the object).
 fn random_big_object(rng: &mut StdRng) -> Value {
     let n = rng.random_range(6..12);
     let mut props = serde_json::Map::new();
     let mut required = Vec::new();
     for i in 0..n {
         let name = format!("{}{i}", "k".repeat(rng.random_range(1..6)));
-        props.insert(name.clone(), random_schema(rng, 1));
+        let value = if rng.random_bool(0.2) { json!({"$ref": "#/$defs/d"}) } else { random_schema(rng, 1) };
+        props.insert(name.clone(), value);
         if rng.random_bool(0.8) {
             required.push(Value::String(name));
         }
     }
-    let mut o = json!({"type": "object", "properties": props, "required": required});
+    let mut o =
+        json!({"type": "object", "properties": props, "required": required, "$defs": {"d": random_schema(rng, 2)}});
     if rng.random_bool(0.5) {
         o["additionalProperties"] = json!(false);
     }

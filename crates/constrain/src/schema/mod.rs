@@ -356,9 +356,11 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     let doc = unevaluated::rewrite(&normalised, &mut notes);
     let mut c = Compiler::new(&doc, options, draft);
     let start = c.ref_rule_for_pointer("");
-    let built = c
-        .drain()
-        .and_then(|_| c.b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}"))));
+    let built = c.drain().and_then(|()| {
+        c.finish_layouts();
+        let b = std::mem::replace(&mut c.b, GrammarBuilder::new());
+        b.build(start).map_err(|e| Error::new("", "$ref", format!("internal grammar error: {e}")))
+    });
     notes.append(&mut c.notes);
     let relaxed = c.relaxed.take();
     let mut g = built.map_err(|mut e| {
@@ -495,6 +497,9 @@ pub(crate) struct Compiler<'a> {
     /// The schema's dialect (where the drafts disagree on what a value is: `1.0` is an
     /// integer from draft 6 on).
     draft: dialect::Draft,
+    /// Object layouts laid out once every rule is defined (see
+    /// [`objects::DeferredLayout`]), by the rule standing for each.
+    deferred: Vec<objects::DeferredLayout>,
 }
 
 impl<'a> Compiler<'a> {
@@ -518,6 +523,7 @@ impl<'a> Compiler<'a> {
             expanded: 0,
             relaxed: Default::default(),
             draft,
+            deferred: Vec::new(),
         };
         c.ws = match opts.whitespace {
             // The indentation after a newline is one shared rule, so the bounded count is one

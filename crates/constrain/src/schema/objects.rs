@@ -60,6 +60,22 @@ struct Layout {
     orders: [Vec<usize>; 2],
 }
 
+/// The required members of a large object ([`Compiler::loose_members`]), laid out by
+/// [`Compiler::finish_layouts`] once every rule is defined: their weights are their fewest
+/// bytes, and a member's value may refer to a definition compiled after the object.
+pub(super) struct DeferredLayout {
+    /// The rule standing for the members, declared now and defined then.
+    rule: crate::grammar::RuleId,
+    /// Each required member's `"name": value` rule.
+    exprs: Vec<Expr>,
+    optional: Expr,
+    optional_run: Expr,
+    /// The set-and-orders layout, for an object whose weights take too many edges.
+    fallback: Layout,
+    /// The object's pointer, for the note of the fallback.
+    ptr: String,
+}
+
 /// One `patternProperties` entry.
 struct PatternProperty<'m> {
     pattern: &'m str,
@@ -659,20 +675,6 @@ impl<'a> Compiler<'a> {
         let optional_run = self.rule("optional_members", Expr::star(Expr::seq([sep.clone(), optional.clone()])));
         let exprs: Vec<Expr> = schema_order.iter().map(|m| self.rule("member", m.expr.clone())).collect();
         let n = schema_order.len();
-        if n > REQUIRED_TRACKED_MAX {
-            match self.weighted_layout(&exprs, &optional, &optional_run) {
-                Ok(body) => return body,
-                Err(edges) => self.notes.push(Note::new(
-                    ptr,
-                    "required",
-                    format!(
-                        "{n} required properties whose any-order layout would take {edges} grammar edges (over \
-                         {WEIGHTED_EDGES_MAX}): up to {REQUIRED_TRACKED_MAX} of them go in any order, the others keep \
-                         the schema's order or that of `required` among themselves"
-                    ),
-                )),
-            }
-        }
         // Each member's place in `required` (its first mention; `required` names them all).
         let mut place: HashMap<&str, usize> = HashMap::default();
         for (i, r) in required_order.iter().enumerate() {
@@ -700,7 +702,54 @@ impl<'a> Compiler<'a> {
         let mut by_required = by_schema.clone();
         by_required.sort_by_key(|&i| places[i]);
         let layout = Layout { any, orders: [by_schema, by_required] };
+        if n > REQUIRED_TRACKED_MAX {
+            let name = self.b.fresh_name("required_members");
+            let rule = self.b.declare(&name);
+            self.deferred.push(DeferredLayout {
+                rule,
+                exprs,
+                optional,
+                optional_run,
+                fallback: layout,
+                ptr: ptr.to_string(),
+            });
+            return Expr::Ref(rule);
+        }
         self.required_layout(&layout, &exprs, &optional, &optional_run)
+    }
+
+    /// Defines the rules of the [`DeferredLayout`]s: by weight
+    /// ([`Compiler::weighted_layout`]), or, over the edge budget, by the set-and-orders
+    /// layout with a note.
+    pub(super) fn finish_layouts(&mut self) {
+        let deferred = std::mem::take(&mut self.deferred);
+        // A layout's fewest bytes, for the weights of the layouts around it.
+        let mut memo = HashMap::default();
+        for d in &deferred {
+            let sep = self.min_len(&self.sep(), &mut memo, &deferred, 0).unwrap_or(1);
+            let body = d.exprs.iter().map(|e| self.min_len(e, &mut memo, &deferred, 0));
+            let len = body.sum::<Option<u64>>().map(|l| l + sep * (d.exprs.len() as u64).saturating_sub(1));
+            memo.insert(d.rule.0, len);
+        }
+        for d in &deferred {
+            let body = match self.weighted_layout(&d.exprs, &d.optional, &d.optional_run, &mut memo) {
+                Ok(body) => body,
+                Err(edges) => {
+                    let n = d.exprs.len();
+                    self.notes.push(Note::new(
+                        &d.ptr,
+                        "required",
+                        format!(
+                            "{n} required properties whose any-order layout would take {edges} grammar edges (over \
+                             {WEIGHTED_EDGES_MAX}): up to {REQUIRED_TRACKED_MAX} of them go in any order, the others \
+                             keep the schema's order or that of `required` among themselves"
+                        ),
+                    ));
+                    self.required_layout(&d.fallback, &d.exprs, &d.optional, &d.optional_run)
+                }
+            };
+            self.b.define(d.rule, body);
+        }
     }
 
     /// The required members `exprs` of [`Compiler::loose_members`] in any order, interleaved
@@ -719,12 +768,17 @@ impl<'a> Compiler<'a> {
     /// parsing stays deterministic.
     ///
     /// Returns the number of edges instead when it exceeds [`WEIGHTED_EDGES_MAX`].
-    fn weighted_layout(&mut self, exprs: &[Expr], optional: &Expr, optional_run: &Expr) -> Result<Expr, usize> {
+    fn weighted_layout(
+        &mut self,
+        exprs: &[Expr],
+        optional: &Expr,
+        optional_run: &Expr,
+        memo: &mut HashMap<u32, Option<u64>>,
+    ) -> Result<Expr, usize> {
         let sep = self.sep();
-        let mut memo = HashMap::default();
-        let sep_len = self.min_len(&sep, &mut memo, 0).unwrap_or(1);
+        let sep_len = self.min_len(&sep, memo, &[], 0).unwrap_or(1);
         let lens: Vec<u64> =
-            exprs.iter().map(|e| self.min_len(e, &mut memo, 0).unwrap_or(0).saturating_add(sep_len).max(1)).collect();
+            exprs.iter().map(|e| self.min_len(e, memo, &[], 0).unwrap_or(0).saturating_add(sep_len).max(1)).collect();
         let g = lens.iter().fold(0, |a, &b| gcd(a, b)).max(1);
         let total_len: u64 = lens.iter().map(|l| l / g).fold(0u64, |a, b| a.saturating_add(b));
         // A sum past the edge budget has more states than edges allowed: refuse before
@@ -789,10 +843,17 @@ impl<'a> Compiler<'a> {
 
     /// The fewest bytes `e` matches (`None`: none, or a rule met again inside itself), for
     /// [`Compiler::weighted_layout`]'s weights. Rules are looked up in the builder and
-    /// remembered in `memo`; a rule not defined yet, or a chain deeper than
-    /// [`MIN_LEN_DEPTH`], counts as 0 (a weight only needs to be positive; a wrong length
-    /// costs closing mode a shortest path, not exactness).
-    fn min_len(&self, e: &Expr, memo: &mut HashMap<u32, Option<u64>>, depth: usize) -> Option<u64> {
+    /// remembered in `memo` (where [`Compiler::finish_layouts`] puts the deferred layouts'
+    /// lengths, from their members in `deferred`); a rule not defined, or a chain deeper
+    /// than [`MIN_LEN_DEPTH`], counts as 0 (a weight only needs to be positive; a wrong
+    /// length costs closing mode its exact distances, not the language its exactness).
+    fn min_len(
+        &self,
+        e: &Expr,
+        memo: &mut HashMap<u32, Option<u64>>,
+        deferred: &[DeferredLayout],
+        depth: usize,
+    ) -> Option<u64> {
         if depth > MIN_LEN_DEPTH {
             return Some(0);
         }
@@ -802,24 +863,34 @@ impl<'a> Compiler<'a> {
             Expr::Literal(b) => Some(b.len() as u64),
             Expr::Bytes(_) => Some(1),
             Expr::Chars(ranges) => ranges.iter().map(|&(lo, _)| lo.len_utf8() as u64).min(),
-            Expr::Seq(parts) => {
-                parts.iter().try_fold(0u64, |sum, p| Some(sum.saturating_add(self.min_len(p, memo, depth + 1)?)))
-            }
-            Expr::Alt(parts) => parts.iter().filter_map(|p| self.min_len(p, memo, depth + 1)).min(),
+            Expr::Seq(parts) => parts
+                .iter()
+                .try_fold(0u64, |sum, p| Some(sum.saturating_add(self.min_len(p, memo, deferred, depth + 1)?))),
+            Expr::Alt(parts) => parts.iter().filter_map(|p| self.min_len(p, memo, deferred, depth + 1)).min(),
             Expr::Repeat { expr, min, .. } => {
                 if *min == 0 {
                     Some(0)
                 } else {
-                    self.min_len(expr, memo, depth + 1).map(|l| l.saturating_mul(u64::from(*min)))
+                    self.min_len(expr, memo, deferred, depth + 1).map(|l| l.saturating_mul(u64::from(*min)))
                 }
             }
             Expr::Ref(id) => {
                 if let Some(&known) = memo.get(&id.0) {
                     return known;
                 }
-                let Some(body) = self.b.body(*id) else { return Some(0) };
+                let Some(body) = self.b.body(*id) else {
+                    // A deferred layout met while measuring another one before it: its
+                    // fewest bytes are its members'.
+                    let Some(d) = deferred.iter().find(|d| d.rule == *id) else { return Some(0) };
+                    memo.insert(id.0, None);
+                    let sep = self.min_len(&self.sep(), memo, deferred, depth + 1).unwrap_or(1);
+                    let body = d.exprs.iter().map(|e| self.min_len(e, memo, deferred, depth + 1));
+                    let len = body.sum::<Option<u64>>().map(|l| l + sep * (d.exprs.len() as u64).saturating_sub(1));
+                    memo.insert(id.0, len);
+                    return len;
+                };
                 memo.insert(id.0, None);
-                let len = self.min_len(body, memo, depth + 1);
+                let len = self.min_len(body, memo, deferred, depth + 1);
                 memo.insert(id.0, len);
                 len
             }

@@ -441,6 +441,39 @@ fn weighted_required_members_keep_closing_distances_exact() {
 }
 
 #[test]
+fn weights_see_definitions_compiled_after_the_object() {
+    // Members whose values are references to a definition compiled after the object (and
+    // an object of the same layout inside one): the weights are still their fewest bytes,
+    // so the distance with `to` missing is exactly that of writing it (a weight of `,"to":`
+    // alone would be that of `,"e":0`, and the grammar's shortest way a repeat of `e`).
+    let names = ["a", "b", "c", "d", "from"];
+    let mut props: serde_json::Map<String, Value> =
+        names.iter().map(|n| (n.to_string(), json!({"type": "boolean"}))).collect();
+    props.insert("e".into(), json!({"type": "integer"}));
+    props.insert("from".into(), json!({"$ref": "#/$defs/place"}));
+    props.insert("to".into(), json!({"$ref": "#/$defs/place"}));
+    let place_props: serde_json::Map<String, Value> =
+        ["p", "q", "r", "s", "t", "u"].iter().map(|n| (n.to_string(), json!({"enum": ["xyz"]}))).collect();
+    let s = json!({
+        "type": "object", "properties": props, "additionalProperties": false,
+        "required": ["a", "b", "c", "d", "e", "from", "to"],
+        "$defs": {"place": {"type": "object", "properties": place_props, "additionalProperties": false,
+                            "required": ["p", "q", "r", "s", "t", "u"]}}
+    });
+    let g = compile(&s, &Options::default().with_whitespace(Whitespace::Compact)).unwrap();
+    let c = crate::Constraint::new(&g, crate::TokenIndex::new(crate::Vocabulary::bytes()), &Limits::default()).unwrap();
+    let place = r#"{"p":"xyz","q":"xyz","r":"xyz","s":"xyz","t":"xyz","u":"xyz"}"#;
+    let mut m = c.matcher();
+    m.accept_bytes(format!(r#"{{"e":0,"from":{place},"a":true,"d":true,"c":true,"b":true"#).as_bytes()).unwrap();
+    let rest = format!(r#","to":{place}}}"#);
+    assert_eq!(m.min_bytes_to_finish(), Some(rest.len() as u64), "{rest}");
+    m.accept_bytes(rest.as_bytes()).unwrap();
+    assert!(m.is_accepting());
+    let shortest = format!(r#"{{"a":true,"b":true,"c":true,"d":true,"e":0,"from":{place},"to":{place}}}"#);
+    assert_eq!(c.min_bytes_from_start(), Some(shortest.len() as u64));
+}
+
+#[test]
 fn other_keys_exclude_named_keys() {
     let s = json!({"type": "object", "properties": {"ab": {"type": "integer"}, "a\"c": {"type": "integer"}}});
     check(
