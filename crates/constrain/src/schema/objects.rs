@@ -723,26 +723,24 @@ impl<'a> Compiler<'a> {
     /// layout with a note.
     pub(super) fn finish_layouts(&mut self) {
         let deferred = std::mem::take(&mut self.deferred);
-        // A layout's fewest bytes, for the weights of the layouts around it.
+        // Each layout's fewest bytes first, for the weights of the layouts around it.
         let mut memo = HashMap::default();
         for d in &deferred {
-            let sep = self.min_len(&self.sep(), &mut memo, &deferred, 0).unwrap_or(1);
-            let body = d.exprs.iter().map(|e| self.min_len(e, &mut memo, &deferred, 0));
-            let len = body.sum::<Option<u64>>().map(|l| l + sep * (d.exprs.len() as u64).saturating_sub(1));
-            memo.insert(d.rule.0, len);
+            // Remembered in `memo` by the call.
+            self.min_len(&Expr::Ref(d.rule), &mut memo, &deferred, 0);
         }
         for d in &deferred {
             let body = match self.weighted_layout(&d.exprs, &d.optional, &d.optional_run, &mut memo) {
                 Ok(body) => body,
-                Err(edges) => {
+                Err(size) => {
                     let n = d.exprs.len();
                     self.notes.push(Note::new(
                         &d.ptr,
                         "required",
                         format!(
-                            "{n} required properties whose any-order layout would take {edges} grammar edges (over \
-                             {WEIGHTED_EDGES_MAX}): up to {REQUIRED_TRACKED_MAX} of them go in any order, the others \
-                             keep the schema's order or that of `required` among themselves"
+                            "{n} required properties whose any-order layout would be too large ({size}; at most \
+                             {WEIGHTED_EDGES_MAX} grammar edges): up to {REQUIRED_TRACKED_MAX} of them go in any \
+                             order, the others keep the schema's order or that of `required` among themselves"
                         ),
                     ));
                     self.required_layout(&d.fallback, &d.exprs, &d.optional, &d.optional_run)
@@ -767,14 +765,15 @@ impl<'a> Compiler<'a> {
     /// divisor (equal weights give one state per count). Each key leads to one state, so
     /// parsing stays deterministic.
     ///
-    /// Returns the number of edges instead when it exceeds [`WEIGHTED_EDGES_MAX`].
+    /// Says how large the layout would be instead when it takes more than
+    /// [`WEIGHTED_EDGES_MAX`] edges.
     fn weighted_layout(
         &mut self,
         exprs: &[Expr],
         optional: &Expr,
         optional_run: &Expr,
         memo: &mut HashMap<u32, Option<u64>>,
-    ) -> Result<Expr, usize> {
+    ) -> Result<Expr, String> {
         let sep = self.sep();
         let sep_len = self.min_len(&sep, memo, &[], 0).unwrap_or(1);
         let lens: Vec<u64> =
@@ -783,10 +782,10 @@ impl<'a> Compiler<'a> {
         let total_len: u64 = lens.iter().map(|l| l / g).fold(0u64, |a, b| a.saturating_add(b));
         // A sum past the edge budget has more states than edges allowed: refuse before
         // allocating anything of that size.
-        let Ok(total) = usize::try_from(total_len) else { return Err(usize::MAX) };
-        if total >= WEIGHTED_EDGES_MAX {
-            return Err(total);
-        }
+        let total = match usize::try_from(total_len) {
+            Ok(total) if total < WEIGHTED_EDGES_MAX => total,
+            _ => return Err(format!("weights summing to {total_len}")),
+        };
         let weights: Vec<usize> = lens.iter().map(|&l| (l / g) as usize).collect();
         // The sums reached from 0 that can still reach the total.
         let mut reach = vec![false; total + 1];
@@ -818,7 +817,7 @@ impl<'a> Compiler<'a> {
         let steps = |s: usize| by_weight.iter().filter(move |&&(w, _)| s + w <= total && live[s + w]);
         let edges: usize = (0..=total).filter(|&s| live[s]).map(|s| steps(s).count()).sum();
         if edges > WEIGHTED_EDGES_MAX {
-            return Err(edges);
+            return Err(format!("{edges} edges"));
         }
         let groups: Vec<(usize, Expr)> = by_weight
             .iter()
@@ -879,8 +878,8 @@ impl<'a> Compiler<'a> {
                     return known;
                 }
                 let Some(body) = self.b.body(*id) else {
-                    // A deferred layout met while measuring another one before it: its
-                    // fewest bytes are its members'.
+                    // A deferred layout (defined only by `finish_layouts`): its fewest
+                    // bytes are its members' with the separators between them.
                     let Some(d) = deferred.iter().find(|d| d.rule == *id) else { return Some(0) };
                     memo.insert(id.0, None);
                     let sep = self.min_len(&self.sep(), memo, deferred, depth + 1).unwrap_or(1);
