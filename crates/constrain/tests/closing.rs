@@ -333,3 +333,26 @@ fn the_properties_exercise_closing() {
         "{built} grammars built, {closed} closed; {schemas_closed} schemas closed"
     );
 }
+
+/// Inside a key that spells a written name so far, in an object that takes other keys, the
+/// distance runs through an undeclared key that goes past the name, not through the repeat
+/// the check refuses (nor is it unknown, which would start closing for nothing).
+#[test]
+fn a_key_past_a_written_name_keeps_a_finite_exact_distance() {
+    let names = ["k1", "k2", "k3", "k4", "k5", "k6"];
+    let props: serde_json::Map<String, Value> =
+        names.iter().map(|n| (n.to_string(), json!({"type": "integer"}))).collect();
+    let schema = json!({"type": "object", "properties": props, "required": names});
+    let options = Options::default().with_whitespace(schema::Whitespace::Compact);
+    let c = Constraint::new(&schema::compile(&schema, &options).unwrap(), vocabulary(), &Limits::default()).unwrap();
+    let mut m = c.matcher();
+    m.accept_bytes(br#"{"k1":0,"k2":0,"k1"#).unwrap();
+    // The grammar alone ends the repeat (`":0`) and counts it as one of the four names
+    // left: one name short.
+    let rest = r#","k3":0,"k4":0,"k5":0,"k6":0}"#;
+    assert_eq!(m.min_bytes_to_finish(), Some((r#"":0"#.len() + rest.len() - r#","k6":0"#.len()) as u64));
+    // The way the check allows goes past the name: `a":0`, then the four names.
+    assert_eq!(m.min_bytes_to_finish_checked().unwrap(), Some((r#"a":0"#.len() + rest.len()) as u64));
+    m.accept_bytes(format!(r#"a":0{rest}"#).as_bytes()).unwrap();
+    assert!(m.is_accepting());
+}

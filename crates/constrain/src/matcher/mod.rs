@@ -515,11 +515,13 @@ impl Matcher {
     }
 
     /// [`Matcher::min_bytes_to_finish`], with what run-time checks refuse taken into
-    /// account where it matters: inside a key that can no longer be a required name its
-    /// object misses, the grammar's shortest way may finish a name written already, which
-    /// the check refuses. There the distance is the least over the ways to end the key that
-    /// the check allows (each tried: accepted, measured, rolled back; `None` when none is).
-    /// Elsewhere it is the grammar's. Closing mode measures with this.
+    /// account where it matters: inside a key of a checked object (or after its comma) that
+    /// so far begins a name written already, the grammar's shortest way may finish that
+    /// name again, which the check refuses. There the distance is the least over the ways
+    /// to end the key that the check allows (each tried: accepted, measured, rolled back);
+    /// where no name can end it, over a few undeclared keys that go past it; where none of
+    /// those is allowed either, the grammar's. Elsewhere it is the grammar's. Closing mode
+    /// measures with this.
     pub fn min_bytes_to_finish_checked(&mut self) -> Result<Option<u64>, Error> {
         let mut endings = std::mem::take(&mut self.key_endings);
         let in_key = self.checker.as_mut().is_some_and(|c| c.key_endings(&mut endings));
@@ -546,7 +548,24 @@ impl Matcher {
             }
         }
         self.key_endings = endings;
-        Ok(best)
+        if best.is_some() {
+            return Ok(best);
+        }
+        // No name is left to finish the key (it spells a written one so far): the way on is
+        // an undeclared key that goes past it, when the object takes one. Try a few bytes;
+        // failing those, the grammar's distance (possibly short, as said above) stands.
+        // (After a comma the key is still to open: the same with its opening quote.)
+        let tries = b"a0_x".iter().flat_map(|&b| [vec![b, b'"'], vec![b'"', b, b'"']]);
+        for t in tries {
+            if self.accept_bytes(&t).is_ok() {
+                let d = self.min_bytes_to_finish().map(|d| d.saturating_add(t.len() as u64));
+                self.rollback(1)?;
+                if d.is_some() {
+                    return Ok(d);
+                }
+            }
+        }
+        Ok(self.min_bytes_to_finish())
     }
 
     /// Closing mode: clears from `mask` (a mask [`Matcher::fill_mask`] wrote) every token
