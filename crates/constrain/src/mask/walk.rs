@@ -297,8 +297,8 @@ impl PlainRun<'_> {
     }
 }
 
-/// Replayed memos that accept their whole subtree but a few ids ([`SubtreeAccepted::AllBut`]),
-/// applied once the walk is done.
+/// Replayed memos that accept their whole subtree but a few ids
+/// ([`super::memo::SubtreeAccepted::AllBut`]), applied once the walk is done.
 #[derive(Default)]
 pub(super) struct WholeSubtrees {
     /// The subtrees' first bytes.
