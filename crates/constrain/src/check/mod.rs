@@ -91,6 +91,10 @@ struct Node {
     ptr: String,
     /// `properties`, sorted by name.
     props: Vec<(Box<str>, u32)>,
+    /// The names of `props` as JSON spells them (escaped where needed, without quotes), with
+    /// the hashes of the names themselves: the keys closing mode may still end a key with
+    /// ([`ValueChecks::key_endings`]).
+    spelled: Names,
     /// `patternProperties` whose patterns compile.
     patterns: Vec<(regex_automata::meta::Regex, u32)>,
     /// `additionalProperties`.
@@ -135,6 +139,15 @@ struct Node {
 
 /// Property names as JSON spells them, with their hashes (see [`Node::closed`]).
 type Names = Box<[(Box<[u8]>, u128)]>;
+
+/// `name` as JSON spells it between its quotes (most names need no escape).
+fn spelled(name: &str) -> Box<[u8]> {
+    if name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        return Box::from(name.as_bytes());
+    }
+    let quoted = serde_json::to_string(name).unwrap_or_default();
+    Box::from(quoted.as_bytes().get(1..quoted.len().saturating_sub(1)).unwrap_or(&[]))
+}
 
 /// The check of an object whose grammar is exact but for which keys it has: written in any
 /// order, the grammar cannot count them. Decided from the keys written, without parsing:
@@ -345,6 +358,9 @@ impl ValueChecks {
             let kids = det_children(n, false).any(|c| det_reach.get(c as usize).copied().unwrap_or(true));
             n.kids = kids;
         }
+        for n in nodes.iter_mut() {
+            n.spelled = n.props.iter().map(|(k, _)| (spelled(k), hash128(k.as_bytes()))).collect();
+        }
         for n in nodes.iter_mut().filter(|n| n.needs) {
             let map = doc.pointer(&n.ptr).and_then(Value::as_object);
             n.closed = map
@@ -429,44 +445,25 @@ impl ValueChecks {
 
     /// For [`tracker::Checker::key_endings`], over the schemas of `set`, the written keys'
     /// hashes `keys` and the key so far `prefix`: whether `prefix` begins a property name
-    /// written already. If so, `out` gets the endings of the key: the rest of each property
-    /// name not written that `prefix` begins, with the closing quote, and the quote alone.
-    fn key_endings(&self, set: &[u32], prefix: &[u8], keys: &[u128], out: &mut Vec<Vec<u8>>) -> bool {
-        let props = || set.iter().filter_map(|&n| self.nodes.get(n as usize)).flat_map(|n| n.props.iter());
-        // Each name as JSON spells it (most need no escape), when `prefix` begins it, and
-        // whether it is written.
-        let begun = |name: &str, f: &mut dyn FnMut(&[u8], bool)| {
-            let plain = name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-            let escaped;
-            let spelled: &[u8] = if plain {
-                name.as_bytes()
-            } else {
-                escaped = serde_json::to_string(name).unwrap_or_default();
-                escaped.as_bytes().get(1..escaped.len().saturating_sub(1)).unwrap_or(&[])
-            };
-            if spelled.starts_with(prefix) {
-                f(spelled, keys.contains(&hash128(name.as_bytes())));
-            }
+    /// written already. If so, `out` gets the endings of the key, each after `lead` (the
+    /// opening quote when the key is still to begin): the rest of each property name not
+    /// written that `prefix` begins, with the closing quote, and the quote alone.
+    fn key_endings(&self, set: &[u32], prefix: &[u8], keys: &[u128], lead: &[u8], out: &mut Vec<Vec<u8>>) -> bool {
+        let begun = || {
+            set.iter()
+                .filter_map(|&n| self.nodes.get(n as usize))
+                .flat_map(|n| n.spelled.iter())
+                .filter(|(name, _)| name.starts_with(prefix))
         };
-        let mut repeat = false;
-        for (name, _) in props() {
-            begun(name, &mut |_, written| repeat |= written);
-        }
-        if !repeat {
+        if !begun().any(|(_, h)| keys.contains(h)) {
             return false;
         }
-        for (name, _) in props() {
-            begun(name, &mut |spelled, written| {
-                let rest = &spelled[prefix.len()..];
-                if !written && !out.iter().any(|e| e.len() == rest.len() + 1 && e.starts_with(rest)) {
-                    let mut e = rest.to_vec();
-                    e.push(b'"');
-                    out.push(e);
-                }
-            });
-        }
-        if !out.iter().any(|e| e == b"\"") {
-            out.push(b"\"".to_vec());
+        let rests = begun().filter(|(_, h)| !keys.contains(h)).map(|(name, _)| &name[prefix.len()..]);
+        for rest in rests.chain([&[][..]]) {
+            let ending = [lead, rest, b"\""].concat();
+            if !out.contains(&ending) {
+                out.push(ending);
+            }
         }
         true
     }

@@ -825,23 +825,17 @@ impl Checker {
         if !top.obj || !self.sets.needs(top.set) {
             return false;
         }
-        let (prefix, quote) = match self.state.lex {
-            Lex::Str { key: true, esc: 0 } => (self.text.get(top.key_start as usize + 1..).unwrap_or(&[]), false),
+        let (prefix, lead) = match self.state.lex {
+            Lex::Str { key: true, esc: 0 } => (self.text.get(top.key_start as usize + 1..).unwrap_or(&[]), &b""[..]),
             // After a comma: the key is still to begin.
-            Lex::ObjKey => (&[][..], true),
+            Lex::ObjKey => (&[][..], &b"\""[..]),
             _ => return false,
         };
         if prefix.contains(&b'\\') {
             return false;
         }
         let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
-        let found = self.checks.key_endings(&self.sets.members[top.set as usize], prefix, keys, out);
-        if quote {
-            for e in out.iter_mut() {
-                e.insert(0, b'"');
-            }
-        }
-        found
+        self.checks.key_endings(&self.sets.members[top.set as usize], prefix, keys, lead, out)
     }
 
     /// Undoes the last `n` accepted tokens (the matcher has checked `n`).
