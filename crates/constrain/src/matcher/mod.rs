@@ -208,6 +208,10 @@ struct Level {
     cut: u8,
 }
 
+/// Ends of an undeclared key that goes past a written name ([`Matcher::min_bytes_to_finish_checked`]),
+/// inside the key and, after a comma, with its opening quote.
+const PAST_WRITTEN_NAME: [&[u8]; 8] = [b"a\"", b"0\"", b"_\"", b"x\"", b"\"a\"", b"\"0\"", b"\"_\"", b"\"x\""];
+
 /// Per-sequence matching state: what may come next, given the tokens accepted so far.
 pub struct Matcher {
     constraint: Constraint,
@@ -524,48 +528,41 @@ impl Matcher {
     /// measures with this.
     pub fn min_bytes_to_finish_checked(&mut self) -> Result<Option<u64>, Error> {
         let mut endings = std::mem::take(&mut self.key_endings);
-        let in_key = self.checker.as_mut().is_some_and(|c| c.key_endings(&mut endings));
-        if !in_key {
+        if !self.checker.as_mut().is_some_and(|c| c.key_endings(&mut endings)) {
             self.key_endings = endings;
             return Ok(self.min_bytes_to_finish());
         }
-        let mut best: Option<u64> = None;
-        for e in &endings {
-            match self.accept_bytes(e) {
-                Ok(()) => {
-                    let d = self.min_bytes_to_finish().map(|d| d.saturating_add(e.len() as u64));
-                    self.rollback(1)?;
-                    best = match (best, d) {
-                        (Some(b), Some(d)) => Some(b.min(d)),
-                        (b, d) => b.or(d),
-                    };
-                }
-                Err(Error::RejectedBytes) => {}
-                Err(err) => {
-                    self.key_endings = endings;
-                    return Err(err);
-                }
-            }
-        }
+        let best = endings.iter().try_fold(None, |best: Option<u64>, e| {
+            Ok::<_, Error>(best.into_iter().chain(self.distance_after(e)?).min())
+        });
         self.key_endings = endings;
-        if best.is_some() {
-            return Ok(best);
+        if let Some(d) = best? {
+            return Ok(Some(d));
         }
         // No name is left to finish the key (it spells a written one so far): the way on is
-        // an undeclared key that goes past it, when the object takes one. Try a few bytes;
-        // failing those, the grammar's distance (possibly short, as said above) stands.
-        // (After a comma the key is still to open: the same with its opening quote.)
-        let tries = b"a0_x".iter().flat_map(|&b| [vec![b, b'"'], vec![b'"', b, b'"']]);
-        for t in tries {
-            if self.accept_bytes(&t).is_ok() {
-                let d = self.min_bytes_to_finish().map(|d| d.saturating_add(t.len() as u64));
-                self.rollback(1)?;
-                if d.is_some() {
-                    return Ok(d);
-                }
+        // an undeclared key that goes past it, when the object takes one. Try a few; failing
+        // those, the grammar's distance (possibly short, as said above) stands.
+        for past in PAST_WRITTEN_NAME {
+            if let Ok(Some(d)) = self.distance_after(past) {
+                return Ok(Some(d));
             }
         }
         Ok(self.min_bytes_to_finish())
+    }
+
+    /// `bytes` and then [`Matcher::min_bytes_to_finish`] from after them, measured without
+    /// keeping them (accepted, measured, rolled back); `None` when they are refused or
+    /// lead nowhere.
+    fn distance_after(&mut self, bytes: &[u8]) -> Result<Option<u64>, Error> {
+        match self.accept_bytes(bytes) {
+            Ok(()) => {
+                let d = self.min_bytes_to_finish().map(|d| d.saturating_add(bytes.len() as u64));
+                self.rollback(1)?;
+                Ok(d)
+            }
+            Err(Error::RejectedBytes) => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     /// Closing mode: clears from `mask` (a mask [`Matcher::fill_mask`] wrote) every token
