@@ -813,17 +813,16 @@ impl<'a> Compiler<'a> {
                 None => by_weight.push((w, vec![e.clone()])),
             }
         }
-        let live = &live;
-        let steps = |s: usize| by_weight.iter().filter(move |&&(w, _)| s + w <= total && live[s + w]);
-        let edges: usize = (0..=total).filter(|&s| live[s]).map(|s| steps(s).count()).sum();
+        // Whether weight `w` may be written at sum `s`.
+        let fits = |s: usize, w: usize| s + w <= total && live[s + w];
+        let edges: usize =
+            (0..=total).filter(|&s| live[s]).map(|s| by_weight.iter().filter(|(w, _)| fits(s, *w)).count()).sum();
         if edges > WEIGHTED_EDGES_MAX {
             return Err(format!("{edges} edges"));
         }
-        let groups: Vec<(usize, Expr)> = by_weight
-            .iter()
-            .map(|(w, es)| (*w, self.rule("members_of_weight", Expr::alt(es.iter().cloned()))))
-            .collect();
-        let steps = |s: usize| groups.iter().filter(move |&&(w, _)| s + w <= total && live[s + w]);
+        let groups: Vec<(usize, Expr)> =
+            by_weight.into_iter().map(|(w, es)| (w, self.rule("members_of_weight", Expr::alt(es)))).collect();
+        let steps = |s: usize| groups.iter().filter(move |(w, _)| fits(s, *w));
         let mut after: Vec<Expr> = vec![Expr::Nothing; total + 1];
         for s in (0..=total).rev().filter(|&s| live[s]) {
             let mut alts: Vec<Expr> =
