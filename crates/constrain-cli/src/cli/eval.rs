@@ -565,20 +565,16 @@ fn prepare_instance(ctx: &Context, vocab: &Vocabulary, id: &str, n: usize, case:
         _ => return None,
     };
     let data = case.get("data")?;
-    let text = match ctx.shuffle_keys {
-        None => python_json::dumps(data).ok()?,
-        Some(seed) => {
-            use rand::SeedableRng as _;
-            let mut data = data.clone();
-            // FNV-1a of the id and place: the same order on every run and machine.
-            let place = format!("{id}#{n}")
-                .bytes()
-                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ place);
-            data.shuffle_members(&mut rng);
-            python_json::dumps(&data).ok()?
-        }
-    };
+    let shuffled = ctx.shuffle_keys.map(|seed| {
+        // The fuzzer's per-case generator, its seed mixed with an FNV-1a hash of the id: the
+        // same order on every run and machine.
+        let id_hash =
+            id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let mut data = data.clone();
+        data.shuffle_members(&mut crate::fuzz::case_rng(seed ^ id_hash, n as u64));
+        data
+    });
+    let text = python_json::dumps(shuffled.as_ref().unwrap_or(data)).ok()?;
     let encoding = ctx.tokenizer.encode(text.as_str(), false).ok()?;
     let tokens: Vec<TokenId> = encoding.get_ids().iter().map(|&id| TokenId(id)).collect();
     let spelled: Vec<u8> = tokens.iter().flat_map(|&t| vocab.token_bytes(t).iter().copied()).collect();
