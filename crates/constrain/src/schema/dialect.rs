@@ -11,6 +11,8 @@
 //!   (schema values) — also in 2019-09 and later, where honouring the old keyword can only
 //!   reject more;
 //! - draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` become the numeric form;
+//! - a count written as an integer-valued number (`"maxItems": 2.0`, valid from draft-06 on)
+//!   becomes the integer;
 //! - keywords the dialect does not know (`const` in draft-04, `prefixItems` in draft-07,
 //!   annotations, anything unknown) are dropped, and so are identifiers;
 //! - every `$ref` is resolved here, against the base URI that `$id`s (or draft-04 `id`s) at
@@ -155,6 +157,10 @@ const SINGLE: [&str; 12] = [
 const ARRAYS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
 /// Keywords whose value is an object of subschemas.
 const MAPS: [&str; 6] = ["properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"];
+
+/// Keywords whose value is a count (a non-negative integer).
+const COUNTS: [&str; 8] =
+    ["minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties", "minContains", "maxContains"];
 
 /// What a schema object's position says: its base URI and dialect.
 #[derive(Clone, Debug)]
@@ -517,6 +523,16 @@ impl<'a> Normaliser<'a> {
                         out.insert(k.into(), c.clone());
                     }
                 }
+                // From draft-06 on, a count may be written as an integer-valued number
+                // (`2.0`); it means the integer (taken so in any dialect).
+                _ if COUNTS.contains(&k) => {
+                    let whole = c.as_f64().filter(|f| c.as_u64().is_none() && *f >= 0.0 && f.fract() == 0.0);
+                    let v = match whole {
+                        Some(f) => Value::from(f as u64),
+                        None => c.clone(),
+                    };
+                    out.insert(k.into(), v);
+                }
                 _ if SINGLE.contains(&k) => {
                     out.insert(k.into(), sub(k, c, todo)?);
                 }
@@ -764,6 +780,16 @@ mod tests {
         assert_eq!(Draft::parse("5"), None);
         assert_eq!(Draft::from_uri("http://json-schema.org/draft-06/schema#"), Some(Draft::Draft6));
         assert_eq!(Draft::from_uri("https://json-schema.org/draft/2020-12/schema"), Some(Draft::Draft202012));
+    }
+
+    #[test]
+    fn integer_valued_counts_become_integers() {
+        let s = json!({"maxItems": 2.0, "minLength": 1e1, "maxProperties": 1.5, "minItems": -1.0});
+        let (n, _) = normalise(&s, None).unwrap();
+        assert_eq!(n, json!({"maxItems": 2, "minLength": 10, "maxProperties": 1.5, "minItems": -1.0}));
+        // Left for the compiler to refuse at its keyword.
+        let err = crate::schema::compile(&json!({"maxProperties": 1.5}), &Default::default()).unwrap_err();
+        assert!(err.to_string().contains("/maxProperties"), "{err}");
     }
 
     #[test]
