@@ -621,11 +621,15 @@ fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildEr
     let built = match doc.pointer(ptr) {
         None => return Err(err("no such subschema".into())),
         Some(Value::Object(m)) if !ptr.is_empty() => crate::schema::subschema_validator(doc, m.clone()),
-        Some(other) => jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
-            .build(other)
-            .map_err(|e| e.to_string()),
+        Some(other) => {
+            let mut other = other.clone();
+            crate::schema::portable_patterns(&mut other).map_err(err)?;
+            jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .should_validate_formats(true)
+                .build(&other)
+                .map_err(|e| e.to_string())
+        }
     };
     built.map_err(err)
 }
@@ -640,11 +644,10 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
         D::Draft201909 => jsonschema::Draft::Draft201909,
         D::Draft202012 => jsonschema::Draft::Draft202012,
     };
-    jsonschema::options()
-        .with_draft(d)
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| BuildError { pointer: String::new(), message: e.to_string() })
+    let err = |message: String| BuildError { pointer: String::new(), message };
+    let mut schema = schema.clone();
+    crate::schema::portable_patterns(&mut schema).map_err(err)?;
+    jsonschema::options().with_draft(d).should_validate_formats(true).build(&schema).map_err(|e| err(e.to_string()))
 }
 
 /// The names an object schema allows when it allows no others: its own (`additionalProperties:

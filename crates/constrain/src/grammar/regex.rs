@@ -335,6 +335,127 @@ const ECMA_SPACE: &str =
 const ECMA_DIGIT: &str = "0-9";
 const ECMA_WORD: &str = "0-9A-Za-z_";
 
+/// ECMA-262 whitespace, as the inside of a character class, in the `\uXXXX` escapes both
+/// ECMA-262 and the Rust engines read (the `jsonschema` crate refuses `\x{…}` as not ECMA-262).
+const PORTABLE_SPACE: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
+
+/// ECMA-262's `\b` (between a word character, ASCII, and anything else), in lookaround.
+const ASCII_BOUNDARY: &str =
+    r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))";
+/// ECMA-262's `\B`, in lookaround.
+const ASCII_NON_BOUNDARY: &str =
+    r"(?:(?<=[0-9A-Za-z_])(?=[0-9A-Za-z_])|(?<![0-9A-Za-z_])(?![0-9A-Za-z_]))";
+
+/// Rewrites an ECMA-262 pattern so that the engines behind the `jsonschema` crate read it
+/// as ECMA-262 does, or `None` when it needs no change. The run-time checks hand patterns to
+/// that crate, which translates ECMA-isms only in patterns `regex-syntax` parses: one with
+/// lookaround or a backreference goes to `fancy-regex` as written, where `\d`, `\w`, `\s` and
+/// `\b` are Unicode-aware; and `.` is never rewritten, so it takes `\r`, U+2028 and U+2029.
+/// Either way a check could pass a value the schema refuses (`^(?=.)\d$` and `"٣"`).
+///
+/// This writes the class escapes out as ASCII ranges (whitespace as ECMA-262's list), `.` as
+/// "not a line terminator", and `\b`/`\B` as lookaround over ASCII word characters, in a
+/// syntax every one of those readers takes the same way (the crate also checks that a pattern
+/// is valid ECMA-262); the rest is copied. A negated class escape inside a
+/// longer class (`[\Da-f]`) would need class set operations those readers disagree on, and
+/// is an error.
+pub(crate) fn ecma_portable(pattern: &str) -> Result<Option<String>, String> {
+    if !pattern.contains(['\\', '.']) {
+        return Ok(None);
+    }
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut changed = false;
+    let mut in_class = false;
+    // Where the current class's items begin in `chars` (after `[` or `[^`).
+    let mut class_items = 0;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            '\\' => {
+                let Some(&e) = chars.get(i) else {
+                    out.push(c);
+                    continue;
+                };
+                i += 1;
+                let body = match e.to_ascii_lowercase() {
+                    'd' => Some(ECMA_DIGIT),
+                    'w' => Some(ECMA_WORD),
+                    's' => Some(PORTABLE_SPACE),
+                    _ => None,
+                };
+                let negated = e.is_ascii_uppercase();
+                match (body, in_class) {
+                    (Some(b), false) => {
+                        out.push_str(if negated { "[^" } else { "[" });
+                        out.push_str(b);
+                        out.push(']');
+                        changed = true;
+                    }
+                    (Some(b), true) if !negated => {
+                        out.push_str(b);
+                        changed = true;
+                    }
+                    (Some(b), true) => {
+                        // Only a class that is this escape alone: `[\D]` or `[^\D]`.
+                        let alone = i - 2 == class_items && chars.get(i) == Some(&']');
+                        if !alone {
+                            return Err(format!(
+                                "pattern {pattern:?} has \\{e} inside a longer character class, which the run-time check cannot read exactly"
+                            ));
+                        }
+                        // `[\D]` is `[^0-9]`; `[^\D]` is `[0-9]`: rewrite the opening.
+                        let class_negated = out.ends_with("[^");
+                        out.truncate(out.len() - if class_negated { 2 } else { 1 });
+                        out.push_str(if class_negated { "[" } else { "[^" });
+                        out.push_str(b);
+                        changed = true;
+                    }
+                    // Word boundaries spelled with lookaround over ASCII word characters.
+                    (None, false) if e == 'b' || e == 'B' => {
+                        out.push_str(if e == 'b' { ASCII_BOUNDARY } else { ASCII_NON_BOUNDARY });
+                        changed = true;
+                    }
+                    // A backspace inside a class.
+                    (None, true) if e == 'b' => {
+                        out.push_str(r"\x08");
+                        changed = true;
+                    }
+                    (None, _) => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push('[');
+                if chars.get(i) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                class_items = i;
+                if chars.get(i) == Some(&']') {
+                    // ECMA-262's `[]` and `[^]`, which Rust reads as a literal `]`.
+                    return Err(format!("pattern {pattern:?} has an empty character class"));
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '.' if !in_class => {
+                out.push_str(r"[^\n\r\u2028\u2029]");
+                changed = true;
+            }
+            _ => out.push(c),
+        }
+    }
+    Ok(changed.then_some(out))
+}
+
 /// Rewrites an ECMA-262 pattern into equivalent `regex-syntax` syntax.
 fn ecma_to_rust(pattern: &str) -> Result<String, Error> {
     let chars: Vec<char> = pattern.chars().collect();
@@ -549,6 +670,39 @@ fn ecma_to_rust(pattern: &str) -> Result<String, Error> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn portable_patterns_read_as_ecma_in_the_checks_validators() {
+        assert_eq!(ecma_portable("^[a-z]+$").unwrap(), None);
+        assert_eq!(ecma_portable(r"^\d[\w-]$").unwrap().as_deref(), Some(r"^[0-9][0-9A-Za-z_-]$"));
+        assert_eq!(ecma_portable(r"[\D]").unwrap().as_deref(), Some(r"[^0-9]"));
+        assert_eq!(ecma_portable(r"[^\D]").unwrap().as_deref(), Some(r"[0-9]"));
+        assert!(ecma_portable(r"[\Da]").is_err());
+        assert!(ecma_portable(r"[^]\d").is_err());
+        // What a validator built by the compiler says, against ECMA-262.
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            (r"^(?=.)\d$", &["3"], &["٣"]),
+            (r"^(?=.)\w$", &["a", "_"], &["é"]),
+            (r"^(?=.)\s$", &[" ", "\u{FEFF}", "\u{3000}"], &["\u{85}", "\u{2028}"]),
+            (r"^(?=.)\S$", &["a", "\u{85}"], &["\u{FEFF}"]),
+            (r"^(?=a)a.b$", &["axb", "a\u{85}b"], &["a\rb", "a\nb", "a\u{2028}b"]),
+            (r"^(\d)\1$", &["33"], &["٣٣", "34"]),
+            (r"^(?=x)x\b", &["x", "x-", "xé"], &["xa", "x1"]),
+            (r"^(?!a)[\b]$", &["\u{8}"], &["b"]),
+            (r"^a.b$", &["axb"], &["a\rb"]),
+        ];
+        for (pattern, good, bad) in cases {
+            let schema = serde_json::json!({"type": "string", "pattern": pattern});
+            let v = crate::schema::subschema_validator(&serde_json::Value::Null, schema.as_object().unwrap().clone())
+                .unwrap_or_else(|e| panic!("{pattern}: {e}"));
+            for g in *good {
+                assert!(v.is_valid(&serde_json::json!(g)), "{pattern} refuses {g:?}");
+            }
+            for b in *bad {
+                assert!(!v.is_valid(&serde_json::json!(b)), "{pattern} takes {b:?}");
+            }
+        }
+    }
     use super::*;
     use crate::automaton::Pda;
     use crate::Limits;

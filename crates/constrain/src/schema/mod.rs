@@ -307,11 +307,64 @@ pub(crate) fn subschema_validator(
             }
         }
     }
+    let mut schema = Value::Object(schema);
+    portable_patterns(&mut schema)?;
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
-        .build(&Value::Object(schema))
+        .build(&schema)
         .map_err(|e| e.to_string())
+}
+
+/// Rewrites, in place, every `pattern` and `patternProperties` name of a schema document with
+/// [`ecma_portable`](crate::grammar::regex::ecma_portable), so that a validator of the
+/// `jsonschema` crate built from it reads them as ECMA-262 does. Every validator the
+/// compiler builds goes through this. Values under `enum`, `const`, `default` and `examples`
+/// are data and left alone; anything else is walked (a `$ref` may point anywhere).
+pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
+    use crate::grammar::regex::ecma_portable;
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(p)) = m.get_mut("pattern") {
+                if let Some(new) = ecma_portable(p)? {
+                    *p = new;
+                }
+            }
+            for (k, c) in m.iter_mut() {
+                match (k.as_str(), c) {
+                    ("pattern" | "enum" | "const" | "default" | "examples", _) => {}
+                    // Maps of names to subschemas: a name is never a keyword here.
+                    (
+                        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+                        | "dependencies" | dialect::TARGETS,
+                        Value::Object(names),
+                    ) => {
+                        for x in names.values_mut() {
+                            portable_patterns(x)?;
+                        }
+                    }
+                    (_, c) => portable_patterns(c)?,
+                }
+            }
+            if let Some(Value::Object(pp)) = m.get_mut("patternProperties") {
+                let mut renamed = Map::new();
+                for (p, x) in std::mem::take(pp) {
+                    let p = ecma_portable(&p)?.unwrap_or(p);
+                    if renamed.insert(p.clone(), x).is_some() {
+                        return Err(format!("two patternProperties patterns read alike as {p:?}"));
+                    }
+                }
+                *pp = renamed;
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                portable_patterns(x)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Whether a `$ref` appears anywhere in `v`.
