@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::dialect::Draft;
 use super::number::Dec;
 use super::{allowed_types, is_constraint_keyword, json, value_has_type, Compiler, Error, FORBIDDEN};
 use crate::grammar::Expr;
@@ -51,14 +52,17 @@ impl<'a> Compiler<'a> {
         // enums with thousands of values.
         let mut seen = std::collections::HashSet::new();
         let mut alts: Vec<Expr> = Vec::new();
-        // A number allowed only as an integer is spelled only as one (`1`, not `1.0`), and a
-        // non-integer is dropped: exact decimal test, not a float's.
+        // A number allowed only as an integer must be one (exact decimal test, not a
+        // float's); before draft 6 it is also spelled only as one (`1`, not `1.0`), as the
+        // `integer` grammar does.
         let integer_only = !types.contains(&"number");
+        let integer_spelling = integer_only && self.draft < Draft::Draft6;
         let objects = values.iter().filter(|v| v.is_object()).count();
         for v in &values {
             let lit = match v {
                 Value::Number(n) => match Dec::parse(&n.to_string()) {
-                    Some(d) => Expr::alt(json::dec_spellings(&d, integer_only).iter().map(|t| Expr::lit(t))),
+                    Some(d) if integer_only && !d.is_integer() => Expr::Nothing,
+                    Some(d) => Expr::alt(json::dec_spellings(&d, integer_spelling).iter().map(|t| Expr::lit(t))),
                     None if integer_only => Expr::Nothing,
                     None => Expr::lit(&n.to_string()),
                 },

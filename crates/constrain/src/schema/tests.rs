@@ -620,6 +620,10 @@ fn dialects_give_their_own_meaning() {
     check(json!({"$schema": d4, "type": "integer"}), &["1", "-0"], &["1.0"]);
     check(json!({"$schema": d4, "type": "number", "multipleOf": 1}), &["6000.0", "6000", "0.00"], &["0.5", "1.01"]);
     check(json!({"$schema": d4, "type": "number", "multipleOf": 5, "maximum": 10}), &["10.0", "5"], &["15.0", "2.0"]);
+    // ... and so in `enum`/`const` under `integer`, where from draft-06 on `2.0` is the integer 2.
+    check(json!({"$schema": d4, "type": "integer", "enum": [1, 2]}), &["2"], &["2.0"]);
+    check(json!({"type": "integer", "enum": [1, 2, 2.5]}), &["2", "2.0", "1.0"], &["2.5", "3.0"]);
+    check(json!({"type": "integer", "const": 2}), &["2", "2.0"], &["2.5", "20"]);
     // Up to draft-07 $ref overrides its siblings; from 2019-09 they apply too.
     let refd = |d: &str| json!({"$schema": d, "definitions": {"i": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/i", "maximum": 3}}});
     check(refd(d7), &["{\"a\": 5}"], &["{\"a\": \"x\"}"]);
