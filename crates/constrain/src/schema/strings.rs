@@ -189,10 +189,10 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
             alts.push(nonascii_rest.clone());
         }
         // An escape may spell a key's next character (`\u0061` is `a`). Where no key goes
-        // on, any escape spells some other character. Where one does, only the short
-        // escapes of characters no key continues with are taken (`\"`, `\\`, the
-        // controls, and `\/` unless `/` is a next character); a `\u` escape is refused
-        // there, so a name spelled with one is refused (fewer strings, never more).
+        // on, any escape spells some other character. Where one does, only the escapes of
+        // characters no key continues with are taken (`\"`, `\\`, the controls, short or
+        // as `\u00XX`, and `\/` unless `/` is a next character); another `\u` escape is
+        // refused there, so a name spelled with one is refused (fewer strings, never more).
         if firsts.is_empty() {
             alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
         } else {
@@ -267,11 +267,15 @@ fn raw_other_chars(firsts: &[char]) -> Option<(Vec<(char, char)>, bool)> {
     Some((raw, false))
 }
 
-/// Where some key goes on with one of `firsts`: a backslash and a short escape of a
-/// character no key continues with, then the rest of the string (see [`not_in_set`]).
+/// Where some key goes on with one of `firsts` (none of them a control character): a
+/// backslash and an escape of a character no key continues with, then the rest of the string
+/// (see [`not_in_set`]): a short escape, or the `\u00XX` escape of a control character
+/// (`\u0005`, which is how JSON writes those without a short form).
 fn short_escapes(firsts: &[char], rest: &Expr) -> Expr {
     let short: &[u8] = if firsts.contains(&'/') { b"\"\\bfnrt" } else { b"\"/\\bfnrt" };
-    Expr::seq([Expr::lit("\\"), Expr::one_of_bytes(short), rest.clone()])
+    let hex = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')]);
+    let control = Expr::seq([Expr::lit("u00"), Expr::one_of_bytes(b"01"), hex]);
+    Expr::seq([Expr::lit("\\"), Expr::alt([Expr::one_of_bytes(short), control]), rest.clone()])
 }
 
 /// The trie below one character at `depth`: [`not_in_set`] of the keys' tails, made a rule

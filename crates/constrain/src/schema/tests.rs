@@ -494,6 +494,15 @@ fn other_keys_exclude_named_keys() {
         &["{\"name\": \"n\", \"\\\\x\": 1}", "{\"nam\": 1}", "{\"names\": 2}"],
         &["{\"name\": 1}", "{\"x\": \"s\"}"],
     );
+    // A control character written as `\u00XX` (JSON's only spelling for most of them)
+    // where a name could go on: at the start, and inside `nam`; `\u006e` spells `n`, which
+    // a name goes on with, and stays refused.
+    let s = json!({"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": {"type": "integer"}});
+    check(
+        s,
+        &[r#"{"\u0005": 1}"#, r#"{"nam\u001F": 1}"#, r#"{"\u0005\u0061": 1}"#],
+        &[r#"{"\u0005": "x"}"#, r#"{"\u006eame": 1}"#, r#"{"\u0020": 1}"#],
+    );
 }
 
 #[test]
