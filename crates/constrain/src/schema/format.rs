@@ -137,6 +137,9 @@ pub fn under_approximation(name: &str) -> Option<&'static str> {
         "hostname" => Some(
             "format \"hostname\" is compiled without A-labels (labels with `--` in positions 3-4, like `xn--`) and with at most 4 labels",
         ),
+        "email" => Some(
+            "format \"email\" is compiled with at most 3 dot-separated words of at most 20 characters before the @ (no quoted local part), and a domain of at most 4 labels without A-labels, or an address literal",
+        ),
         _ => None,
     }
 }
@@ -249,7 +252,8 @@ fn uri() -> Expr {
     let pct = Expr::seq([Expr::lit("%"), hex(), hex()]);
     // RFC 3986 pchar: a plain character or a percent escape.
     let pchar = Expr::alt([uri_plain(true), pct.clone()]);
-    let port = Expr::seq([Expr::lit(":"), d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]);
+    // RFC 3986 lets the port be empty (`http://a:/b`); a written one is 1 to 9999 here.
+    let port = Expr::seq([Expr::lit(":"), Expr::opt(Expr::seq([d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]))]);
     let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
     let qchar = Expr::alt([pchar.clone(), Expr::Bytes(vec![(b'/', b'/'), (b'?', b'?')])]);
     let query = Expr::opt(Expr::seq([Expr::lit("?"), Expr::star(qchar.clone())]));
@@ -432,6 +436,8 @@ mod tests {
                     "ftp://user:pass@host:21/f",
                     "file:///C:/Users/me/Templates",
                     "file:///path/to/file1.js",
+                    "http://a:/b",
+                    "http://a:",
                 ],
                 &[
                     "example.com",
