@@ -21,6 +21,9 @@ pub(super) enum SharedRule {
     NonasciiRest,
     /// After a backslash: the rest of an escape, then [`SharedRule::StringRest`].
     EscapeRest,
+    /// After a backslash: the rest of a control character's `\u00XX` escape, then
+    /// [`SharedRule::StringRest`] (for other keys where a declared name could go on).
+    ControlEscapeRest,
     /// The indentation after a newline (bounded by [`json::MAX_INDENT`]).
     Indent,
     /// Any JSON number.
@@ -39,6 +42,7 @@ impl SharedRule {
             SharedRule::StringRest => "string_rest",
             SharedRule::NonasciiRest => "nonascii_rest",
             SharedRule::EscapeRest => "escape_rest",
+            SharedRule::ControlEscapeRest => "control_escape_rest",
             SharedRule::Indent => "indent",
             SharedRule::Number => "number",
             SharedRule::Integer => "integer",
@@ -89,6 +93,11 @@ impl<'a> Compiler<'a> {
                 // keys with an escape would be rejected (less, never more).
                 debug_assert!(after_backslash.is_some(), "json::any_unit has no escape branch");
                 Expr::seq([after_backslash.unwrap_or(Expr::Nothing), rest])
+            }
+            SharedRule::ControlEscapeRest => {
+                let rest = self.shared_rule(SharedRule::StringRest);
+                let hex = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')]);
+                Expr::seq([Expr::lit("u00"), Expr::one_of_bytes(b"01"), hex, rest])
             }
             SharedRule::Indent => Expr::repeat(Expr::lit(" "), 0, Some(json::MAX_INDENT)),
             SharedRule::Number => number::any_number(),

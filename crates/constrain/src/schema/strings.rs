@@ -123,6 +123,7 @@ impl<'a> Compiler<'a> {
         let tails = RestRules {
             rest: self.shared_rule(SharedRule::StringRest),
             escape: self.shared_rule(SharedRule::EscapeRest),
+            control_escape: self.shared_rule(SharedRule::ControlEscapeRest),
             nonascii: self.shared_rule(SharedRule::NonasciiRest),
         };
         let content = not_in_set(&chars.iter().map(|v| v.as_slice()).collect::<Vec<_>>(), &tails, &mut self.b, 0);
@@ -145,6 +146,8 @@ struct RestRules {
     rest: Expr,
     /// After a backslash: the rest of an escape, then of the string.
     escape: Expr,
+    /// After a backslash: the rest of a control character's `\u00XX`, then of the string.
+    control_escape: Expr,
     /// A non-ASCII character, then the rest of the string.
     nonascii: Expr,
 }
@@ -161,7 +164,7 @@ struct RestRules {
 /// made a rule of its own, so a long key (30k characters) neither nests deeper than the
 /// automaton accepts nor recurses deeper than that here.
 fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth: usize) -> Expr {
-    let RestRules { rest, escape: escape_rest, nonascii: nonascii_rest } = rules;
+    let RestRules { rest, escape: escape_rest, control_escape, nonascii: nonascii_rest } = rules;
     if keys.is_empty() {
         return rest.clone();
     }
@@ -196,7 +199,7 @@ fn not_in_set(keys: &[&[char]], rules: &RestRules, b: &mut GrammarBuilder, depth
         if firsts.is_empty() {
             alts.push(Expr::seq([Expr::lit("\\"), escape_rest.clone()]));
         } else {
-            alts.push(short_escapes(&firsts, rest));
+            alts.push(short_escapes(&firsts, rest, control_escape));
         }
     }
     for c in firsts {
@@ -270,12 +273,14 @@ fn raw_other_chars(firsts: &[char]) -> Option<(Vec<(char, char)>, bool)> {
 /// Where some key goes on with one of `firsts` (none of them a control character): a
 /// backslash and an escape of a character no key continues with, then the rest of the string
 /// (see [`not_in_set`]): a short escape, or the `\u00XX` escape of a control character
-/// (`\u0005`, which is how JSON writes those without a short form).
-fn short_escapes(firsts: &[char], rest: &Expr) -> Expr {
+/// (`\u0005`, which is how JSON writes those without a short form), through the shared
+/// `control_escape` rule so that its states exist once, not at every trie node.
+fn short_escapes(firsts: &[char], rest: &Expr, control_escape: &Expr) -> Expr {
     let short: &[u8] = if firsts.contains(&'/') { b"\"\\bfnrt" } else { b"\"/\\bfnrt" };
-    let hex = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')]);
-    let control = Expr::seq([Expr::lit("u00"), Expr::one_of_bytes(b"01"), hex]);
-    Expr::seq([Expr::lit("\\"), Expr::alt([Expr::one_of_bytes(short), control]), rest.clone()])
+    Expr::seq([
+        Expr::lit("\\"),
+        Expr::alt([Expr::seq([Expr::one_of_bytes(short), rest.clone()]), control_escape.clone()]),
+    ])
 }
 
 /// The trie below one character at `depth`: [`not_in_set`] of the keys' tails, made a rule
