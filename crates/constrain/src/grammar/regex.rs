@@ -356,9 +356,9 @@ const ASCII_NON_BOUNDARY: &str =
 /// This writes the class escapes out as ASCII ranges (whitespace as ECMA-262's list), `.` as
 /// "not a line terminator", and `\b`/`\B` as lookaround over ASCII word characters, in a
 /// syntax every one of those readers takes the same way (the crate also checks that a pattern
-/// is valid ECMA-262); the rest is copied. A negated class escape inside a
-/// longer class (`[\Da-f]`) would need class set operations those readers disagree on, and
-/// is an error.
+/// is valid ECMA-262); the rest is copied. A negated class escape inside a class (`[\Da-f]`)
+/// would need class set operations, so that class becomes an alternation or lookaround
+/// ([`write_class`]). ECMA-262's empty classes `[]` and `[^]` are an error.
 pub(crate) fn ecma_portable(pattern: &str) -> Result<Option<String>, String> {
     if !pattern.contains(['\\', '.']) {
         return Ok(None);
@@ -366,17 +366,22 @@ pub(crate) fn ecma_portable(pattern: &str) -> Result<Option<String>, String> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut changed = false;
-    let mut in_class = false;
-    // Where the current class's items begin in `chars` (after `[` or `[^`).
-    let mut class_items = 0;
+    // The open class, if any: whether negated, its items so far (rewritten), and the bodies
+    // of the negated class escapes among them (`\D` in `[\Da-f]`), set apart.
+    let mut class: Option<(bool, String, Vec<&str>)> = None;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         i += 1;
+        // Where copied text goes: the open class's items, or the output.
+        let copy = |out: &mut String, class: &mut Option<(bool, String, Vec<&str>)>, t: &[char]| match class {
+            Some((_, items, _)) => items.extend(t),
+            None => out.extend(t),
+        };
         match c {
             '\\' => {
                 let Some(&e) = chars.get(i) else {
-                    out.push(c);
+                    copy(&mut out, &mut class, &[c]);
                     continue;
                 };
                 i += 1;
@@ -387,73 +392,86 @@ pub(crate) fn ecma_portable(pattern: &str) -> Result<Option<String>, String> {
                     _ => None,
                 };
                 let negated = e.is_ascii_uppercase();
-                match (body, in_class) {
-                    (Some(b), false) => {
+                match (body, &mut class) {
+                    (Some(b), None) => {
                         out.push_str(if negated { "[^" } else { "[" });
                         out.push_str(b);
                         out.push(']');
-                        changed = true;
                     }
-                    (Some(b), true) if !negated => {
-                        out.push_str(b);
-                        changed = true;
-                    }
-                    (Some(b), true) => {
-                        // Only a class that is this escape alone: `[\D]` or `[^\D]`.
-                        let alone = i - 2 == class_items && chars.get(i) == Some(&']');
-                        if !alone {
-                            return Err(format!(
-                                "pattern {pattern:?} has \\{e} inside a longer character class, which the run-time check cannot read exactly"
-                            ));
-                        }
-                        // `[\D]` is `[^0-9]`; `[^\D]` is `[0-9]`: rewrite the opening.
-                        let class_negated = out.ends_with("[^");
-                        out.truncate(out.len() - if class_negated { 2 } else { 1 });
-                        out.push_str(if class_negated { "[" } else { "[^" });
-                        out.push_str(b);
-                        changed = true;
-                    }
+                    (Some(b), Some((_, items, _))) if !negated => items.push_str(b),
+                    (Some(b), Some((_, _, apart))) => apart.push(b),
                     // Word boundaries spelled with lookaround over ASCII word characters.
-                    (None, false) if e == 'b' || e == 'B' => {
+                    (None, None) if e == 'b' || e == 'B' => {
                         out.push_str(if e == 'b' { ASCII_BOUNDARY } else { ASCII_NON_BOUNDARY });
-                        changed = true;
                     }
                     // A backspace inside a class.
-                    (None, true) if e == 'b' => {
-                        out.push_str(r"\x08");
-                        changed = true;
-                    }
+                    (None, Some((_, items, _))) if e == 'b' => items.push_str(r"\x08"),
                     (None, _) => {
-                        out.push('\\');
-                        out.push(e);
+                        copy(&mut out, &mut class, &['\\', e]);
+                        continue;
                     }
                 }
+                changed = true;
             }
-            '[' if !in_class => {
-                in_class = true;
-                out.push('[');
-                if chars.get(i) == Some(&'^') {
-                    out.push('^');
+            '[' if class.is_none() => {
+                let negated = chars.get(i) == Some(&'^');
+                if negated {
                     i += 1;
                 }
-                class_items = i;
                 if chars.get(i) == Some(&']') {
                     // ECMA-262's `[]` and `[^]`, which Rust reads as a literal `]`.
                     return Err(format!("pattern {pattern:?} has an empty character class"));
                 }
+                class = Some((negated, String::new(), Vec::new()));
             }
-            ']' if in_class => {
-                in_class = false;
-                out.push(']');
+            ']' if class.is_some() => {
+                let Some((negated, items, apart)) = class.take() else { continue };
+                write_class(&mut out, negated, &items, &apart);
             }
-            '.' if !in_class => {
+            '.' if class.is_none() => {
                 out.push_str(r"[^\n\r\u2028\u2029]");
                 changed = true;
             }
-            _ => out.push(c),
+            _ => copy(&mut out, &mut class, &[c]),
         }
     }
+    if let Some((negated, items, _)) = class {
+        // Unterminated: left for the validator to refuse.
+        out.push_str(if negated { "[^" } else { "[" });
+        out.push_str(&items);
+    }
     Ok(changed.then_some(out))
+}
+
+/// Writes a class of `items` (rewritten) and the negated class escapes with bodies `apart`:
+/// as is when there are none; else a positive class is the alternation of `[items]` and
+/// each `[^body]`, and a negated one is one character in every body but not in `items`
+/// (`[^\W_]` is `(?:(?![_])[0-9A-Za-z_])`).
+fn write_class(out: &mut String, negated: bool, items: &str, apart: &[&str]) {
+    let Some((last, rest)) = apart.split_last() else {
+        out.push_str(if negated { "[^" } else { "[" });
+        out.push_str(items);
+        out.push(']');
+        return;
+    };
+    out.push_str("(?:");
+    if negated {
+        if !items.is_empty() {
+            out.push_str(&format!("(?![{items}])"));
+        }
+        for b in rest {
+            out.push_str(&format!("(?=[{b}])"));
+        }
+        out.push_str(&format!("[{last}]"));
+    } else {
+        let mut parts: Vec<String> = Vec::with_capacity(apart.len() + 1);
+        if !items.is_empty() {
+            parts.push(format!("[{items}]"));
+        }
+        parts.extend(apart.iter().map(|b| format!("[^{b}]")));
+        out.push_str(&parts.join("|"));
+    }
+    out.push(')');
 }
 
 /// Rewrites an ECMA-262 pattern into equivalent `regex-syntax` syntax.
@@ -675,9 +693,10 @@ mod tests {
     fn portable_patterns_read_as_ecma_in_the_checks_validators() {
         assert_eq!(ecma_portable("^[a-z]+$").unwrap(), None);
         assert_eq!(ecma_portable(r"^\d[\w-]$").unwrap().as_deref(), Some(r"^[0-9][0-9A-Za-z_-]$"));
-        assert_eq!(ecma_portable(r"[\D]").unwrap().as_deref(), Some(r"[^0-9]"));
-        assert_eq!(ecma_portable(r"[^\D]").unwrap().as_deref(), Some(r"[0-9]"));
-        assert!(ecma_portable(r"[\Da]").is_err());
+        assert_eq!(ecma_portable(r"[\D]").unwrap().as_deref(), Some(r"(?:[^0-9])"));
+        assert_eq!(ecma_portable(r"[^\D]").unwrap().as_deref(), Some(r"(?:[0-9])"));
+        assert_eq!(ecma_portable(r"[a\W]+").unwrap().as_deref(), Some(r"(?:[a]|[^0-9A-Za-z_])+"));
+        assert_eq!(ecma_portable(r"[^\W_]").unwrap().as_deref(), Some(r"(?:(?![_])[0-9A-Za-z_])"));
         assert!(ecma_portable(r"[^]\d").is_err());
         // What a validator built by the compiler says, against ECMA-262.
         let cases: &[(&str, &[&str], &[&str])] = &[
@@ -690,6 +709,9 @@ mod tests {
             (r"^(?=x)x\b", &["x", "x-", "xé"], &["xa", "x1"]),
             (r"^(?!a)[\b]$", &["\u{8}"], &["b"]),
             (r"^a.b$", &["axb"], &["a\rb"]),
+            (r"^[a-zA-Z0-9\W]*$", &["a-b", "é9"], &[]),
+            (r"^[^\W_]+$", &["ab9"], &["a_b", "é"]),
+            (r"^[\d\S]$", &["1", "x"], &[" "]),
         ];
         for (pattern, good, bad) in cases {
             let schema = serde_json::json!({"type": "string", "pattern": pattern});
