@@ -16,7 +16,9 @@
 //! Exactness: what `anyOf`/`oneOf`/`if`/`then`/`else`/`dependentSchemas`/`contains` may
 //! evaluate depends on the instance. Those names are treated as *unevaluated* (so `U`
 //! applies to them too): the result accepts a subset of the schema's instances, never more,
-//! and a [`Note`] says so. `not` evaluates nothing (its subschema must fail).
+//! and a [`Note`] says so. `not` evaluates nothing (its subschema must fail). An object with
+//! one conditional applicator (`anyOf`, `oneOf` or `if`) and nothing else conditional is
+//! rewritten per branch instead, for properties and items alike (see [`branches`]).
 
 use rustc_hash::FxHashSet as HashSet;
 use serde_json::{Map, Value};
@@ -40,6 +42,18 @@ impl Evaluated {
         !self.all && self.names.is_empty() && self.patterns.is_empty()
     }
 
+    /// Whether no item is evaluated (for what a conditional applicator adds).
+    fn no_items(&self) -> bool {
+        !self.all_items && self.prefix == 0
+    }
+
+    /// The `prefixItems` part naming the evaluated items (all `true`).
+    fn items_part(&self) -> Map<String, Value> {
+        let mut p = Map::new();
+        p.insert("prefixItems".into(), Value::Array(vec![Value::Bool(true); self.prefix]));
+        p
+    }
+
     /// The `properties`/`patternProperties` part naming these properties (all `true`).
     fn part(&self) -> Map<String, Value> {
         let mut p = Map::new();
@@ -60,8 +74,8 @@ enum Plan {
     /// `additionalProperties`/`items` (`None`: drop the keyword, which constrains nothing).
     Part(Option<Map<String, Value>>),
     /// The object has one conditional applicator (`anyOf`, `oneOf` or `if`), whose
-    /// branches evaluate different names: one more `allOf` part, an `anyOf` over the
-    /// branches, each with the names it evaluates together with the object's own (the
+    /// branches evaluate different names (or items): one more `allOf` part, an `anyOf` over
+    /// the branches, each with the names it evaluates together with the object's own (the
     /// `Part` form, per branch; `None`: that branch evaluates everything). For `if`, the
     /// two branches are `if` with `then`, and `else` (see [`branches`]).
     Branches(&'static str, Vec<Option<Map<String, Value>>>),
@@ -77,16 +91,22 @@ type Edit = (String, &'static str, Plan);
 /// for `if` it is exact when `if` holds. It is a subset for `anyOf` (an instance whose
 /// properties are evaluated only by two branches together is refused) and for `else`
 /// (which counts only the names the `if` branch evaluates too).
-fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan> {
+fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated, items: bool) -> Option<Plan> {
     let kinds: Vec<&'static str> = ["anyOf", "oneOf", "if"].into_iter().filter(|k| m.contains_key(*k)).collect();
     let [kind] = kinds.as_slice() else { return None };
-    if ["dependentSchemas", "$dynamicRef", "$recursiveRef"].iter().any(|k| m.contains_key(*k)) {
+    if ["dependentSchemas", "$dynamicRef", "$recursiveRef"].iter().any(|k| m.contains_key(*k))
+        || (items && m.contains_key("contains"))
+    {
         return None;
     }
     let conditional = |v: &Value| {
         let mut d = Evaluated::default();
         dynamic_evaluated(doc, v, &mut d, &mut HashSet::default(), 1);
-        !d.no_properties()
+        if items {
+            !d.no_items()
+        } else {
+            !d.no_properties()
+        }
     };
     if m.get("allOf").and_then(Value::as_array).is_some_and(|parts| parts.iter().any(conditional))
         || target(doc, m).is_some_and(conditional)
@@ -104,7 +124,10 @@ fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan
         }
         Some(ev)
     };
-    let names = |ev: &Evaluated| (!ev.all).then(|| ev.part());
+    let names = |ev: &Evaluated| match items {
+        false => (!ev.all).then(|| ev.part()),
+        true => (!ev.all_items).then(|| ev.items_part()),
+    };
     let sides = sides(m, kind)?;
     let named = if let (true, [then_side, else_side]) = (*kind == "if", sides.as_slice()) {
         let then_ev = evaluated(own.clone(), then_side)?;
@@ -113,7 +136,16 @@ fn branches(doc: &Value, m: &Map<String, Value>, own: &Evaluated) -> Option<Plan
         // schema's instances whether or not `if` holds.
         let else_only = evaluated(Evaluated::default(), else_side)?;
         let mut else_ev = own.clone();
-        if else_only.all {
+        if items {
+            // Items: the first `min` of what both sides evaluate.
+            let reach = |ev: &Evaluated| if ev.all_items { usize::MAX } else { ev.prefix };
+            let shared = reach(&else_only).min(reach(&then_ev));
+            if shared == usize::MAX {
+                else_ev.all_items = true;
+            } else {
+                else_ev.prefix = else_ev.prefix.max(shared);
+            }
+        } else if else_only.all {
             else_ev = then_ev.clone();
         } else {
             let shared = |n: &String, of: &[String]| then_ev.all || of.contains(n);
@@ -139,11 +171,19 @@ fn sides<'m>(m: &'m Map<String, Value>, kind: &str) -> Option<Vec<Vec<&'m Value>
 }
 
 /// The [`Plan::Branches`] part for the object `m` (already rewritten below), with `u` the
-/// `unevaluatedProperties` value: `{"anyOf": [{"allOf": [branch…, names + u]}…]}`.
-fn branches_part(m: &Map<String, Value>, kind: &str, names: Vec<Option<Map<String, Value>>>, u: &Value) -> Value {
+/// value of `key` (`unevaluatedProperties` or `unevaluatedItems`):
+/// `{"anyOf": [{"allOf": [branch…, names + u]}…]}`, `u` as `additionalProperties` or `items`.
+fn branches_part(
+    m: &Map<String, Value>,
+    kind: &str,
+    key: &str,
+    names: Vec<Option<Map<String, Value>>>,
+    u: &Value,
+) -> Value {
+    let rest = if key == "unevaluatedItems" { "items" } else { "additionalProperties" };
     let conj = |mut parts: Vec<Value>, names: Option<Map<String, Value>>| {
         if let Some(mut names) = names {
-            names.insert("additionalProperties".into(), u.clone());
+            names.insert(rest.into(), u.clone());
             parts.push(Value::Object(names));
         }
         let mut all = Map::new();
@@ -215,15 +255,20 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
                         && dynamic.names.iter().all(|n| ev.names.contains(n))
                         && dynamic.patterns.iter().all(|p| ev.patterns.contains(p)))
             };
-            // Properties evaluated by one conditional applicator: per branch.
-            if !items && !covers && !ev.all && *u != Value::Bool(true) {
-                if let Some(plan) = branches(doc, m, &ev) {
+            // Properties (items) evaluated by one conditional applicator: per branch.
+            let all = if items { ev.all_items } else { ev.all };
+            if !covers && !all && *u != Value::Bool(true) {
+                if let Some(plan) = branches(doc, m, &ev, items) {
                     let subset = |kind: &str| kind == "anyOf" || (kind == "if" && m.contains_key("else"));
                     if matches!(plan, Plan::Branches(kind, _) if subset(kind)) {
                         notes.push(Note::new(
                             &ptr,
                             key,
-                            "properties evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)",
+                            if items {
+                                "items evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)"
+                            } else {
+                                "properties evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)"
+                            },
                         ));
                     }
                     edits.push((ptr.clone(), key, plan));
@@ -268,7 +313,7 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
                 part.insert((if key == "unevaluatedItems" { "items" } else { "additionalProperties" }).into(), u);
                 Value::Object(part)
             }
-            Plan::Branches(kind, sides) => branches_part(m, kind, sides, &u),
+            Plan::Branches(kind, sides) => branches_part(m, kind, key, sides, &u),
         };
         match m.get_mut("allOf") {
             Some(Value::Array(a)) => a.push(part),
