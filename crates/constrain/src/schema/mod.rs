@@ -786,6 +786,14 @@ impl<'a> Compiler<'a> {
                                 map.get(FORBIDDEN).and_then(|v| v.as_array().cloned()).unwrap_or_default();
                             existing.extend(banned.into_iter().map(Value::String));
                             map.insert(FORBIDDEN.into(), Value::Array(existing));
+                            // `required` holds for every value that is not an object, so
+                            // its negation also makes the value an object.
+                            let object: Vec<Value> = allowed_types(map)
+                                .into_iter()
+                                .filter(|t| *t == "object")
+                                .map(|t| Value::String(t.into()))
+                                .collect();
+                            map.insert("type".into(), Value::Array(object));
                             return Ok(());
                         }
                     }

@@ -276,6 +276,10 @@ fn refs_and_recursion() {
 #[test]
 fn not_and_unsupported_keywords() {
     check(json!({"not": {"type": "string"}}), &["1", "null"], &["\"a\""]);
+    // `required` holds for every non-object, so its negation takes objects only.
+    check(json!({"not": {"required": ["a"]}}), &["{}", "{\"b\": 1}"], &["5", "\"ab\"", "[]", "null", "{\"a\": 1}"]);
+    check(json!({"type": ["object", "array"], "not": {"required": ["a"]}}), &["{}"], &["[]"]);
+    check(json!({"enum": [{"a": 1}, {"b": 1}, 5], "not": {"required": ["a"]}}), &["{\"b\": 1}"], &["5", "{\"a\": 1}"]);
     assert_eq!(error_keyword(json!({"if": {"type": "string"}, "then": {"minLength": 1}})), "if");
     assert_eq!(
         error_keyword(json!({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}})),
