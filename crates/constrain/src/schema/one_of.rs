@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use super::json::values_equal;
 use super::{is_constraint_keyword, json_type, type_list, value_has_type, Compiler, Error, Note, FORBIDDEN};
 use crate::grammar::Expr;
 
@@ -262,8 +263,10 @@ impl BranchInfo {
                 return true;
             }
         }
+        // JSON Schema equality, not `Value`'s: `1`, `1.0` and `1e0` are one value.
+        let shared = |a: &[Value], b: &[Value]| a.iter().any(|x| b.iter().any(|y| values_equal(x, y)));
         if let (Some(a), Some(b)) = (&self.values, &other.values) {
-            if !a.iter().any(|x| b.contains(x)) {
+            if !shared(a, b) {
                 return true;
             }
         }
@@ -286,7 +289,7 @@ impl BranchInfo {
             for (k2, vb) in &other.consts {
                 if k == k2
                     && (self.required.contains(k) || other.required.contains(k))
-                    && !va.iter().any(|x| vb.contains(x))
+                    && !shared(va, vb)
                 {
                     // The property must be present in at least one branch; where absent in the
                     // other, that branch's instances lack it... only disjoint when both require.

@@ -321,6 +321,13 @@ fn one_of_made_disjoint_by_required_properties() {
     );
     let s = json!({"oneOf": [{"$ref": "#/$defs/s"}, {"type": "object"}], "$defs": {"s": {"oneOf": [{"type": "string"}, {"type": "array"}]}}});
     check(s, &["\"a\"", "[]", "{}"], &["1"]);
+    // Branch values compare as JSON Schema values: `1` and `1.0` are one, so both match.
+    check(json!({"oneOf": [{"const": 1}, {"const": 1.0}]}), &[], &["1", "1.0"]);
+    check(json!({"oneOf": [{"enum": [2, "x"]}, {"enum": [2.0, "y"]}]}), &["\"x\"", "\"y\""], &["2", "2.0"]);
+    let kind = |v: Value| json!({"properties": {"kind": {"const": v}}, "required": ["kind"]});
+    check(json!({"type": "object", "oneOf": [kind(json!(1)), kind(json!(1.0))]}), &[], &["{\"kind\": 1}"]);
+    // ... and in `allOf` merging (where `Value` equality only refused more).
+    check(json!({"allOf": [{"enum": [1, 2]}, {"enum": [1.0, 2]}]}), &["1", "2"], &["3"]);
 }
 
 #[test]
