@@ -543,6 +543,9 @@ pub(crate) struct Compiler<'a> {
     notes: Vec<Note>,
     /// What [`Compiler::compile_merged`] made of each merged schema (by its JSON text).
     merged: HashMap<String, Expr>,
+    /// Merged schemas being compiled (by their JSON text), with the rule that stands for one
+    /// met again inside itself (a recursive `$ref` beside sibling keywords).
+    merging: HashMap<String, Option<RuleId>>,
     /// Subschemas compiled so far (see [`MAX_EXPANSION`]).
     expanded: usize,
     /// Keywords left to run-time checks: (canonical pointer of their schema, keyword).
@@ -573,6 +576,7 @@ impl<'a> Compiler<'a> {
             depth: 0,
             notes: Vec::new(),
             merged: HashMap::default(),
+            merging: HashMap::default(),
             expanded: 0,
             relaxed: Default::default(),
             draft,
@@ -676,7 +680,29 @@ impl<'a> Compiler<'a> {
         if let Some(e) = self.merged.get(&key) {
             return Ok(e.clone());
         }
-        let e = self.compile_value(&merged, ptr)?;
+        // Met again while being compiled: the same merged schema one level down a recursive
+        // `$ref` (`{"$ref": "#/$defs/node", "type": "object"}` inside `node`). It becomes a
+        // rule, defined once the outer compile ends, instead of being inlined without end.
+        if let Some(slot) = self.merging.get_mut(&key) {
+            let id = match *slot {
+                Some(id) => id,
+                None => {
+                    let name = self.b.fresh_name("merged");
+                    let id = self.b.declare(&name);
+                    *slot = Some(id);
+                    id
+                }
+            };
+            return Ok(Expr::Ref(id));
+        }
+        self.merging.insert(key.clone(), None);
+        let compiled = self.compile_value(&merged, ptr);
+        let rule = self.merging.remove(&key).flatten();
+        let mut e = compiled?;
+        if let Some(id) = rule {
+            self.b.define(id, e);
+            e = Expr::Ref(id);
+        }
         self.merged.insert(key, e.clone());
         Ok(e)
     }

@@ -617,6 +617,22 @@ fn unevaluated_items_and_items_beside_prefix_items() {
 }
 
 #[test]
+fn recursive_refs_beside_siblings_compile_once() {
+    // The merged child is the same schema at every depth, so it becomes one rule.
+    let tree = json!({"$ref": "#/$defs/node", "type": "object", "$defs": {"node": {"type": "object",
+        "properties": {"v": {"type": "integer"}, "child": {"$ref": "#/$defs/node", "required": ["v"]}}}}});
+    check(
+        tree,
+        &[r#"{"v": 1}"#, r#"{"child": {"v": 2, "child": {"v": 3}}}"#],
+        &[r#"{"child": {"child": {"v": 3}}}"#, r#"{"child": {"v": 2, "child": {"v": "x"}}}"#, "5"],
+    );
+    // The pydantic v1 shape: `allOf` of one `$ref`, with an annotation beside it.
+    let list = json!({"$defs": {"item": {"type": "object", "properties": {"next": {"allOf": [{"$ref": "#/$defs/item"}], "description": "d"}}, "additionalProperties": false}},
+        "$ref": "#/$defs/item"});
+    check(list, &[r#"{"next": {"next": {}}}"#], &[r#"{"next": {"x": 1}}"#]);
+}
+
+#[test]
 fn ids_and_refs_follow_real_subschema_positions() {
     // unknownKeyword--0: an $id inside an unknown keyword is not an identifier.
     let s = json!({
