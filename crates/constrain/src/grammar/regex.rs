@@ -340,11 +340,9 @@ const ECMA_WORD: &str = "0-9A-Za-z_";
 const PORTABLE_SPACE: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
 
 /// ECMA-262's `\b` (between a word character, ASCII, and anything else), in lookaround.
-const ASCII_BOUNDARY: &str =
-    r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))";
+const ASCII_BOUNDARY: &str = r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))";
 /// ECMA-262's `\B`, in lookaround.
-const ASCII_NON_BOUNDARY: &str =
-    r"(?:(?<=[0-9A-Za-z_])(?=[0-9A-Za-z_])|(?<![0-9A-Za-z_])(?![0-9A-Za-z_]))";
+const ASCII_NON_BOUNDARY: &str = r"(?:(?<=[0-9A-Za-z_])(?=[0-9A-Za-z_])|(?<![0-9A-Za-z_])(?![0-9A-Za-z_]))";
 
 /// Rewrites an ECMA-262 pattern so that the engines behind the `jsonschema` crate read it
 /// as ECMA-262 does, or `None` when it needs no change. The run-time checks hand patterns to

@@ -253,7 +253,8 @@ fn uri() -> Expr {
     // RFC 3986 pchar: a plain character or a percent escape.
     let pchar = Expr::alt([uri_plain(true), pct.clone()]);
     // RFC 3986 lets the port be empty (`http://a:/b`); a written one is 1 to 9999 here.
-    let port = Expr::seq([Expr::lit(":"), Expr::opt(Expr::seq([d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]))]);
+    let port =
+        Expr::seq([Expr::lit(":"), Expr::opt(Expr::seq([d(b'1', b'9'), Expr::repeat(d(b'0', b'9'), 0, Some(3))]))]);
     let path = Expr::star(Expr::seq([Expr::lit("/"), Expr::star(pchar.clone())]));
     let qchar = Expr::alt([pchar.clone(), Expr::Bytes(vec![(b'/', b'/'), (b'?', b'?')])]);
     let query = Expr::opt(Expr::seq([Expr::lit("?"), Expr::star(qchar.clone())]));

@@ -292,7 +292,8 @@ fn merge_into(
                     if k == "const" { vec![old.clone()] } else { old.as_array().cloned().unwrap_or_default() };
                 let b: Vec<Value> =
                     if k == "const" { vec![v.clone()] } else { v.as_array().cloned().unwrap_or_default() };
-                let both: Vec<Value> = a.into_iter().filter(|x| b.iter().any(|y| super::json::values_equal(x, y))).collect();
+                let both: Vec<Value> =
+                    a.into_iter().filter(|x| b.iter().any(|y| super::json::values_equal(x, y))).collect();
                 if k == "const" {
                     if both.is_empty() {
                         acc.insert("enum".into(), Value::Array(vec![]));

@@ -335,8 +335,13 @@ pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
                     ("pattern" | "enum" | "const" | "default" | "examples", _) => {}
                     // Maps of names to subschemas: a name is never a keyword here.
                     (
-                        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
-                        | "dependencies" | dialect::TARGETS,
+                        "properties"
+                        | "patternProperties"
+                        | "$defs"
+                        | "definitions"
+                        | "dependentSchemas"
+                        | "dependencies"
+                        | dialect::TARGETS,
                         Value::Object(names),
                     ) => {
                         for x in names.values_mut() {

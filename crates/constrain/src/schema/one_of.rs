@@ -287,10 +287,7 @@ impl BranchInfo {
         // disjoint value sets.
         for (k, va) in &self.consts {
             for (k2, vb) in &other.consts {
-                if k == k2
-                    && (self.required.contains(k) || other.required.contains(k))
-                    && !shared(va, vb)
-                {
+                if k == k2 && (self.required.contains(k) || other.required.contains(k)) && !shared(va, vb) {
                     // The property must be present in at least one branch; where absent in the
                     // other, that branch's instances lack it... only disjoint when both require.
                     if self.required.contains(k) && other.required.contains(k) {

@@ -599,7 +599,11 @@ fn unevaluated_items_and_items_beside_prefix_items() {
     let one_of = json!({"prefixItems": [{"const": "foo"}],
         "oneOf": [{"prefixItems": [true, {"const": "bar"}]}, {"prefixItems": [true, {"const": "baz"}]}],
         "unevaluatedItems": false});
-    check(one_of, &[r#"["foo", "bar"]"#, r#"["foo", "baz"]"#], &[r#"["foo", "bar", 1]"#, r#"["foo"]"#, r#"["foo", "qux"]"#]);
+    check(
+        one_of,
+        &[r#"["foo", "bar"]"#, r#"["foo", "baz"]"#],
+        &[r#"["foo", "bar", 1]"#, r#"["foo"]"#, r#"["foo", "qux"]"#],
+    );
     // `if`/`then`/`else` (suite unevaluatedItems--14): the `else` side keeps only what both
     // sides evaluate.
     let cond = json!({"prefixItems": [{"const": "foo"}],
@@ -607,7 +611,11 @@ fn unevaluated_items_and_items_beside_prefix_items() {
         "then": {"prefixItems": [true, true, {"const": "then"}]},
         "else": {"prefixItems": [true, true, true, {"const": "else"}]},
         "unevaluatedItems": false});
-    check(cond, &[r#"["foo", "bar", "then"]"#, r#"["foo", "x", "y"]"#], &[r#"["foo", "bar", "then", 1]"#, r#"["foo", "bar", "x"]"#, r#"["foo", "x", "y", "z"]"#]);
+    check(
+        cond,
+        &[r#"["foo", "bar", "then"]"#, r#"["foo", "x", "y"]"#],
+        &[r#"["foo", "bar", "then", 1]"#, r#"["foo", "bar", "x"]"#, r#"["foo", "x", "y", "z"]"#],
+    );
     // `items` as `unevaluatedItems` in a branch evaluates every item.
     check(
         json!({"oneOf": [{"items": {"type": "string"}}, {"prefixItems": [{"type": "integer"}]}], "unevaluatedItems": false}),
