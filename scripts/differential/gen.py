@@ -262,6 +262,19 @@ class _SoftTimeout(BaseException):
     pass
 
 
+def _time_limited(phase, time_limit, fn):
+    """Runs `fn` under a SIGALRM time limit: (its result, None), or (None, why it stopped)."""
+    signal.alarm(time_limit)
+    try:
+        return fn(), None
+    except _SoftTimeout:
+        return None, f"{phase}: time limit"
+    except Exception as e:  # noqa: BLE001
+        return None, f"{phase}: {type(e).__name__}: {str(e)[:200]}"
+    finally:
+        signal.alarm(0)
+
+
 def _alarm(_sig, _frm):
     raise _SoftTimeout()
 
@@ -314,26 +327,22 @@ def process_schema(task):
         return result
 
     signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(time_limit)
-    try:
+
+    def generate():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # hypothesis-jsonschema rewrites the schema it is given in place: give it a copy.
-            generated = hypothesis_examples(copy.deepcopy(schema), sub_seed(seed, "hyp:" + sid), max(10, 2 * count))
-    except _SoftTimeout:
-        result["skip"] = "hypothesis: time limit"
-        return result
-    except Exception as e:  # noqa: BLE001
-        result["skip"] = f"hypothesis: {type(e).__name__}: {str(e)[:200]}"
-        return result
-    finally:
-        signal.alarm(0)
+            return hypothesis_examples(copy.deepcopy(schema), sub_seed(seed, "hyp:" + sid), max(10, 2 * count))
 
-    signal.alarm(time_limit)
-    try:
-        seen = set()
-        labelled = []  # (description, valid, data, error)
+    generated, skip = _time_limited("hypothesis", time_limit, generate)
+    if skip:
+        result["skip"] = skip
+        return result
 
+    seen = set()
+    labelled = []  # (description, valid, data, error)
+
+    def make():
         def add(desc, data):
             try:
                 text = serialise(data)
@@ -351,8 +360,7 @@ def process_schema(task):
             if add("hypothesis-jsonschema", x):
                 valid_seeds.append(x)
         if not valid_seeds:
-            result["skip"] = "no valid instance generated"
-            return result
+            return "no valid instance generated"
         # Valid instances of the original tests are extra mutation seeds (never emitted as is).
         if tests_path and os.path.exists(tests_path):
             with open(tests_path, encoding="utf-8") as f:
@@ -365,14 +373,12 @@ def process_schema(task):
             m = mutate(rng, rng.choice(valid_seeds), strings)
             if m:
                 add(m[0], m[1])
-    except _SoftTimeout:
-        result["skip"] = "labelling: time limit"
+        return None
+
+    skip_reason, skip = _time_limited("labelling", time_limit, make)
+    if skip or skip_reason:
+        result["skip"] = skip or skip_reason
         return result
-    except Exception as e:  # noqa: BLE001
-        result["skip"] = f"labelling: {type(e).__name__}: {str(e)[:200]}"
-        return result
-    finally:
-        signal.alarm(0)
 
     valid = [t for t in labelled if t[1]]
     invalid = [t for t in labelled if not t[1]]
