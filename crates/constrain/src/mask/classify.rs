@@ -170,8 +170,9 @@ impl Classified {
 
     /// The entry of a context that accepts what this classification's context does except
     /// the tokens starting with one of `words` followed by a quote, or with a proper prefix
-    /// of one followed by an escape that could spell the word's next character (`\u`, and
-    /// `\/` before a `/`), which `schema::strings::not_in_set` refuses where a word goes on.
+    /// of one followed by an escape that could spell the word's next character (`\u` but for
+    /// a control character's `\u00XX`, and `\/` before a `/`), which
+    /// `schema::strings::not_in_set` refuses where a word goes on.
     /// For classifications without a relaxed loop, like [`Classified::keep_first_bytes`].
     pub(super) fn derive_excluding<'w>(&self, index: &TokenIndex, words: impl Iterator<Item = &'w [u8]>) -> Entry {
         let trie = &index.trie;
@@ -185,10 +186,20 @@ impl Classified {
                 dropped.extend_from_slice(trie.ids_from(i));
             }
         };
+        // After `\u`: whether a token's next bytes can begin a control character's escape.
+        let control = |r: &[u8]| {
+            r.iter().zip([b"0" as &[u8], b"0", b"01", b"0123456789ABCDEFabcdef"]).all(|(b, set)| set.contains(b))
+        };
+        let mut below_u: Vec<u32> = Vec::new();
         for word in words {
             drop_below(word, b"\"", &mut dropped);
             for (k, &next) in word.iter().enumerate() {
-                drop_below(&word[..k], b"\\u", &mut dropped);
+                below_u.clear();
+                drop_below(&word[..k], b"\\u", &mut below_u);
+                let skip = k + 2;
+                dropped.extend(below_u.iter().copied().filter(|&id| {
+                    !control(index.vocab.token_bytes(crate::TokenId(id)).get(skip..).unwrap_or(&[]))
+                }));
                 if next == b'/' {
                     drop_below(&word[..k], b"\\/", &mut dropped);
                 }
