@@ -105,6 +105,10 @@ impl Gen {
                 }
                 Value::Object(o)
             }
+            // `not`, a third of the time of one `required` name (true of every non-object).
+            65..=69 if rng.random_bool(0.35) => {
+                json!({"not": {"required": [NAMES.choose(rng).copied().unwrap_or("a")]}})
+            }
             65..=69 => json!({"not": self.node(rng, depth - 1)}),
             70..=77 => self.enum_const(rng),
             78..=81 if self.ndefs > 0 => json!({"$ref": format!("#/$defs/d{}", rng.random_range(0..self.ndefs))}),
@@ -306,11 +310,19 @@ impl Gen {
     }
 }
 
-/// A scalar value for `enum` / `const` and instances.
+/// A scalar value for `enum` / `const` and instances. An integral number is now and then
+/// written as a float (`1.0`), which JSON Schema holds equal to the integer.
 fn scalar(rng: &mut StdRng) -> Value {
     match rng.random_range(0..5) {
         0 | 1 => json!(STRINGS.choose(rng)),
-        2 => num(*NUMBERS.choose(rng).unwrap_or(&0.0)),
+        2 => {
+            let x = *NUMBERS.choose(rng).unwrap_or(&0.0);
+            if x.fract() == 0.0 && rng.random_bool(0.3) {
+                json!(x)
+            } else {
+                num(x)
+            }
+        }
         3 => json!(rng.random_bool(0.5)),
         _ => {
             if rng.random_bool(0.5) {
