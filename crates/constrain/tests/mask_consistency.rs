@@ -273,10 +273,35 @@ fn masks_after_rollbacks_equal_a_fresh_matchers() {
 fn other_keys_refuse_escaped_names_in_masks_too() {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     for t in [
-        "\\u", "\\u0061", "\\u0041", "a\\u", "a\\u0062", "a\\/", "a\\/b", "\\/", "\\\\", "\\n", "a\\n", "x\\u0061",
-        "\"a", "\"a\"", "ab\"", "a/b\"", "\": ", "\\\"", "a\\\"", "u0061\"", "0061", "ab", "a/",
+        "\\u",
+        "\\u0061",
+        "\\u0041",
+        "a\\u",
+        "a\\u0062",
+        "a\\/",
+        "a\\/b",
+        "\\/",
+        "\\\\",
+        "\\n",
+        "a\\n",
+        "x\\u0061",
+        "\"a",
+        "\"a\"",
+        "ab\"",
+        "a/b\"",
+        "\": ",
+        "\\\"",
+        "a\\\"",
+        "u0061\"",
+        "0061",
+        "ab",
+        "a/",
         // Control characters' escapes, which other keys take where a name goes on.
-        "\\u00", "\\u0005", "a\\u001F", "a\\u001fb", "\\u0020",
+        "\\u00",
+        "\\u0005",
+        "a\\u001F",
+        "a\\u001fb",
+        "\\u0020",
     ] {
         tokens.push(t.as_bytes().to_vec());
     }

@@ -197,9 +197,12 @@ impl Classified {
                 below_u.clear();
                 drop_below(&word[..k], b"\\u", &mut below_u);
                 let skip = k + 2;
-                dropped.extend(below_u.iter().copied().filter(|&id| {
-                    !control(index.vocab.token_bytes(crate::TokenId(id)).get(skip..).unwrap_or(&[]))
-                }));
+                dropped.extend(
+                    below_u
+                        .iter()
+                        .copied()
+                        .filter(|&id| !control(index.vocab.token_bytes(crate::TokenId(id)).get(skip..).unwrap_or(&[]))),
+                );
                 if next == b'/' {
                     drop_below(&word[..k], b"\\/", &mut dropped);
                 }
