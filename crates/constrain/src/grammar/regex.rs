@@ -329,15 +329,12 @@ fn hir_to_expr(hir: &Hir, pattern: &str) -> Result<Expr, Error> {
     })
 }
 
-/// ECMA-262 whitespace (`\s`), as the inside of a character class.
-const ECMA_SPACE: &str =
-    r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+/// ECMA-262 whitespace (`\s`), as the inside of a character class, in the `\uXXXX` escapes
+/// that both `regex-syntax` and ECMA-262 read (so [`ecma_portable`] can hand it to the
+/// `jsonschema` crate, which refuses `\x{…}` as not ECMA-262).
+const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
 const ECMA_DIGIT: &str = "0-9";
 const ECMA_WORD: &str = "0-9A-Za-z_";
-
-/// ECMA-262 whitespace, as the inside of a character class, in the `\uXXXX` escapes both
-/// ECMA-262 and the Rust engines read (the `jsonschema` crate refuses `\x{…}` as not ECMA-262).
-const PORTABLE_SPACE: &str = r"\t\n\x0B\x0C\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF";
 
 /// ECMA-262's `\b` (between a word character, ASCII, and anything else), in lookaround.
 const ASCII_BOUNDARY: &str = r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))";
@@ -367,15 +364,15 @@ pub(crate) fn ecma_portable(pattern: &str) -> Result<Option<String>, String> {
     // The open class, if any: whether negated, its items so far (rewritten), and the bodies
     // of the negated class escapes among them (`\D` in `[\Da-f]`), set apart.
     let mut class: Option<(bool, String, Vec<&str>)> = None;
+    // Where copied text goes: the open class's items, or the output.
+    let copy = |out: &mut String, class: &mut Option<(bool, String, Vec<&str>)>, t: &[char]| match class {
+        Some((_, items, _)) => items.extend(t),
+        None => out.extend(t),
+    };
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         i += 1;
-        // Where copied text goes: the open class's items, or the output.
-        let copy = |out: &mut String, class: &mut Option<(bool, String, Vec<&str>)>, t: &[char]| match class {
-            Some((_, items, _)) => items.extend(t),
-            None => out.extend(t),
-        };
         match c {
             '\\' => {
                 let Some(&e) = chars.get(i) else {
@@ -386,7 +383,7 @@ pub(crate) fn ecma_portable(pattern: &str) -> Result<Option<String>, String> {
                 let body = match e.to_ascii_lowercase() {
                     'd' => Some(ECMA_DIGIT),
                     'w' => Some(ECMA_WORD),
-                    's' => Some(PORTABLE_SPACE),
+                    's' => Some(ECMA_SPACE),
                     _ => None,
                 };
                 let negated = e.is_ascii_uppercase();
