@@ -32,7 +32,8 @@ pub fn ws(policy: Whitespace) -> Expr {
     }
 }
 
-fn hex_digit() -> Expr {
+/// One hexadecimal digit, either case.
+pub(super) fn hex_digit() -> Expr {
     Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')])
 }
 

@@ -96,8 +96,7 @@ impl<'a> Compiler<'a> {
             }
             SharedRule::ControlEscapeRest => {
                 let rest = self.shared_rule(SharedRule::StringRest);
-                let hex = Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')]);
-                Expr::seq([Expr::lit("u00"), Expr::one_of_bytes(b"01"), hex, rest])
+                Expr::seq([Expr::lit("u00"), Expr::one_of_bytes(b"01"), json::hex_digit(), rest])
             }
             SharedRule::Indent => Expr::repeat(Expr::lit(" "), 0, Some(json::MAX_INDENT)),
             SharedRule::Number => number::any_number(),
