@@ -23,10 +23,11 @@
 //! let grammar = schema::compile(&schema, &Options::default()).unwrap();
 //! let c = Constraint::new(&grammar, index, &Limits::default()).unwrap();
 //!
-//! // `4.0` is an integer (draft 2020-12); `4.5` is refused at its `5`.
+//! // `4.0` is an integer (draft 2020-12); `4.5` is refused where it ends: it could
+//! // still have become `4.5e16`, an integer.
 //! let e = explain(&c, br#"{"age": 4.5}"#, true);
-//! assert_eq!(e.verdict, Verdict::Refused(b'5'));
-//! assert_eq!((e.offset, e.pointer.as_deref()), (10, Some("/age")));
+//! assert_eq!(e.verdict, Verdict::Refused(b'}'));
+//! assert_eq!((e.offset, e.pointer.as_deref()), (11, Some("/age")));
 //! ```
 use crate::matcher::{Constraint, Error};
 

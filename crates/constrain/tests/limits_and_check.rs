@@ -54,10 +54,11 @@ fn a_limit_that_cuts_a_valid_path_is_reported() {
 fn explain_locates_the_refusal() {
     let schema = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}});
     let c = constraint(&schema, &Limits::default());
-    // An exponent is not how this grammar spells an integer (`2.0` is, from draft 6 on).
-    let e = explain(&c, b"{\"a\": [1,\n 2e5]}", true);
+    // Integers take an exponent only after one leading digit (`2.5e16`); `2.0` is an integer
+    // from draft 6 on.
+    let e = explain(&c, b"{\"a\": [1,\n 12e5]}", true);
     assert_eq!(e.verdict, Verdict::Refused(b'e'));
-    assert_eq!((e.offset, e.line, e.column), (12, 2, 3));
+    assert_eq!((e.offset, e.line, e.column), (13, 2, 4));
     assert_eq!(e.pointer.as_deref(), Some("/a/1"));
     assert!(e.allowed[b'0' as usize] && e.allowed[b']' as usize] && e.allowed[b'.' as usize]);
     assert!(!e.allowed[b'e' as usize]);

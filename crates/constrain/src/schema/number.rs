@@ -10,7 +10,8 @@
 //! matter). Bounded numbers are plain decimals, scientific notation with one leading digit
 //! (`1e-07`, `1.6e+308`: [`scientific_range`]) and `-0`/`-0.0` when zero is in range ([`negative_zero`]);
 //! other exponent spellings (`16e307`, `0.5e1`) are a documented subset left out where a
-//! bound applies. Unbounded numbers are full JSON numbers.
+//! bound applies. Unbounded numbers are full JSON numbers. Integers take exponents only as
+//! [`large_integers`] (magnitude `10^16` and more, as serializers print large floats).
 //!
 //! `multipleOf` is exact too: a step `q · 10^t` ([`Step`]) is a grid of trailing zeros or
 //! fraction digits when `q = 1` ([`scaled_int_range`], [`number_grid`], any bounds), a last
@@ -692,6 +693,68 @@ fn exponent_range(first: Option<i64>, last: Option<i64>) -> Expr {
     Expr::seq([e, Expr::alt(alts)])
 }
 
+/// `e` (integers without fraction or exponent) with the other spellings of the same
+/// values: `-0` when zero lies within the bounds and, with `zero_fraction`, a zero fraction
+/// (`1.0`, `-3.00`), which makes a number an integer from draft 6 on. `e` itself when there
+/// are none (or `e` matches nothing).
+pub fn integer_spellings(e: Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_fraction: bool) -> Expr {
+    if e == Expr::Nothing {
+        return e;
+    }
+    let negative_zero = negative_zero(lo, hi, false);
+    if !zero_fraction && negative_zero == Expr::Nothing {
+        return e;
+    }
+    let body = Expr::alt([e, negative_zero]);
+    let fraction = Expr::seq([Expr::lit("."), Expr::repeat(Expr::lit("0"), 1, None)]);
+    if zero_fraction {
+        Expr::seq([body, Expr::opt(fraction)])
+    } else {
+        body
+    }
+}
+
+/// The smallest exponent [`large_integers`] spells: from `10^16` on, every double is an
+/// integer, and a mantissa of at most 16 fraction digits leaves no fraction.
+const LARGE_FIRST_EXPONENT: i64 = 16;
+
+/// The largest exponent [`large_integers`] spells: with one leading digit the value stays
+/// below `10^308`, a finite double, so validators that read numbers as doubles agree.
+const LARGE_LAST_EXPONENT: i64 = 307;
+
+/// Integers of magnitude at least `10^16` written in scientific notation, as serializers
+/// print large floats (`2.8597758676078116e+18`): an optional minus, one digit 1–9, at most
+/// 16 fraction digits and an exponent from 16 to 307. Every such value is an integer, and a
+/// multiple of any `10^t` with `t ≤ 0` (`multipleOf: 0.01`).
+///
+/// Bounds are honoured by sign: the positive ones are spelled when there is no maximum and
+/// the minimum lets `10^16` through, the negative ones when there is no minimum and the
+/// maximum lets `-10^16` through; otherwise that sign has none. A documented subset: smaller or bounded
+/// integers in exponent form are left out.
+///
+/// ```
+/// use constrain::automaton::Pda;
+/// use constrain::grammar::GrammarBuilder;
+/// use constrain::limits::Limits;
+/// use constrain::schema::number::large_integers;
+///
+/// let mut b = GrammarBuilder::new();
+/// let root = b.add("root", large_integers(None, None));
+/// let pda = Pda::build(&b.build(root).unwrap(), &Limits::default()).unwrap();
+/// assert!(pda.matches(b"2.8597758676078116e+18") && pda.matches(b"-1E16"));
+/// assert!(!pda.matches(b"1.5e1") && !pda.matches(b"1e308"));
+/// ```
+pub fn large_integers(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
+    let threshold = Bound { value: pow10(LARGE_FIRST_EXPONENT), strict: false };
+    by_sign(lo, hi, false, |lo, hi| {
+        if hi.is_some() || empty_between(lo, &threshold) {
+            return Expr::Nothing;
+        }
+        let fraction = Expr::opt(Expr::seq([Expr::lit("."), any_digits(1, Some(16))]));
+        Expr::seq([digit(1, 9), fraction, exponent_range(Some(LARGE_FIRST_EXPONENT), Some(LARGE_LAST_EXPONENT))])
+    })
+}
+
 /// Any JSON number.
 pub fn any_number() -> Expr {
     Expr::seq([
@@ -1007,6 +1070,55 @@ mod tests {
                         let text = format!("{sign}{m}e{k}");
                         let inside = within(&dec(&text), lo.as_ref(), hi.as_ref());
                         assert_eq!(p.matches(text.as_bytes()), inside, "{text} in {l}({ls})..{h}({hs})");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Large integers in exponent form are integers within the bounds, and the ones
+    /// serializers print are there whenever the bounds allow them.
+    #[test]
+    fn large_integers_are_integers_within_bounds() {
+        let b = |s: &str, strict| Some(Bound { value: dec(s), strict });
+        let bounds = [
+            (None, None),
+            (b("0", false), None),
+            (b("0", true), None),
+            (b("1", false), None),
+            (b("-5e30", false), None),
+            (b("1e16", true), None),
+            (None, b("0", false)),
+            (None, b("10", false)),
+            (None, b("-1e16", false)),
+            (b("1", false), b("1e40", false)),
+        ];
+        let mantissas = ["1", "9", "2.5", "2.8597758676078116", "1.00000000000000001", "7.0"];
+        let exponents = ["e15", "e16", "E16", "e+018", "e-16", "e307", "e308", "e0400"];
+        for (lo, hi) in &bounds {
+            let e = large_integers(lo.as_ref(), hi.as_ref());
+            let p = (e != Expr::Nothing).then(|| pda(e));
+            for sign in ["", "-"] {
+                for m in mantissas {
+                    for e in exponents {
+                        let text = format!("{sign}{m}{e}");
+                        let v = dec(&text.replace("e0400", "e400"));
+                        let shape = m.len() <= 18
+                            && e.trim_start_matches(['e', 'E', '+', '0'])
+                                .parse::<i64>()
+                                .is_ok_and(|x| (16..=307).contains(&x));
+                        let sound = shape && v.is_integer() && within(&v, lo.as_ref(), hi.as_ref());
+                        // The documented subset: a sign is spelled when its side is unbounded
+                        // and the other bound leaves every value of magnitude 10^16 and more.
+                        let spelled = shape
+                            && if sign.is_empty() {
+                                hi.is_none() && within(&dec("1e16"), lo.as_ref(), None)
+                            } else {
+                                lo.is_none() && within(&dec("-1e16"), None, hi.as_ref())
+                            };
+                        let matched = p.as_ref().is_some_and(|p| p.matches(text.as_bytes()));
+                        assert!(!matched || sound, "{text} accepted in {lo:?}..{hi:?}");
+                        assert!(matched || !spelled, "{text} refused in {lo:?}..{hi:?}");
                     }
                 }
             }

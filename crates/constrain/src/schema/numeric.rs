@@ -51,9 +51,17 @@ impl<'a> Compiler<'a> {
         // only from draft 6 on.
         let zero_fraction = !integer || self.draft >= Draft::Draft6;
         let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
+        // Large integers in exponent form (`2.8597758676078116e+18`) are integers and
+        // multiples of 1, 0.1, 0.01, …, but an `integer` only where `1.0` is one.
+        let large = zero_fraction && step.as_ref().is_none_or(|s| s.q == [1] && s.t <= 0);
+        if integer && large && lo.is_none() && hi.is_none() && step.is_none() {
+            // Plain `type: integer`, the common case, shares one rule.
+            return Ok(self.shared_rule(SharedRule::IntegerValue));
+        }
         if integer {
             let e = self.compile_integer(ptr, lo.clone(), hi.clone(), step)?;
-            return Ok(self.integer_spellings(e, lo.as_ref(), hi.as_ref(), zero_fraction));
+            let e = self.integer_spellings(e, lo.as_ref(), hi.as_ref(), zero_fraction);
+            return Ok(self.with_large(e, large, lo.as_ref(), hi.as_ref()));
         }
         if lo.is_none() && hi.is_none() && step.is_none() {
             return Ok(self.shared_rule(SharedRule::Number));
@@ -69,27 +77,31 @@ impl<'a> Compiler<'a> {
             return Ok(self.rule("number_range", e));
         };
         let negative_zero = number::negative_zero(l, h, true);
-        let e = self.compile_fraction_multiples(ptr, lo, hi, step)?;
-        Ok(match negative_zero {
+        let e = self.compile_fraction_multiples(ptr, lo.clone(), hi.clone(), step)?;
+        let e = match negative_zero {
             Expr::Nothing => e,
             z => self.rule("number_multiples", Expr::alt([e, z])),
-        })
+        };
+        Ok(self.with_large(e, large, lo.as_ref(), hi.as_ref()))
     }
 
-    /// The other spellings of the integers `e` matches: `-0` when zero is among them, and
-    /// with `zero_fraction` a zero fraction (`1.0`, `-3.00`).
+    /// `e` or, with `large`, the integers in exponent form within the bounds
+    /// ([`number::large_integers`]).
+    fn with_large(&mut self, e: Expr, large: bool, lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
+        match if large { number::large_integers(lo, hi) } else { Expr::Nothing } {
+            Expr::Nothing => e,
+            spelled => self.rule("number_large", Expr::alt([e, spelled])),
+        }
+    }
+
+    /// The other spellings of the integers `e` matches (see [`number::integer_spellings`]),
+    /// as a rule when there are any.
     fn integer_spellings(&mut self, e: Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_fraction: bool) -> Expr {
-        if e == Expr::Nothing {
+        let spelled = number::integer_spellings(e.clone(), lo, hi, zero_fraction);
+        if spelled == e {
             return e;
         }
-        let negative_zero = number::negative_zero(lo, hi, false);
-        if !zero_fraction && negative_zero == Expr::Nothing {
-            return e;
-        }
-        let body = Expr::alt([e, negative_zero]);
-        let fraction = Expr::seq([Expr::lit("."), Expr::repeat(Expr::lit("0"), 1, None)]);
-        let body = if zero_fraction { Expr::seq([body, Expr::opt(fraction)]) } else { body };
-        self.rule("integer", body)
+        self.rule("integer", spelled)
     }
 
     /// An integer between `lo` and `hi` and a multiple of `step` (of 1 when `None`).

@@ -30,6 +30,9 @@ pub(super) enum SharedRule {
     Number,
     /// Any JSON integer.
     Integer,
+    /// Any integer in every spelling draft 6 on takes as one: [`SharedRule::Integer`], `-0`,
+    /// a zero fraction and large integers in exponent form (`type: integer` with no bound).
+    IntegerValue,
     /// Any JSON value.
     Any,
 }
@@ -46,6 +49,7 @@ impl SharedRule {
             SharedRule::Indent => "indent",
             SharedRule::Number => "number",
             SharedRule::Integer => "integer",
+            SharedRule::IntegerValue => "integer_value",
             SharedRule::Any => "any",
         }
     }
@@ -101,6 +105,10 @@ impl<'a> Compiler<'a> {
             SharedRule::Indent => Expr::repeat(Expr::lit(" "), 0, Some(json::MAX_INDENT)),
             SharedRule::Number => number::any_number(),
             SharedRule::Integer => number::any_integer(),
+            SharedRule::IntegerValue => {
+                let integer = self.shared_rule(SharedRule::Integer);
+                Expr::alt([number::integer_spellings(integer, None, None, true), number::large_integers(None, None)])
+            }
             SharedRule::Any => {
                 let string = self.shared_rule(SharedRule::String);
                 let number = self.shared_rule(SharedRule::Number);
@@ -133,14 +141,16 @@ mod tests {
     use super::*;
     use crate::schema::{Options, Whitespace};
 
-    const ALL: [SharedRule; 8] = [
+    const ALL: [SharedRule; 10] = [
         SharedRule::String,
         SharedRule::StringRest,
         SharedRule::NonasciiRest,
         SharedRule::EscapeRest,
+        SharedRule::ControlEscapeRest,
         SharedRule::Indent,
         SharedRule::Number,
         SharedRule::Integer,
+        SharedRule::IntegerValue,
         SharedRule::Any,
     ];
 
