@@ -248,8 +248,33 @@ fn fixed_range(a: &[u8], b: &[u8]) -> Expr {
     if n == 0 {
         return Expr::Empty;
     }
-    if a.iter().all(|&d| d == 0) && b.iter().all(|&d| d == 9) {
+    let (a_zeros, b_nines) = (a.iter().all(|&d| d == 0), b.iter().all(|&d| d == 9));
+    if a_zeros && b_nines {
         return any_digits(n as u32, Some(n as u32));
+    }
+    // An edge with a long run (`0…01` up to `9…9`, or `0…0` up to `9…98`) would recurse
+    // once per digit of the run; the branches that leave the run are listed flat instead,
+    // so a bound like `1e250` stays within the nesting budget.
+    let run = |d: &[u8], x: u8| d.iter().take_while(|&&v| v == x).count();
+    if b_nines && run(a, 0) > 1 {
+        let k = run(a, 0);
+        let mut alts: Vec<Expr> = (0..k)
+            .map(|j| {
+                Expr::seq([digits_lit(&a[..j]), digit(1, 9), any_digits((n - 1 - j) as u32, Some((n - 1 - j) as u32))])
+            })
+            .collect();
+        alts.push(Expr::seq([digits_lit(&a[..k]), fixed_range(&a[k..], &b[k..])]));
+        return Expr::alt(alts);
+    }
+    if a_zeros && run(b, 9) > 1 {
+        let k = run(b, 9);
+        let mut alts: Vec<Expr> = (0..k)
+            .map(|j| {
+                Expr::seq([digits_lit(&b[..j]), digit(0, 8), any_digits((n - 1 - j) as u32, Some((n - 1 - j) as u32))])
+            })
+            .collect();
+        alts.push(Expr::seq([digits_lit(&b[..k]), fixed_range(&a[k..], &b[k..])]));
+        return Expr::alt(alts);
     }
     if a[0] == b[0] {
         return Expr::seq([digits_lit(&a[..1]), fixed_range(&a[1..], &b[1..])]);
@@ -432,6 +457,35 @@ fn frac_rec(
     }
     if tl && th && beyond_lo && beyond_hi {
         return (Expr::Nothing, end_ok);
+    }
+    // A run of zeros in the one bound still tied (`0.000…049`, `1e-300`) would recurse once
+    // per zero; its branches are listed flat instead, within the nesting budget.
+    let zero_run = |d: &[u8]| d.get(i..).map_or(0, |r| r.iter().take_while(|&&v| v == 0).count());
+    let fits = |k: usize| room.is_none_or(|r| (k as u32) < r);
+    if tl && !th && zero_run(ld) > 1 && i + zero_run(ld) < ld.len() && fits(zero_run(ld)) {
+        // Above the low bound: a non-zero digit within the run, then any digits; or the
+        // whole run and what follows it.
+        let k = zero_run(ld);
+        let mut alts: Vec<Expr> = (0..k)
+            .map(|j| {
+                Expr::seq([Expr::Literal(vec![b'0'; j]), digit(1, 9), any_digits(0, room.map(|r| r - j as u32 - 1))])
+            })
+            .collect();
+        let (rest, _) = frac_rec(lo, hi, i + k, true, false, max);
+        alts.push(Expr::seq([Expr::Literal(vec![b'0'; k]), rest]));
+        return (Expr::alt(alts), end_ok);
+    }
+    if th && !tl && zero_run(hd) > 1 && i + zero_run(hd) < hd.len() && fits(zero_run(hd)) {
+        // Below the high bound: one to `k - 1` zeros and the end, or the whole run and
+        // what follows it (ending is allowed there too: the bound's next digit is non-zero).
+        let k = zero_run(hd);
+        let (rest, rest_end) = frac_rec(lo, hi, i + k, false, true, max);
+        let rest = if rest_end { Expr::opt(rest) } else { rest };
+        let e = Expr::alt([
+            Expr::repeat(Expr::lit("0"), 1, Some(k as u32 - 1)),
+            Expr::seq([Expr::Literal(vec![b'0'; k]), rest]),
+        ]);
+        return (e, end_ok);
     }
     let dl = if tl { ld.get(i).copied().unwrap_or(0) } else { 0 };
     let dh = if th { hd.get(i).copied().unwrap_or(0) } else { 9 };
@@ -1074,6 +1128,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Equal-length digit ranges are exact, runs of zeros and nines at the edges included.
+    #[test]
+    fn fixed_ranges_are_exact() {
+        let pairs = [
+            ("0000", "9999"),
+            ("0001", "9999"),
+            ("0010", "9999"),
+            ("0000", "9998"),
+            ("0000", "9989"),
+            ("0012", "9987"),
+            ("1000", "9999"),
+            ("0999", "9000"),
+            ("0005", "0007"),
+            ("4500", "4599"),
+            ("0000", "0000"),
+        ];
+        let digits = |t: &str| t.bytes().map(|c| c - b'0').collect::<Vec<u8>>();
+        for (a, b) in pairs {
+            let p = pda(fixed_range(&digits(a), &digits(b)));
+            for x in 0..10_000 {
+                let t = format!("{x:04}");
+                let inside = a <= t.as_str() && t.as_str() <= b;
+                assert_eq!(p.matches(t.as_bytes()), inside, "{t} in {a}..={b}");
+            }
+        }
+        // A bound of 251 digits stays within the nesting budget.
+        let _ = pda(uint_range(&digits(&format!("1{}1", "0".repeat(249))), None));
+    }
+
+    /// Fraction bounds with runs of zeros (`0.0012`, `1e-300`) are exact, with and without
+    /// a cap on the fraction digits.
+    #[test]
+    fn fraction_bounds_with_zero_runs_are_exact() {
+        let b = |s: &str, strict| Bound { value: dec(s), strict };
+        let mut samples = vec!["0".to_string(), "1".to_string()];
+        for len in 1..=5u32 {
+            for f in 0..10u32.pow(len) {
+                samples.push(format!("0.{f:0width$}", width = len as usize));
+            }
+        }
+        for (lo, hi) in [
+            (Some(b("0.0012", false)), None),
+            (Some(b("0.0012", true)), None),
+            (None, Some(b("0.0012", false))),
+            (None, Some(b("0.0012", true))),
+            (Some(b("0.00101", false)), Some(b("0.2", false))),
+            (Some(b("0", true)), Some(b("0.00012", true))),
+        ] {
+            for max in [None, Some(3), Some(4)] {
+                let e = number_grid(lo.as_ref(), hi.as_ref(), max);
+                let p = (e != Expr::Nothing).then(|| pda(e));
+                for t in &samples {
+                    let digits = t.split_once('.').map_or(0, |(_, f)| f.len());
+                    let want = within(&dec(t), lo.as_ref(), hi.as_ref()) && max.is_none_or(|m| digits <= m);
+                    let matched = p.as_ref().is_some_and(|p| p.matches(t.as_bytes()));
+                    assert_eq!(matched, want, "{t} in {lo:?}..{hi:?}, at most {max:?} digits");
+                }
+            }
+        }
+        // Bounds of 300 zeros stay within the nesting budget.
+        let tiny = b("4.9e-324", true);
+        let _ = pda(number_range(Some(&tiny), None));
+        let _ = pda(number_range(None, Some(&b("1e-300", false))));
     }
 
     /// Large integers in exponent form are integers within the bounds, and the ones
