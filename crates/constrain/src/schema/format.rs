@@ -132,10 +132,10 @@ fn chain(parts: &[Expr], sep: &str) -> Expr {
 }
 
 /// The longest label of each position in a host name (see [`hostname`]).
-const HOST_LABELS: [u32; 13] = [63, 63, 24, 16, 8, 8, 8, 8, 8, 8, 8, 8, 8];
+const HOST_LABELS: [u32; 13] = [63, 40, 24, 16, 12, 12, 12, 12, 10, 10, 10, 10, 10];
 
 /// Host names: one to 13 labels (see [`label`]), the `i`-th at most [`HOST_LABELS`]`[i]`
-/// characters long, so at most 250 characters in all, within RFC 1123's 253.
+/// characters long, so at most 253 characters in all, within RFC 1123's 253.
 ///
 /// The limits fall along the name so that the shape stays one chain: a union of shapes
 /// (four labels of 63 characters, or eight of 30) keeps two parse stacks inside every label,
@@ -150,10 +150,10 @@ fn hostname() -> Expr {
 pub fn under_approximation(name: &str) -> Option<&'static str> {
     match name {
         "hostname" => Some(
-            "format \"hostname\" is compiled without A-labels (labels with `--` in positions 3-4, like `xn--`) and with at most 13 labels, of at most 63, 63, 24, 16 and then 8 characters",
+            "format \"hostname\" is compiled without A-labels (labels with `--` in positions 3-4, like `xn--`) and with at most 13 labels, of at most 63, 40, 24, 16, 12 and then 10 characters",
         ),
         "email" => Some(
-            "format \"email\" is compiled with at most 4 dot-separated words of at most 26, 20, 12 and 3 characters before the @ (no quoted local part), and a domain of at most 13 labels (of at most 63, 63, 24, 16 and then 8 characters) without A-labels, or an address literal",
+            "format \"email\" is compiled with at most 4 dot-separated words of at most 26, 20, 12 and 3 characters before the @ (no quoted local part), and a domain of at most 13 labels (of at most 63, 40, 24, 16, 12 and then 10 characters) without A-labels, or an address literal",
         ),
         _ => None,
     }
@@ -423,9 +423,9 @@ mod tests {
                     "ab--c",
                     "a-",
                     "ab-",
-                    // 14 labels; a fifth label of 9 characters (beyond `HOST_LABELS`).
+                    // 14 labels; a ninth label of 11 characters (beyond `HOST_LABELS`).
                     "a.b.c.d.e.f.g.h.i.j.k.l.m.n",
-                    "a.b.c.d.abcdefghi",
+                    "a.b.c.d.e.f.g.h.abcdefghijk",
                 ],
             ),
             ("ipv4", &["192.168.0.1", "0.0.0.0", "255.255.255.255"], &["256.1.1.1", "01.2.3.4", "1.2.3"]),
