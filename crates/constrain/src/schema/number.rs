@@ -256,25 +256,24 @@ fn fixed_range(a: &[u8], b: &[u8]) -> Expr {
     // once per digit of the run; the branches that leave the run are listed flat instead,
     // so a bound like `1e250` stays within the nesting budget.
     let run = |d: &[u8], x: u8| d.iter().take_while(|&&v| v == x).count();
-    if b_nines && run(a, 0) > 1 {
-        let k = run(a, 0);
+    // The strings that leave `edge`'s leading run of `k` digits at position `j` with a digit
+    // in `off` (then any digits), or follow the whole run and then lie in the range of the
+    // rest.
+    let leave_run = |edge: &[u8], k: usize, off: (u8, u8)| {
         let mut alts: Vec<Expr> = (0..k)
             .map(|j| {
-                Expr::seq([digits_lit(&a[..j]), digit(1, 9), any_digits((n - 1 - j) as u32, Some((n - 1 - j) as u32))])
+                let rest = (n - 1 - j) as u32;
+                Expr::seq([digits_lit(&edge[..j]), digit(off.0, off.1), any_digits(rest, Some(rest))])
             })
             .collect();
-        alts.push(Expr::seq([digits_lit(&a[..k]), fixed_range(&a[k..], &b[k..])]));
-        return Expr::alt(alts);
+        alts.push(Expr::seq([digits_lit(&edge[..k]), fixed_range(&a[k..], &b[k..])]));
+        Expr::alt(alts)
+    };
+    if b_nines && run(a, 0) > 1 {
+        return leave_run(a, run(a, 0), (1, 9));
     }
     if a_zeros && run(b, 9) > 1 {
-        let k = run(b, 9);
-        let mut alts: Vec<Expr> = (0..k)
-            .map(|j| {
-                Expr::seq([digits_lit(&b[..j]), digit(0, 8), any_digits((n - 1 - j) as u32, Some((n - 1 - j) as u32))])
-            })
-            .collect();
-        alts.push(Expr::seq([digits_lit(&b[..k]), fixed_range(&a[k..], &b[k..])]));
-        return Expr::alt(alts);
+        return leave_run(b, run(b, 9), (0, 8));
     }
     if a[0] == b[0] {
         return Expr::seq([digits_lit(&a[..1]), fixed_range(&a[1..], &b[1..])]);
