@@ -771,14 +771,16 @@ pub fn integer_spellings(e: Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_f
 /// integer, and a mantissa of at most 16 fraction digits leaves no fraction.
 const LARGE_FIRST_EXPONENT: i64 = 16;
 
-/// The largest exponent [`large_integers`] spells: with one leading digit the value stays
-/// below `10^308`, a finite double, so validators that read numbers as doubles agree.
+/// The largest exponent [`large_integers`] spells with any mantissa: the value stays below
+/// `10^308`, a finite double, so validators that read numbers as doubles agree.
 const LARGE_LAST_EXPONENT: i64 = 307;
 
 /// Integers of magnitude at least `10^16` written in scientific notation, as serializers
 /// print large floats (`2.8597758676078116e+18`): an optional minus, one digit 1–9, at most
-/// 16 fraction digits and an exponent from 16 to 307. Every such value is an integer, and a
-/// multiple of any `10^t` with `t ≤ 0` (`multipleOf: 0.01`).
+/// 16 fraction digits and an exponent from 16 to 307, or 308 after a mantissa below 1.7
+/// (`1e308`, `1.6999e308`: below the largest double, `1.7976931348623157e308`, with a few
+/// states). Every such value is an integer, and a multiple of any `10^t` with `t ≤ 0`
+/// (`multipleOf: 0.01`).
 ///
 /// Bounds are honoured by sign: the positive ones are spelled when there is no maximum and
 /// the minimum lets `10^16` through, the negative ones when there is no minimum and the
@@ -795,7 +797,7 @@ const LARGE_LAST_EXPONENT: i64 = 307;
 /// let root = b.add("root", large_integers(None, None));
 /// let pda = Pda::build(&b.build(root).unwrap(), &Limits::default()).unwrap();
 /// assert!(pda.matches(b"2.8597758676078116e+18") && pda.matches(b"-1E16"));
-/// assert!(!pda.matches(b"1.5e1") && !pda.matches(b"1e308"));
+/// assert!(pda.matches(b"1e308") && !pda.matches(b"1.8e308") && !pda.matches(b"1.5e1"));
 /// ```
 pub fn large_integers(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
     let threshold = Bound { value: pow10(LARGE_FIRST_EXPONENT), strict: false };
@@ -804,7 +806,13 @@ pub fn large_integers(lo: Option<&Bound>, hi: Option<&Bound>) -> Expr {
             return Expr::Nothing;
         }
         let fraction = Expr::opt(Expr::seq([Expr::lit("."), any_digits(1, Some(16))]));
-        Expr::seq([digit(1, 9), fraction, exponent_range(Some(LARGE_FIRST_EXPONENT), Some(LARGE_LAST_EXPONENT))])
+        let last = LARGE_LAST_EXPONENT + 1;
+        let below_1_7 =
+            Expr::seq([Expr::lit("1"), Expr::opt(Expr::seq([Expr::lit("."), digit(0, 6), any_digits(0, Some(15))]))]);
+        Expr::alt([
+            Expr::seq([digit(1, 9), fraction, exponent_range(Some(LARGE_FIRST_EXPONENT), Some(LARGE_LAST_EXPONENT))]),
+            Expr::seq([below_1_7, exponent_range(Some(last), Some(last))]),
+        ])
     })
 }
 
@@ -1221,10 +1229,12 @@ mod tests {
                     for e in exponents {
                         let text = format!("{sign}{m}{e}");
                         let v = dec(&text.replace("e0400", "e400"));
+                        let exponent = e.trim_start_matches(['e', 'E', '+', '0']).parse::<i64>();
+                        let below_1_7 = Bound { value: dec("1.7"), strict: true };
                         let shape = m.len() <= 18
-                            && e.trim_start_matches(['e', 'E', '+', '0'])
-                                .parse::<i64>()
-                                .is_ok_and(|x| (16..=307).contains(&x));
+                            && exponent.is_ok_and(|x| {
+                                (16..=307).contains(&x) || (x == 308 && within(&dec(m), None, Some(&below_1_7)))
+                            });
                         let sound = shape && v.is_integer() && within(&v, lo.as_ref(), hi.as_ref());
                         // The documented subset: a sign is spelled when its side is unbounded
                         // and the other bound leaves every value of magnitude 10^16 and more.

@@ -51,9 +51,14 @@ impl<'a> Compiler<'a> {
         // only from draft 6 on.
         let zero_fraction = !integer || self.draft >= Draft::Draft6;
         let integer = integer || step.as_ref().is_some_and(|s| s.t >= 0);
-        // Large integers in exponent form (`2.8597758676078116e+18`) are integers and
-        // multiples of 1, 0.1, 0.01, …, but an `integer` only where `1.0` is one.
-        let large = zero_fraction && step.as_ref().is_none_or(|s| s.q == [1] && s.t <= 0);
+        // Large integers in exponent form (`2.8597758676078116e+18`) are integers, so
+        // multiples of every step that leaves all integers multiples (1, 0.5, 0.25, 0.1,
+        // 0.01, …), but an `integer` only where `1.0` is one.
+        let large = zero_fraction
+            && step.as_ref().is_none_or(|s| {
+                let s = s.for_integers();
+                s.q == [1] && s.t == 0
+            });
         if integer && large && lo.is_none() && hi.is_none() && step.is_none() {
             // Plain `type: integer`, the common case, shares one rule.
             return Ok(self.shared_rule(SharedRule::IntegerValue));
