@@ -643,8 +643,7 @@ pub fn negative_zero(lo: Option<&Bound>, hi: Option<&Bound>, fraction: bool) -> 
     if !holds_zero(lo, hi) {
         return Expr::Nothing;
     }
-    let zeros = Expr::seq([Expr::lit("."), Expr::repeat(Expr::lit("0"), 1, None)]);
-    Expr::seq([Expr::lit("-0"), if fraction { Expr::opt(zeros) } else { Expr::Empty }])
+    Expr::seq([Expr::lit("-0"), if fraction { Expr::opt(zero_fraction_digits()) } else { Expr::Empty }])
 }
 
 /// The power of ten of a positive value's leading digit: `floor(log10 x)`.
@@ -748,23 +747,20 @@ fn exponent_range(first: Option<i64>, last: Option<i64>) -> Expr {
 
 /// `e` (integers without fraction or exponent) with the other spellings of the same
 /// values: `-0` when zero lies within the bounds and, with `zero_fraction`, a zero fraction
-/// (`1.0`, `-3.00`), which makes a number an integer from draft 6 on. `e` itself when there
-/// are none (or `e` matches nothing).
-pub fn integer_spellings(e: Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_fraction: bool) -> Expr {
-    if e == Expr::Nothing {
-        return e;
-    }
+/// (`1.0`, `-3.00`), which makes a number an integer from draft 6 on. `None` when there are
+/// none (or `e` matches nothing).
+pub fn integer_spellings(e: &Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_fraction: bool) -> Option<Expr> {
     let negative_zero = negative_zero(lo, hi, false);
-    if !zero_fraction && negative_zero == Expr::Nothing {
-        return e;
+    if *e == Expr::Nothing || (!zero_fraction && negative_zero == Expr::Nothing) {
+        return None;
     }
-    let body = Expr::alt([e, negative_zero]);
-    let fraction = Expr::seq([Expr::lit("."), Expr::repeat(Expr::lit("0"), 1, None)]);
-    if zero_fraction {
-        Expr::seq([body, Expr::opt(fraction)])
-    } else {
-        body
-    }
+    let body = Expr::alt([e.clone(), negative_zero]);
+    Some(if zero_fraction { Expr::seq([body, Expr::opt(zero_fraction_digits())]) } else { body })
+}
+
+/// A fraction of zeros only: `.0`, `.00`, …
+fn zero_fraction_digits() -> Expr {
+    Expr::seq([Expr::lit("."), Expr::repeat(Expr::lit("0"), 1, None)])
 }
 
 /// The smallest exponent [`large_integers`] spells: from `10^16` on, every double is an

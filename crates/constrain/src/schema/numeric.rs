@@ -102,11 +102,10 @@ impl<'a> Compiler<'a> {
     /// The other spellings of the integers `e` matches (see [`number::integer_spellings`]),
     /// as a rule when there are any.
     fn integer_spellings(&mut self, e: Expr, lo: Option<&Bound>, hi: Option<&Bound>, zero_fraction: bool) -> Expr {
-        let spelled = number::integer_spellings(e.clone(), lo, hi, zero_fraction);
-        if spelled == e {
-            return e;
+        match number::integer_spellings(&e, lo, hi, zero_fraction) {
+            Some(spelled) => self.rule("integer", spelled),
+            None => e,
         }
-        self.rule("integer", spelled)
     }
 
     /// An integer between `lo` and `hi` and a multiple of `step` (of 1 when `None`).

@@ -107,7 +107,8 @@ impl<'a> Compiler<'a> {
             SharedRule::Integer => number::any_integer(),
             SharedRule::IntegerValue => {
                 let integer = self.shared_rule(SharedRule::Integer);
-                Expr::alt([number::integer_spellings(integer, None, None, true), number::large_integers(None, None)])
+                let spelled = number::integer_spellings(&integer, None, None, true).unwrap_or(integer);
+                Expr::alt([spelled, number::large_integers(None, None)])
             }
             SharedRule::Any => {
                 let string = self.shared_rule(SharedRule::String);
