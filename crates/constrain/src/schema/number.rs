@@ -195,6 +195,9 @@ fn any_digits(min: u32, max: Option<u32>) -> Expr {
 
 /// Digits as a literal.
 fn digits_lit(d: &[u8]) -> Expr {
+    if d.is_empty() {
+        return Expr::Empty;
+    }
     Expr::Literal(d.iter().map(|x| x + b'0').collect())
 }
 
@@ -242,49 +245,53 @@ fn cmp_digits(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 
 /// Equal-length digit strings between `a` and `b` inclusive (lexicographic = numeric).
 fn fixed_range(a: &[u8], b: &[u8]) -> Expr {
-    // Iterative over the common prefix, recursive only into the two edge branches, each of
-    // which only recurses along one edge: depth ≤ length.
-    let n = a.len();
-    if n == 0 {
-        return Expr::Empty;
-    }
-    let (a_zeros, b_nines) = (a.iter().all(|&d| d == 0), b.iter().all(|&d| d == 9));
-    if a_zeros && b_nines {
-        return any_digits(n as u32, Some(n as u32));
-    }
-    // An edge with a long run (`0…01` up to `9…9`, or `0…0` up to `9…98`) would recurse
-    // once per digit of the run; the branches that leave the run are listed flat instead,
-    // so a bound like `1e250` stays within the nesting budget.
-    let run = |d: &[u8], x: u8| d.iter().take_while(|&&v| v == x).count();
-    // The strings that leave `edge`'s leading run of `k` digits at position `j` with a digit
-    // in `off` (then any digits), or follow the whole run and then lie in the range of the
-    // rest.
-    let leave_run = |edge: &[u8], k: usize, off: (u8, u8)| {
-        let mut alts: Vec<Expr> = (0..k)
-            .map(|j| {
-                let rest = (n - 1 - j) as u32;
-                Expr::seq([digits_lit(&edge[..j]), digit(off.0, off.1), any_digits(rest, Some(rest))])
-            })
-            .collect();
-        alts.push(Expr::seq([digits_lit(&edge[..k]), fixed_range(&a[k..], &b[k..])]));
+    // The common prefix, then the two edges of the first digit where they differ, each of
+    // which is one-sided and spelled flat ([`one_sided`]): the nesting stays constant
+    // however long the bounds (`1e250`).
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (prefix, a, b) = (digits_lit(&a[..common]), &a[common..], &b[common..]);
+    let (Some(&first_a), Some(&first_b)) = (a.first(), b.first()) else {
+        return prefix;
+    };
+    let rest = (a.len() - 1) as u32;
+    let any_rest = || any_digits(rest, Some(rest));
+    let spread = if a[1..].iter().all(|&d| d == 0) && b[1..].iter().all(|&d| d == 9) {
+        Expr::seq([digit(first_a, first_b), any_rest()])
+    } else {
+        let mut alts = vec![Expr::seq([digits_lit(&a[..1]), one_sided(&a[1..], true)])];
+        if first_b > first_a + 1 {
+            alts.push(Expr::seq([digit(first_a + 1, first_b - 1), any_rest()]));
+        }
+        alts.push(Expr::seq([digits_lit(&b[..1]), one_sided(&b[1..], false)]));
         Expr::alt(alts)
     };
-    if b_nines && run(a, 0) > 1 {
-        return leave_run(a, run(a, 0), (1, 9));
+    Expr::seq([prefix, spread])
+}
+
+/// The digits above `d` (`above`) or below it, if any: where a one-sided bound is left.
+fn beyond(d: u8, above: bool) -> Option<(u8, u8)> {
+    match above {
+        true if d < 9 => Some((d + 1, 9)),
+        false if d > 0 => Some((0, d - 1)),
+        _ => None,
     }
-    if a_zeros && run(b, 9) > 1 {
-        return leave_run(b, run(b, 9), (0, 8));
+}
+
+/// The digit strings as long as `edge` that are at least `edge` (`above`) or at most it:
+/// for each position, the prefix of `edge` before it, a larger (smaller) digit there and
+/// any digits after, or `edge` itself. Flat, without recursion.
+fn one_sided(edge: &[u8], above: bool) -> Expr {
+    let n = edge.len();
+    if edge.iter().all(|&d| d == if above { 0 } else { 9 }) {
+        return any_digits(n as u32, Some(n as u32));
     }
-    if a[0] == b[0] {
-        return Expr::seq([digits_lit(&a[..1]), fixed_range(&a[1..], &b[1..])]);
+    let mut alts = vec![digits_lit(edge)];
+    for (j, &d) in edge.iter().enumerate() {
+        if let Some((lo, hi)) = beyond(d, above) {
+            let rest = (n - 1 - j) as u32;
+            alts.push(Expr::seq([digits_lit(&edge[..j]), digit(lo, hi), any_digits(rest, Some(rest))]));
+        }
     }
-    let nines = vec![9; n - 1];
-    let zeros = vec![0; n - 1];
-    let mut alts = vec![Expr::seq([digits_lit(&a[..1]), fixed_range(&a[1..], &nines)])];
-    if b[0] > a[0] + 1 {
-        alts.push(Expr::seq([digit(a[0] + 1, b[0] - 1), any_digits(n as u32 - 1, Some(n as u32 - 1))]));
-    }
-    alts.push(Expr::seq([digits_lit(&b[..1]), fixed_range(&zeros, &b[1..])]));
     Expr::alt(alts)
 }
 
@@ -457,37 +464,14 @@ fn frac_rec(
     if tl && th && beyond_lo && beyond_hi {
         return (Expr::Nothing, end_ok);
     }
-    // A run of zeros in the one bound still tied (`0.000…049`, `1e-300`) would recurse once
-    // per zero; its branches are listed flat instead, within the nesting budget.
-    let zero_run = |d: &[u8]| d.get(i..).map_or(0, |r| r.iter().take_while(|&&v| v == 0).count());
-    let fits = |k: usize| room.is_none_or(|r| (k as u32) < r);
-    if tl && !th && zero_run(ld) > 1 && i + zero_run(ld) < ld.len() && fits(zero_run(ld)) {
-        // Above the low bound: a non-zero digit within the run, then any digits; or the
-        // whole run and what follows it.
-        let k = zero_run(ld);
-        let mut alts: Vec<Expr> = (0..k)
-            .map(|j| {
-                Expr::seq([Expr::Literal(vec![b'0'; j]), digit(1, 9), any_digits(0, room.map(|r| r - j as u32 - 1))])
-            })
-            .collect();
-        let (rest, _) = frac_rec(lo, hi, i + k, true, false, max);
-        alts.push(Expr::seq([Expr::Literal(vec![b'0'; k]), rest]));
-        return (Expr::alt(alts), end_ok);
+    // One bound still tied: its remaining digits spelled flat, however many (`1e-300`).
+    if tl != th {
+        let (d, above) = if tl { (&ld[i..], true) } else { (&hd[i..], false) };
+        return (one_sided_fraction(d, above, room, |k| frac_rec(lo, hi, i + k, tl, th, max)), end_ok);
     }
-    if th && !tl && zero_run(hd) > 1 && i + zero_run(hd) < hd.len() && fits(zero_run(hd)) {
-        // Below the high bound: one to `k - 1` zeros and the end, or the whole run and
-        // what follows it (ending is allowed there too: the bound's next digit is non-zero).
-        let k = zero_run(hd);
-        let (rest, rest_end) = frac_rec(lo, hi, i + k, false, true, max);
-        let rest = if rest_end { Expr::opt(rest) } else { rest };
-        let e = Expr::alt([
-            Expr::repeat(Expr::lit("0"), 1, Some(k as u32 - 1)),
-            Expr::seq([Expr::Literal(vec![b'0'; k]), rest]),
-        ]);
-        return (e, end_ok);
-    }
-    let dl = if tl { ld.get(i).copied().unwrap_or(0) } else { 0 };
-    let dh = if th { hd.get(i).copied().unwrap_or(0) } else { 9 };
+    // Both bounds tied: their digits here (a strict low bound past its end reads zeros).
+    let dl = ld.get(i).copied().unwrap_or(0);
+    let dh = hd.get(i).copied().unwrap_or(0);
     if dl > dh {
         return (Expr::Nothing, end_ok);
     }
@@ -501,15 +485,43 @@ fn frac_rec(
     };
     let mut alts = Vec::new();
     if dl == dh {
-        alts.push(Expr::seq([digit(dl, dl), cont(tl, th)]));
+        alts.push(Expr::seq([digit(dl, dl), cont(true, true)]));
     } else {
-        alts.push(Expr::seq([digit(dl, dl), cont(tl, false)]));
+        alts.push(Expr::seq([digit(dl, dl), cont(true, false)]));
         if dh > dl + 1 {
             alts.push(Expr::seq([digit(dl + 1, dh - 1), any_digits(0, after)]));
         }
-        alts.push(Expr::seq([digit(dh, dh), cont(false, th)]));
+        alts.push(Expr::seq([digit(dh, dh), cont(false, true)]));
     }
     (Expr::alt(alts), end_ok)
+}
+
+/// The fraction digits from where a bound's remaining digits `d` (non-empty, the last
+/// non-zero) start, when only that bound is still tied: at least `d` (`above`) or at most
+/// it, within `room` digits. For each position, the prefix of `d` before it, a larger
+/// (smaller) digit there and any digits after; below, also the prefix alone (a non-zero
+/// digit of `d` is still to come); and `d` itself, then what `past(end of d)` allows. Flat:
+/// one level of alternatives however long `d`.
+fn one_sided_fraction(d: &[u8], above: bool, room: Option<u32>, past: impl Fn(usize) -> (Expr, bool)) -> Expr {
+    let fits = |len: usize| room.is_none_or(|r| len as u32 <= r);
+    let mut alts = Vec::new();
+    for (j, &x) in d.iter().enumerate() {
+        if !above && j > 0 && fits(j) {
+            alts.push(digits_lit(&d[..j]));
+        }
+        if !fits(j + 1) {
+            break;
+        }
+        if let Some((lo, hi)) = beyond(x, above) {
+            let after = room.map(|r| r - j as u32 - 1);
+            alts.push(Expr::seq([digits_lit(&d[..j]), digit(lo, hi), any_digits(0, after)]));
+        }
+    }
+    if fits(d.len()) {
+        let (rest, end) = past(d.len());
+        alts.push(Expr::seq([digits_lit(d), if end { Expr::opt(rest) } else { rest }]));
+    }
+    Expr::alt(alts)
 }
 
 /// Non-negative decimals without exponent (`I(.F)?`) within the magnitude bounds, with at
@@ -1158,8 +1170,9 @@ mod tests {
                 assert_eq!(p.matches(t.as_bytes()), inside, "{t} in {a}..={b}");
             }
         }
-        // A bound of 251 digits stays within the nesting budget.
+        // Bounds of 251 and 300 digits, of any digits, stay within the nesting budget.
         let _ = pda(uint_range(&digits(&format!("1{}1", "0".repeat(249))), None));
+        let _ = pda(uint_range(&digits(&"7".repeat(300)), Some(&digits(&"8".repeat(300)))));
     }
 
     /// Fraction bounds with runs of zeros (`0.0012`, `1e-300`) are exact, with and without
@@ -1196,6 +1209,7 @@ mod tests {
         let tiny = b("4.9e-324", true);
         let _ = pda(number_range(Some(&tiny), None));
         let _ = pda(number_range(None, Some(&b("1e-300", false))));
+        let _ = pda(number_range(Some(&b("0", false)), Some(&b(&format!("1.{}", "7".repeat(400)), false))));
     }
 
     /// Large integers in exponent form are integers within the bounds, and the ones
