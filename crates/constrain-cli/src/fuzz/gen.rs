@@ -292,6 +292,16 @@ impl Gen {
             if rng.random_bool(0.3) {
                 o["anyOf"] = json!([{ "properties": { "c": self.leaf(rng) }, "required": ["c"] }, true]);
             }
+            if rng.random_bool(0.3) {
+                // Two branches that may both hold, each evaluating its own name.
+                o["anyOf"] = json!([{ "properties": { "c": self.leaf(rng) }, "required": ["c"] },
+                                    { "properties": { "d": self.leaf(rng) }, "required": ["d"] }]);
+            }
+            if rng.random_bool(0.3) {
+                o["if"] = json!({ "properties": { a: self.leaf(rng) }, "required": [a] });
+                o["then"] = json!({ "properties": { "c": self.leaf(rng) } });
+                o["else"] = json!({ "properties": { "d": true } });
+            }
             o
         } else {
             let mut o = json!({

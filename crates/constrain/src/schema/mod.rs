@@ -411,8 +411,11 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
             ));
         }
     }
-    let doc = unevaluated::rewrite(&normalised, &mut notes);
+    let checks = options.runtime_checks && !options.lenient;
+    let mut exact_later = Vec::new();
+    let doc = unevaluated::rewrite(&normalised, &mut notes, checks, &mut exact_later);
     let mut c = Compiler::new(&doc, options, draft);
+    c.relaxed.get_mut().append(&mut exact_later);
     let start = c.ref_rule_for_pointer("");
     let built = c.drain().and_then(|()| {
         c.finish_layouts();

@@ -576,12 +576,35 @@ fn unevaluated_properties_see_only_their_own_object() {
         &["{}"],
         &["{\"foo\": \"x\"}"],
     );
-    // Names only anyOf may evaluate are treated as unevaluated: fewer instances, with a note.
+    // Names only anyOf may evaluate: without run-time checks, rewritten per branch, so
+    // names two branches evaluate together are treated as unevaluated (fewer instances,
+    // with a note).
     let s = json!({"properties": {"a": true}, "anyOf": [{"properties": {"b": true}}], "unevaluatedProperties": false});
-    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let grammar_only = Options::default().with_runtime_checks(false);
+    let (_, notes) = compile_with_notes(&s, &grammar_only).unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert_eq!(notes[0].pointer(), "/unevaluatedProperties");
-    check(s, &["{\"a\": 1}"], &["{\"c\": 1}"]);
+    let pda = pda_with(s.clone(), &grammar_only);
+    assert!(pda.matches(b"{\"a\": 1}") && pda.matches(b"{\"b\": 1}") && !pda.matches(b"{\"c\": 1}"));
+    // With them the grammar counts them as evaluated and the check decides: exact.
+    let (g, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(g.checks().map(|c| c.relaxed()[0].pointer.as_str()), Some("/unevaluatedProperties"));
+    check(s, &["{\"a\": 1}", "{\"b\": 1}", "{\"a\": 1, \"b\": 2}"], &["{\"c\": 1}", "{\"b\": 1, \"c\": 1}"]);
+    // Two anyOf branches that both hold evaluate together (suite unevaluatedProperties--11
+    // style); an `if` without a match evaluates nothing of its own.
+    check(
+        json!({"anyOf": [{"properties": {"a": true}, "required": ["a"]}, {"properties": {"b": true}, "required": ["b"]}],
+               "unevaluatedProperties": false}),
+        &["{\"a\": 1, \"b\": 2}", "{\"b\": 2}"],
+        &["{\"a\": 1, \"c\": 2}"],
+    );
+    check(
+        json!({"if": {"properties": {"k": {"const": "x"}}, "required": ["k"]}, "then": {"properties": {"t": true}},
+               "else": {"properties": {"e": true}}, "unevaluatedProperties": false}),
+        &["{\"k\": \"x\", \"t\": 1}", "{\"e\": 1}"],
+        &["{\"k\": \"y\", \"e\": 1}", "{\"k\": \"x\", \"e\": 1}", "{\"t\": 1}", "{\"k\": \"y\"}"],
+    );
 }
 
 #[test]

@@ -14,11 +14,14 @@
 //! object at a time.
 //!
 //! Exactness: what `anyOf`/`oneOf`/`if`/`then`/`else`/`dependentSchemas`/`contains` may
-//! evaluate depends on the instance. Those names are treated as *unevaluated* (so `U`
-//! applies to them too): the result accepts a subset of the schema's instances, never more,
-//! and a [`Note`] says so. `not` evaluates nothing (its subschema must fail). An object with
-//! one conditional applicator (`anyOf`, `oneOf` or `if`) and nothing else conditional is
-//! rewritten per branch instead, for properties and items alike (see [`branches`]).
+//! evaluate depends on the instance. An object with one conditional applicator (`oneOf`, or
+//! `if` without `else`) and nothing else conditional is rewritten per branch, exactly, for
+//! properties and items alike (see [`branches`]). Elsewhere, with run-time checks, the names
+//! they may evaluate count as evaluated (a superset) and the keyword is checked as the value
+//! completes: exact together. Without run-time checks they count as *unevaluated* (so `U`
+//! applies to them too; per branch for one `anyOf` or `if` with `else`): a subset of the
+//! schema's instances, never more, and a [`Note`] says so. `not` evaluates nothing (its
+//! subschema must fail).
 
 use rustc_hash::FxHashSet as HashSet;
 use serde_json::{Map, Value};
@@ -203,11 +206,25 @@ fn branches_part(
 
 /// Rewrites every `unevaluated*` keyword of the canonical document `doc` (see the module
 /// docs), recording under-approximations in `notes`.
-pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Value> {
+///
+/// With `checks` (run-time checks allowed), a keyword the rewrite cannot make exact is
+/// rewritten the other way: everything a conditional applicator may evaluate counts as
+/// evaluated, so the grammar accepts *more* there, and `(pointer, keyword)` is pushed to
+/// `relaxed`, so the object (array) is validated against its subschema as it completes.
+/// Together they accept exactly the schema's instances. Not where a dynamic reference
+/// is in the document: the run-time check reads the canonical document, which no longer
+/// holds their meaning.
+pub(crate) fn rewrite<'d>(
+    doc: &'d Value,
+    notes: &mut Vec<Note>,
+    checks: bool,
+    relaxed: &mut Vec<(String, String)>,
+) -> Cow<'d, Value> {
     if !mentions_unevaluated(doc) {
         // Most schemas: no scan with pointers, no copy.
         return Cow::Borrowed(doc);
     }
+    let checks = checks && !mentions_any(doc, &["$dynamicRef", "$recursiveRef"]);
     let mut edits: Vec<Edit> = Vec::new();
     let mut todo: Vec<(&Value, String)> = vec![(doc, String::new())];
     while let Some((v, ptr)) = todo.pop() {
@@ -260,7 +277,13 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
             if !covers && !all && *u != Value::Bool(true) {
                 if let Some(plan) = branches(doc, m, &ev, items) {
                     let subset = |kind: &str| kind == "anyOf" || (kind == "if" && m.contains_key("else"));
-                    if matches!(plan, Plan::Branches(kind, _) if subset(kind)) {
+                    let inexact = matches!(plan, Plan::Branches(kind, _) if subset(kind));
+                    if inexact && checks {
+                        edits.push((ptr.clone(), key, widened(&ev, &dynamic, items)));
+                        relaxed.push((ptr.clone(), key.to_string()));
+                        continue;
+                    }
+                    if inexact {
                         notes.push(Note::new(
                             &ptr,
                             key,
@@ -275,6 +298,11 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
                     continue;
                 }
             }
+            if !covers && checks {
+                edits.push((ptr.clone(), key, widened(&ev, &dynamic, items)));
+                relaxed.push((ptr.clone(), key.to_string()));
+                continue;
+            }
             if !covers {
                 notes.push(Note::new(
                     &ptr,
@@ -282,20 +310,8 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
                     "what anyOf/oneOf/if/dependentSchemas/contains may evaluate is treated as unevaluated (valid instances may be rejected)",
                 ));
             }
-            let part = if items {
-                if ev.all_items || *u == Value::Bool(true) {
-                    None
-                } else {
-                    let mut p = Map::new();
-                    p.insert("prefixItems".into(), Value::Array(vec![Value::Bool(true); ev.prefix]));
-                    Some(p)
-                }
-            } else if ev.all || *u == Value::Bool(true) {
-                None
-            } else {
-                Some(ev.part())
-            };
-            edits.push((ptr.clone(), key, Plan::Part(part)));
+            let part = if *u == Value::Bool(true) { Plan::Part(None) } else { part(&ev, items) };
+            edits.push((ptr.clone(), key, part));
         }
     }
     if edits.is_empty() {
@@ -325,15 +341,51 @@ pub(crate) fn rewrite<'d>(doc: &'d Value, notes: &mut Vec<Note>) -> Cow<'d, Valu
     Cow::Owned(out)
 }
 
+/// The [`Plan::Part`] naming what `ev` evaluates, `U` applying to the rest (`None`: `ev`
+/// evaluates everything, and the keyword is dropped).
+fn part(ev: &Evaluated, items: bool) -> Plan {
+    Plan::Part(match items {
+        true => (!ev.all_items).then(|| ev.items_part()),
+        false => (!ev.all).then(|| ev.part()),
+    })
+}
+
+/// The [`Plan::Part`] that counts as evaluated what the object evaluates for sure (`own`)
+/// and all that its conditional applicators may evaluate (`dynamic`): every instance of
+/// the schema satisfies it (`U` applies to fewer members than the schema's), so it is a
+/// superset, for a run-time check to make exact.
+fn widened(own: &Evaluated, dynamic: &Evaluated, items: bool) -> Plan {
+    let mut ev = own.clone();
+    ev.all |= dynamic.all;
+    ev.all_items |= dynamic.all_items;
+    ev.prefix = ev.prefix.max(dynamic.prefix);
+    for n in &dynamic.names {
+        if !ev.names.contains(n) {
+            ev.names.push(n.clone());
+        }
+    }
+    for p in &dynamic.patterns {
+        if !ev.patterns.contains(p) {
+            ev.patterns.push(p.clone());
+        }
+    }
+    part(&ev, items)
+}
+
 /// Whether some object of `doc` has an `unevaluatedProperties` or `unevaluatedItems` key
-/// (anywhere, as a keyword or not): without one there is nothing to rewrite. An explicit
-/// stack, so a deeply nested document cannot overflow the thread's.
+/// (anywhere, as a keyword or not): without one there is nothing to rewrite.
 fn mentions_unevaluated(doc: &Value) -> bool {
+    mentions_any(doc, &["unevaluatedProperties", "unevaluatedItems"])
+}
+
+/// Whether some object of `doc` has one of `keys` (anywhere, as a keyword or not). An
+/// explicit stack, so a deeply nested document cannot overflow the thread's.
+fn mentions_any(doc: &Value, keys: &[&str]) -> bool {
     let mut todo = vec![doc];
     while let Some(v) = todo.pop() {
         match v {
             Value::Object(m) => {
-                if m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems") {
+                if keys.iter().any(|k| m.contains_key(*k)) {
                     return true;
                 }
                 todo.extend(m.values());
