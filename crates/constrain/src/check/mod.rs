@@ -634,7 +634,10 @@ fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildEr
     built.map_err(err)
 }
 
-/// The validator of the schema as written, in its own dialect.
+/// The validator of the schema as written, in its own dialect. From 2019-09 on it ignores
+/// `dependencies`, which the compiled grammar and the other checks honour, so that together
+/// they accept only what both readings of it accept
+/// ([`crate::schema::dialect::legacy_dependencies`]).
 fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Result<jsonschema::Validator, BuildError> {
     use crate::schema::dialect::Draft as D;
     let d = match draft {
@@ -646,6 +649,9 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
     };
     let err = |message: String| BuildError { pointer: String::new(), message };
     let mut schema = schema.clone();
+    if draft >= D::Draft201909 {
+        crate::schema::dialect::strip_legacy_dependencies(&mut schema);
+    }
     crate::schema::portable_patterns(&mut schema).map_err(err)?;
     jsonschema::options().with_draft(d).should_validate_formats(true).build(&schema).map_err(|e| err(e.to_string()))
 }

@@ -8,8 +8,10 @@
 //!   `items`; a schema-form `items` before 2020-12 applies to every element (no prefix);
 //! - up to draft-07, `$ref` overrides its siblings (they are dropped);
 //! - `dependencies` becomes `dependentRequired` (array values) and `dependentSchemas`
-//!   (schema values) — also in 2019-09 and later, where honouring the old keyword can only
-//!   reject more;
+//!   (schema values) — also in 2019-09 and later, where it is no longer a keyword but
+//!   validators differ: the official suite's optional tests honour it, Python's
+//!   `jsonschema` ignores it. Where the two readings disagree, the constraint keeps to
+//!   what both accept (see [`legacy_dependencies`]);
 //! - draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` become the numeric form;
 //! - a count written as an integer-valued number (`"maxItems": 2.0`, valid from draft-06 on)
 //!   becomes the integer;
@@ -214,6 +216,95 @@ pub fn normalise(schema: &Value, forced: Option<Draft>) -> Result<(Value, Draft)
         }
     }
     Ok((out, root_ctx.draft))
+}
+
+/// Keywords under which honouring `dependencies` can accept *more* than ignoring it: a
+/// negation, a condition, an exclusive choice, an upper count, or an annotation it adds.
+const NOT_MONOTONE: [&str; 6] = ["not", "if", "oneOf", "maxContains", "unevaluatedProperties", "unevaluatedItems"];
+
+/// Keywords whose value is an instance, not a schema.
+const INSTANCES: [&str; 4] = ["enum", "const", "default", "examples"];
+
+/// Where the two readings of `dependencies` in a 2019-09 or 2020-12 document (`draft`, the
+/// root's) may disagree: the pointer of its first use, when the document also holds a
+/// keyword under which honouring it can accept more ([`NOT_MONOTONE`], anywhere: a `$ref`
+/// may lead there). `None` where honouring it only ever rejects more, and in older drafts,
+/// where it is a keyword.
+///
+/// The grammar honours it; the schema compiler then adds a run-time check that validates
+/// the document with it ignored ([`strip_legacy_dependencies`]), so the constraint accepts
+/// only what both readings accept.
+///
+/// ```
+/// use constrain::schema::dialect::{legacy_dependencies, Draft};
+/// use serde_json::json;
+///
+/// let deps = json!({"a": ["b"]});
+/// let negated = json!({"not": {"dependencies": deps}});
+/// assert_eq!(legacy_dependencies(&negated, Draft::Draft202012).as_deref(), Some("/not/dependencies"));
+/// assert_eq!(legacy_dependencies(&negated, Draft::Draft7), None);
+/// assert_eq!(legacy_dependencies(&json!({"dependencies": deps}), Draft::Draft202012), None);
+/// ```
+pub fn legacy_dependencies(schema: &Value, draft: Draft) -> Option<String> {
+    if draft < Draft::Draft201909 {
+        return None;
+    }
+    let mut first = None;
+    let mut risky = false;
+    let mut todo = vec![(schema, String::new())];
+    while let Some((v, ptr)) = todo.pop() {
+        let Value::Object(m) = v else { continue };
+        risky |= NOT_MONOTONE.iter().any(|k| m.contains_key(*k));
+        if first.is_none() && m.get("dependencies").is_some_and(Value::is_object) {
+            first = Some(format!("{ptr}/dependencies"));
+        }
+        subschemas(m, &ptr, &mut |x, p| todo.push((x, p)));
+    }
+    first.filter(|_| risky)
+}
+
+/// Removes the `dependencies` keyword from every subschema of `schema` (see
+/// [`legacy_dependencies`]): the document as a validator that ignores it reads it.
+pub fn strip_legacy_dependencies(schema: &mut Value) {
+    let mut todo = vec![schema];
+    while let Some(v) = todo.pop() {
+        let Value::Object(m) = v else { continue };
+        m.remove("dependencies");
+        for (k, c) in m.iter_mut() {
+            let k = k.as_str();
+            if INSTANCES.contains(&k) {
+                continue;
+            }
+            if c.is_object() && !MAPS.contains(&k) {
+                todo.push(c);
+                continue;
+            }
+            match c {
+                Value::Object(o) => todo.extend(o.values_mut()),
+                Value::Array(a) => todo.extend(a.iter_mut()),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Calls `f` with each value of `m` that may be a subschema and its pointer: those of the
+/// subschema keywords, and of unknown keywords too (a `$ref` may point into them), never
+/// an instance (`enum`, `const`, …).
+fn subschemas<'v>(m: &'v Map<String, Value>, ptr: &str, f: &mut impl FnMut(&'v Value, String)) {
+    for (k, c) in m {
+        if INSTANCES.contains(&k.as_str()) {
+            continue;
+        }
+        let kp = format!("{ptr}/{}", escape_pointer(k));
+        match c {
+            Value::Object(o) if MAPS.contains(&k.as_str()) => {
+                o.iter().for_each(|(n, x)| f(x, format!("{kp}/{}", escape_pointer(n))));
+            }
+            Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| f(x, format!("{kp}/{i}"))),
+            other => f(other, kp),
+        }
+    }
 }
 
 /// Maps a pointer into the canonical form back to the original document's pointer (a
@@ -823,6 +914,25 @@ mod tests {
                         "$defs": {"a": {"$id": "sub/a.json", "$defs": {"b": {"$id": "b.json", "type": "null"}}}}});
         let (n2, _) = normalise(&s2, None).unwrap();
         assert_eq!(n2[TARGETS]["/$defs/a/$defs/b"], json!({"type": "null"}));
+    }
+
+    #[test]
+    fn legacy_dependencies_are_stripped_where_they_are_keywords() {
+        let mut s = json!({"dependencies": {"a": ["b"]},
+                           "properties": {"dependencies": {"dependencies": {"c": {"required": ["d"]}}}},
+                           "$defs": {"x": {"oneOf": [{"dependencies": {}}]}},
+                           "const": {"dependencies": 1}});
+        strip_legacy_dependencies(&mut s);
+        assert_eq!(
+            s,
+            json!({"properties": {"dependencies": {}}, "$defs": {"x": {"oneOf": [{}]}},
+                             "const": {"dependencies": 1}})
+        );
+        let in_defs = json!({"$defs": {"x": {"dependencies": {"a": ["b"]}}}, "if": {"$ref": "#/$defs/x"}});
+        assert_eq!(legacy_dependencies(&in_defs, Draft::Draft201909).as_deref(), Some("/$defs/x/dependencies"));
+        // A property named so is not the keyword.
+        let named = json!({"properties": {"dependencies": {"type": "object"}}, "not": {"type": "null"}});
+        assert_eq!(legacy_dependencies(&named, Draft::Draft202012), None);
     }
 
     #[test]

@@ -428,11 +428,31 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
         e.0.pointer = dialect::original_pointer(&e.0.pointer);
         e
     })?;
-    if !relaxed.is_empty() {
+    // `dependencies` where 2019-09 dropped it: the document must also validate with it
+    // ignored (the whole document's check reads it so), wherever that may differ.
+    let legacy = if options.lenient { None } else { dialect::legacy_dependencies(schema, draft) };
+    if let Some(at) = &legacy {
+        if !checks {
+            return Err(Error::new(
+                at.strip_suffix("/dependencies").unwrap_or(at),
+                "dependencies",
+                "not a keyword of this dialect, and validators disagree on it here (beside not/if/oneOf/maxContains/unevaluated*): needs run-time checks (use dependentRequired/dependentSchemas)",
+            ));
+        }
+        notes.push(Note::new(
+            at.strip_suffix("/dependencies").unwrap_or(at),
+            "dependencies",
+            "not a keyword of this dialect: honoured, and the output must also validate with it ignored (valid instances of either reading may be rejected)",
+        ));
+    }
+    if !relaxed.is_empty() || legacy.is_some() {
         let mut list = Vec::new();
         for (ptr, keyword) in relaxed {
             let shown = dialect::original_pointer(&format!("{ptr}/{}", escape_pointer(&keyword)));
             list.push((ptr, keyword, shown));
+        }
+        if let Some(shown) = legacy {
+            list.push((String::new(), "dependencies".to_string(), shown));
         }
         // The checks validate against the schema before `unevaluated*` were rewritten (the
         // rewrite may narrow a subschema, which under `not` would widen it), and the whole

@@ -862,3 +862,29 @@ fn enum_and_const_objects_in_any_member_order() {
         &[r#"{"x": 0, "y": {"a": [2, 1], "d": null}}"#, r#"{"x": 0, "y": {"a": [1, 2], "d": null}, "x": 0}"#],
     );
 }
+
+#[test]
+fn legacy_dependencies_keep_to_both_readings() {
+    let s2020 = "https://json-schema.org/draft/2020-12/schema";
+    // Beside oneOf: honoured (the suite's optional tests) it makes `{"email", "phone"}` valid
+    // (only the second branch holds); ignored (Python's `jsonschema`) it makes it invalid
+    // (both hold). Only what both readings accept is accepted.
+    let schema = json!({"$schema": s2020, "type": "object", "oneOf": [
+        {"required": ["email"], "dependencies": {"email": ["verified"]}},
+        {"required": ["phone"]}]});
+    check(
+        schema.clone(),
+        &[r#"{"phone": "1"}"#, r#"{"email": "a", "verified": true}"#],
+        &[r#"{"email": "a", "phone": "1"}"#, r#"{"email": "a", "verified": true, "phone": "1"}"#],
+    );
+    // Without run-time checks the schema is refused at the keyword, not compiled loosely.
+    assert_eq!(error_keyword(schema), "dependencies");
+    // Where honouring it only rejects more, the grammar alone honours it (the suite's reading).
+    let plain = json!({"$schema": s2020, "dependencies": {"bar": ["foo"]}});
+    assert_eq!(error_keyword(plain.clone()), "");
+    check(plain, &[r#"{"foo": 1, "bar": 2}"#, "12"], &[r#"{"bar": 2}"#]);
+    // Draft-07: a keyword, one reading.
+    let d7 = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                    "not": {"dependencies": {"a": ["b"]}}});
+    check(d7, &[r#"{"a": 1}"#], &[r#"{"a": 1, "b": 2}"#, "{}"]);
+}
