@@ -17,7 +17,8 @@
 //! fraction digits when `q = 1` ([`scaled_int_range`], [`number_grid`], any bounds), a last
 //! digit test for `q` in 2 and 5, and otherwise a remainder automaton over the digits
 //! ([`remainder_multiples`], no bound but 0) or a list of the multiples (small ranges, in the
-//! compiler). Multiples are written without an exponent.
+//! compiler). Multiples are written without an exponent, but for those of `10^-s` below 1 in
+//! magnitude, also written as serializers print small floats (`1e-05`: [`small_multiples`]).
 
 use crate::grammar::{Expr, GrammarBuilder, RuleId};
 
@@ -755,6 +756,54 @@ fn exponent_range(first: Option<i64>, last: Option<i64>) -> Expr {
         alts.push(Expr::seq([Expr::lit("-"), zeros, uint_range(&lo, hi.as_deref())]));
     }
     Expr::seq([e, Expr::alt(alts)])
+}
+
+/// The largest exponent [`small_multiples`] spells (`e-24`): a step with more fraction
+/// digits takes its smallest multiples without an exponent only.
+pub const SMALL_EXPONENTS: usize = 24;
+
+/// Multiples of `10^-s` below 1 in magnitude, within the bounds, in scientific notation with
+/// one leading digit, as serializers print small floats (`1e-05`, `2.5e-07`, `-3E-6`):
+/// `d.f · 10^-e` is such a multiple iff the fraction's digits up to its last non-zero one
+/// and `e` add up to at most `s`. Each exponent up to [`SMALL_EXPONENTS`] is spelled where its
+/// whole decade `[10^-e, 10^(1-e))` (for that sign) lies within the bounds.
+///
+/// ```
+/// use constrain::grammar::GrammarBuilder;
+/// use constrain::schema::number::small_multiples;
+///
+/// let mut b = GrammarBuilder::new();
+/// let root = b.add("root", small_multiples(None, None, 5));
+/// let pda = constrain::automaton::Pda::build(&b.build(root)?, &Default::default())?;
+/// assert!(pda.matches(b"1e-05") && pda.matches(b"-2.5e-4") && pda.matches(b"3.0E-005"));
+/// assert!(!pda.matches(b"1.5e-05") && !pda.matches(b"1e-06"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn small_multiples(lo: Option<&Bound>, hi: Option<&Bound>, s: usize) -> Expr {
+    use std::cmp::Ordering::*;
+    by_sign(lo, hi, false, |l, h| {
+        let zeros = || Expr::star(Expr::lit("0"));
+        let alts = (1..=s.min(SMALL_EXPONENTS))
+            .filter(|&e| {
+                let (bottom, top) = (pow10(-(e as i64)), pow10(1 - e as i64));
+                let above = match cmp_dec(&l.value, &bottom) {
+                    Less => true,
+                    Equal => !l.strict,
+                    Greater => false,
+                };
+                above && h.is_none_or(|h| cmp_dec(&h.value, &top) != Less)
+            })
+            .map(|e| {
+                let fraction = match s - e {
+                    0 => Expr::seq([Expr::lit(".0"), zeros()]),
+                    room => Expr::seq([Expr::lit("."), any_digits(1, Some(room as u32)), zeros()]),
+                };
+                let exponent =
+                    Expr::seq([Expr::one_of_bytes(b"Ee"), Expr::lit("-"), zeros(), Expr::lit(&e.to_string())]);
+                Expr::seq([digit(1, 9), Expr::opt(fraction), exponent])
+            });
+        Expr::alt(alts.collect::<Vec<_>>())
+    })
 }
 
 /// `e` (integers without fraction or exponent) with the other spellings of the same
@@ -1588,6 +1637,72 @@ mod tests {
             &["100000000000000000002", "100000000000000000009"],
         );
         check_exact(r#"{"type": "integer", "multipleOf": 2}"#, None, None, Some("2"), true, &[]);
+    }
+
+    #[test]
+    fn small_multiples_in_scientific_notation_are_exact() {
+        // (schema, lower bound, upper bound, step)
+        type Side<'a> = Option<(&'a str, bool)>;
+        let cases: [(&str, Side, Side, &str); 6] = [
+            (r#"{"type": "number", "multipleOf": 0.00001}"#, None, None, "0.00001"),
+            (r#"{"type": "number", "multipleOf": 1e-7, "minimum": 0}"#, Some(("0", false)), None, "0.0000001"),
+            (
+                r#"{"type": "number", "multipleOf": 0.001, "exclusiveMinimum": -1, "maximum": 1}"#,
+                Some(("-1", true)),
+                Some(("1", false)),
+                "0.001",
+            ),
+            (
+                r#"{"type": "number", "multipleOf": 0.000001, "minimum": 0.00002, "maximum": 0.5}"#,
+                Some(("0.00002", false)),
+                Some(("0.5", false)),
+                "0.000001",
+            ),
+            (
+                r#"{"type": "number", "multipleOf": 0.00001, "exclusiveMaximum": 0.001}"#,
+                None,
+                Some(("0.001", true)),
+                "0.00001",
+            ),
+            (
+                r#"{"type": "number", "multipleOf": 0.00001, "exclusiveMinimum": 0.0001}"#,
+                Some(("0.0001", true)),
+                None,
+                "0.00001",
+            ),
+        ];
+        let mantissas = ["1", "2.5", "9.99", "1.0", "1.50", "3.000", "7.0001", "5.25", "10", "0.5"];
+        for (schema, lo, hi, m) in cases {
+            let value: serde_json::Value = serde_json::from_str(schema).unwrap();
+            let g = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
+                .unwrap_or_else(|e| panic!("{schema}: {e}"));
+            let p = Pda::build(&g, &Limits::default()).unwrap();
+            let mut accepted = 0;
+            for sign in ["", "-"] {
+                for mantissa in mantissas {
+                    for k in 1..=9 {
+                        for exp in [format!("e-{k}"), format!("E-0{k}"), format!("e-00{k}"), format!("e{k}")] {
+                            let c = format!("{sign}{mantissa}{exp}");
+                            let inside = oracle(&c, lo, hi, Some(m), false);
+                            let got = p.matches(c.as_bytes());
+                            assert!(!got || inside, "{schema} accepts {c}, outside the set");
+                            // Serializers' spellings (one leading digit, no trailing zero).
+                            let printed = !mantissa.ends_with('0') && !mantissa.starts_with('0') && exp.contains('-');
+                            if inside
+                                && printed
+                                && (lo.is_none_or(|l| l.0.starts_with('-') || l.0 == "0") || sign.is_empty())
+                            {
+                                let decade_inside =
+                                    hi.is_none_or(|h| h.0 == "1") && lo.is_none_or(|l| l.0 == "0" || l.0 == "-1");
+                                assert!(!decade_inside || got, "{schema} rejects {c}");
+                            }
+                            accepted += got as usize;
+                        }
+                    }
+                }
+            }
+            assert!(accepted > 0, "{schema} accepted no candidate");
+        }
     }
 
     #[test]

@@ -175,7 +175,9 @@ impl<'a> Compiler<'a> {
         }
         let q = step.q_u64();
         if q == Some(1) {
-            return Ok(self.rule("number_range", number::number_grid(lo.as_ref(), hi.as_ref(), Some(s))));
+            let (l, h) = (lo.as_ref(), hi.as_ref());
+            let e = Expr::alt([number::number_grid(l, h, Some(s)), number::small_multiples(l, h, s)]);
+            return Ok(self.rule("number_range", e));
         }
         let (ylo, yhi) = number::integer_bounds(shifted(&lo, -step.t).as_ref(), shifted(&hi, -step.t).as_ref());
         let listed = match (ylo.as_ref().and_then(Dec::to_i128), yhi.as_ref().and_then(Dec::to_i128), q) {
