@@ -635,9 +635,10 @@ fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildEr
 }
 
 /// The validator of the schema as written, in its own dialect. From 2019-09 on it ignores
-/// `dependencies`, which the compiled grammar and the other checks honour, so that together
-/// they accept only what both readings of it accept
-/// ([`crate::schema::dialect::legacy_dependencies`]).
+/// `dependencies` (a keyword of its own that always holds: the crate would honour it), which
+/// the compiled grammar and the other checks honour, so that together they accept only what
+/// both readings of it accept ([`crate::schema::dialect::legacy_dependencies`]). The schema
+/// is left as written, so `$ref`s into `dependencies` still resolve.
 fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Result<jsonschema::Validator, BuildError> {
     use crate::schema::dialect::Draft as D;
     let d = match draft {
@@ -649,11 +650,25 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
     };
     let err = |message: String| BuildError { pointer: String::new(), message };
     let mut schema = schema.clone();
-    if draft >= D::Draft201909 {
-        crate::schema::dialect::strip_legacy_dependencies(&mut schema);
-    }
     crate::schema::portable_patterns(&mut schema).map_err(err)?;
-    jsonschema::options().with_draft(d).should_validate_formats(true).build(&schema).map_err(|e| err(e.to_string()))
+    let mut options = jsonschema::options().with_draft(d).should_validate_formats(true);
+    if draft >= D::Draft201909 {
+        options = options.with_keyword("dependencies", |_, _, _| Ok(Box::new(Ignored)));
+    }
+    options.build(&schema).map_err(|e| err(e.to_string()))
+}
+
+/// A keyword read as no keyword at all: every instance satisfies it.
+struct Ignored;
+
+impl<'i> jsonschema::Keyword<'i> for Ignored {
+    fn validate(&self, _: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        Ok(())
+    }
+
+    fn is_valid(&self, _: &'i Value) -> bool {
+        true
+    }
 }
 
 /// The names an object schema allows when it allows no others: its own (`additionalProperties:

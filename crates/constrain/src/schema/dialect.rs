@@ -231,9 +231,9 @@ const INSTANCES: [&str; 4] = ["enum", "const", "default", "examples"];
 /// may lead there). `None` where honouring it only ever rejects more, and in older drafts,
 /// where it is a keyword.
 ///
-/// The grammar honours it; the schema compiler then adds a run-time check that validates
-/// the document with it ignored ([`strip_legacy_dependencies`]), so the constraint accepts
-/// only what both readings accept.
+/// The grammar honours it; the schema compiler then adds a run-time check whose validator
+/// of the whole document ignores it, so the constraint accepts only what both readings
+/// accept.
 ///
 /// ```
 /// use constrain::schema::dialect::{legacy_dependencies, Draft};
@@ -261,31 +261,6 @@ pub fn legacy_dependencies(schema: &Value, draft: Draft) -> Option<String> {
         subschemas(m, &ptr, &mut |x, p| todo.push((x, p)));
     }
     first.filter(|_| risky)
-}
-
-/// Removes the `dependencies` keyword from every subschema of `schema` (see
-/// [`legacy_dependencies`]): the document as a validator that ignores it reads it.
-pub fn strip_legacy_dependencies(schema: &mut Value) {
-    let mut todo = vec![schema];
-    while let Some(v) = todo.pop() {
-        let Value::Object(m) = v else { continue };
-        m.remove("dependencies");
-        for (k, c) in m.iter_mut() {
-            let k = k.as_str();
-            if INSTANCES.contains(&k) {
-                continue;
-            }
-            if c.is_object() && !MAPS.contains(&k) {
-                todo.push(c);
-                continue;
-            }
-            match c {
-                Value::Object(o) => todo.extend(o.values_mut()),
-                Value::Array(a) => todo.extend(a.iter_mut()),
-                _ => {}
-            }
-        }
-    }
 }
 
 /// Calls `f` with each value of `m` that may be a subschema and its pointer: those of the
@@ -917,17 +892,7 @@ mod tests {
     }
 
     #[test]
-    fn legacy_dependencies_are_stripped_where_they_are_keywords() {
-        let mut s = json!({"dependencies": {"a": ["b"]},
-                           "properties": {"dependencies": {"dependencies": {"c": {"required": ["d"]}}}},
-                           "$defs": {"x": {"oneOf": [{"dependencies": {}}]}},
-                           "const": {"dependencies": 1}});
-        strip_legacy_dependencies(&mut s);
-        assert_eq!(
-            s,
-            json!({"properties": {"dependencies": {}}, "$defs": {"x": {"oneOf": [{}]}},
-                             "const": {"dependencies": 1}})
-        );
+    fn legacy_dependencies_are_found_where_they_are_keywords() {
         let in_defs = json!({"$defs": {"x": {"dependencies": {"a": ["b"]}}}, "if": {"$ref": "#/$defs/x"}});
         assert_eq!(legacy_dependencies(&in_defs, Draft::Draft201909).as_deref(), Some("/$defs/x/dependencies"));
         // A property named so is not the keyword.

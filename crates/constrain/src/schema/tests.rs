@@ -883,8 +883,13 @@ fn legacy_dependencies_keep_to_both_readings() {
     let plain = json!({"$schema": s2020, "dependencies": {"bar": ["foo"]}});
     assert_eq!(error_keyword(plain.clone()), "");
     check(plain, &[r#"{"foo": 1, "bar": 2}"#, "12"], &[r#"{"bar": 2}"#]);
+    // A `$ref` into `dependencies` still resolves for the check that ignores the keyword.
+    let into = json!({"$schema": s2020, "$ref": "#/dependencies/a", "dependencies": {"a": {"required": ["b"]}},
+                      "not": {"required": ["z"]}});
+    check(into, &[r#"{"b": 1}"#, r#"{"a": 1, "b": 2}"#], &["{}", r#"{"a": 1}"#, r#"{"b": 1, "z": 2}"#]);
     // Draft-07: a keyword, one reading.
     let d7 = json!({"$schema": "http://json-schema.org/draft-07/schema#",
                     "not": {"dependencies": {"a": ["b"]}}});
     check(d7, &[r#"{"a": 1}"#], &[r#"{"a": 1, "b": 2}"#, "{}"]);
 }
+
