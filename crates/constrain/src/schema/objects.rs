@@ -184,17 +184,6 @@ impl<'m> ObjectKeywords<'m> {
             additional_key,
         })
     }
-
-    /// The positions in [`ObjectKeywords::patterns`] of the patterns `name` matches.
-    fn matching(&self, name: &str, ptr: &str) -> Result<Vec<usize>, Error> {
-        let mut out = Vec::new();
-        for (i, p) in self.patterns.iter().enumerate() {
-            if ecma_is_match(p.pattern, name).map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))? {
-                out.push(i);
-            }
-        }
-        Ok(out)
-    }
 }
 
 /// Whether the schemas `a` and `b` are written alike, or both allow every value (`true`, or
@@ -315,7 +304,7 @@ impl<'a> Compiler<'a> {
                 if !names.contains(n) {
                     names.push(n.clone());
                 }
-                if !kw.matching(n, ptr)?.is_empty() {
+                if !self.matching(kw, n, ptr)?.is_empty() {
                     self.unsupported(
                         ptr,
                         "dependentRequired",
@@ -353,7 +342,7 @@ impl<'a> Compiler<'a> {
                 }
                 continue;
             }
-            let pats = kw.matching(name, ptr)?;
+            let pats = self.matching(kw, name, ptr)?;
             let own: Option<&Value> = kw.properties.get(name);
             let mut parts: Vec<Value> = own.into_iter().cloned().collect();
             for i in &pats {
@@ -379,7 +368,7 @@ impl<'a> Compiler<'a> {
             named.push(Member { name: name.clone(), expr: member, required: is_req });
         }
         for f in &kw.forbidden {
-            if !kw.matching(f, ptr)?.is_empty() {
+            if !self.matching(kw, f, ptr)?.is_empty() {
                 self.unsupported(
                     ptr,
                     "patternProperties",
@@ -486,15 +475,22 @@ impl<'a> Compiler<'a> {
         }
         let mut key_alts = Vec::new();
         for p in &kw.patterns {
-            let e = to_expr(p.pattern, &RegexOptions::json_schema())
-                .map_err(|e| Error::new(ptr, "patternProperties", e.to_string()))?;
-            key_alts.push(e);
+            match to_expr(p.pattern, &RegexOptions::json_schema()) {
+                Ok(e) => key_alts.push(e),
+                Err(e) if self.relaxes("patternProperties") => {
+                    // A pattern the grammar cannot spell (look-around): any free key takes
+                    // any pattern's value, and the run-time check validates the object.
+                    self.unsupported(ptr, "patternProperties", &e.to_string())?;
+                    return self.any_pattern_member(kw, names, ptr);
+                }
+                Err(e) => return Err(Error::new(ptr, "patternProperties", e.to_string())),
+            }
         }
         // Named keys must not be produced by a pattern route unless their value schema is
         // exactly the pattern's; those a pattern matches are taken out of its keys below.
         let mut matched: Vec<&String> = Vec::new();
         for name in names {
-            let pats = kw.matching(name, ptr)?;
+            let pats = self.matching(kw, name, ptr)?;
             let Some(&p) = pats.first() else { continue };
             matched.push(name);
             if kw.properties.get(name).is_some_and(|s| {
@@ -539,6 +535,44 @@ impl<'a> Compiler<'a> {
             (value != Expr::Nothing && key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])),
             names_spelled,
         ))
+    }
+
+    /// The positions in [`ObjectKeywords::patterns`] of the patterns `name` matches. A
+    /// pattern that cannot be decided here (look-around) counts as not matching, which
+    /// leaves its schema out of `name`'s value (a superset), and the object to the run-time
+    /// check (an error without run-time checks).
+    fn matching(&self, kw: &ObjectKeywords, name: &str, ptr: &str) -> Result<Vec<usize>, Error> {
+        let mut out = Vec::new();
+        for (i, p) in kw.patterns.iter().enumerate() {
+            match ecma_is_match(p.pattern, name) {
+                Ok(true) => out.push(i),
+                Ok(false) => {}
+                Err(e) => self.unsupported(ptr, "patternProperties", &e.to_string())?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Self::pattern_member`] when a pattern cannot be spelled: every free key (see
+    /// [`Self::free_key`]) with the value of any pattern, a superset the run-time check
+    /// makes exact (a key must match a pattern, and its value satisfy every pattern it
+    /// matches).
+    fn any_pattern_member(
+        &mut self,
+        kw: &ObjectKeywords,
+        names: &[String],
+        ptr: &str,
+    ) -> Result<(Option<Expr>, usize), Error> {
+        let mut values = Vec::new();
+        for p in &kw.patterns {
+            let v = self.compile_value(p.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(p.pattern)))?;
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        }
+        let value = Expr::alt(values);
+        let key = self.free_key(kw, names, ptr)?;
+        Ok(((value != Expr::Nothing && key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])), 0))
     }
 
     /// The member of any other key (not named, not forbidden; matching `propertyNames` when

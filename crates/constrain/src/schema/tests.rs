@@ -893,3 +893,21 @@ fn legacy_dependencies_keep_to_both_readings() {
     check(d7, &[r#"{"a": 1}"#], &[r#"{"a": 1, "b": 2}"#, "{}"]);
 }
 
+#[test]
+fn look_around_pattern_properties_are_checked_at_run_time() {
+    // JsonSchemaStore's browser.i18n shape: any key but those starting `@@`.
+    let s = json!({"type": "object", "patternProperties": {"^(?!@@)[a-z@]+$": {"type": "string"}},
+                   "additionalProperties": false});
+    check(
+        s.clone(),
+        &[r#"{"ab": "x"}"#, r#"{"a@": "x", "b": "y"}"#, "{}"],
+        &[r#"{"@@a": "x"}"#, r#"{"ab": 1}"#, r#"{"A": "x"}"#],
+    );
+    assert_eq!(error_keyword(s), "patternProperties");
+    // A declared name that a look-around pattern also matches takes both schemas.
+    check(
+        json!({"properties": {"ab": {"minLength": 2}}, "patternProperties": {"^(?!x)a": {"maxLength": 3}}}),
+        &[r#"{"ab": "xyz"}"#],
+        &[r#"{"ab": "wxyz"}"#, r#"{"ab": "x"}"#],
+    );
+}
