@@ -591,6 +591,11 @@ fn unevaluated_properties_see_only_their_own_object() {
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(g.checks().map(|c| c.relaxed()[0].pointer.as_str()), Some("/unevaluatedProperties"));
     check(s, &["{\"a\": 1}", "{\"b\": 1}", "{\"a\": 1, \"b\": 2}"], &["{\"c\": 1}", "{\"b\": 1, \"c\": 1}"]);
+    // `unevaluatedProperties: true` constrains nothing: no note, no run-time check.
+    let t = json!({"properties": {"a": true}, "anyOf": [{"properties": {"b": true}}], "unevaluatedProperties": true});
+    let (g, notes) = compile_with_notes(&t, &Options::default()).unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+    assert!(g.checks().is_none_or(|c| c.relaxed().iter().all(|r| r.keyword != "unevaluatedProperties")));
     // Two anyOf branches that both hold evaluate together (suite unevaluatedProperties--11
     // style); an `if` without a match evaluates nothing of its own.
     check(

@@ -40,6 +40,25 @@ struct Evaluated {
 }
 
 impl Evaluated {
+    /// Adds property names (`patterns`: `patternProperties` patterns) not listed yet.
+    fn add_names<'n>(&mut self, names: impl IntoIterator<Item = &'n String>, patterns: bool) {
+        let list = if patterns { &mut self.patterns } else { &mut self.names };
+        for n in names {
+            if !list.contains(n) {
+                list.push(n.clone());
+            }
+        }
+    }
+
+    /// Adds all that `other` evaluates.
+    fn include(&mut self, other: &Evaluated) {
+        self.all |= other.all;
+        self.all_items |= other.all_items;
+        self.prefix = self.prefix.max(other.prefix);
+        self.add_names(&other.names, false);
+        self.add_names(&other.patterns, true);
+    }
+
     /// Whether no property is named (for what a conditional applicator adds).
     fn no_properties(&self) -> bool {
         !self.all && self.names.is_empty() && self.patterns.is_empty()
@@ -272,46 +291,34 @@ pub(crate) fn rewrite<'d>(
                         && dynamic.names.iter().all(|n| ev.names.contains(n))
                         && dynamic.patterns.iter().all(|p| ev.patterns.contains(p)))
             };
-            // Properties (items) evaluated by one conditional applicator: per branch.
-            let all = if items { ev.all_items } else { ev.all };
-            if !covers && !all && *u != Value::Bool(true) {
-                if let Some(plan) = branches(doc, m, &ev, items) {
-                    let subset = |kind: &str| kind == "anyOf" || (kind == "if" && m.contains_key("else"));
-                    let inexact = matches!(plan, Plan::Branches(kind, _) if subset(kind));
-                    if inexact && checks {
-                        edits.push((ptr.clone(), key, widened(&ev, &dynamic, items)));
-                        relaxed.push((ptr.clone(), key.to_string()));
-                        continue;
-                    }
-                    if inexact {
-                        notes.push(Note::new(
-                            &ptr,
-                            key,
-                            if items {
-                                "items evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)"
-                            } else {
-                                "properties evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)"
-                            },
-                        ));
-                    }
-                    edits.push((ptr.clone(), key, plan));
-                    continue;
-                }
+            if *u == Value::Bool(true) {
+                // Constrains nothing: dropped.
+                edits.push((ptr.clone(), key, Plan::Part(None)));
+                continue;
             }
-            if !covers && checks {
+            if covers {
+                edits.push((ptr.clone(), key, part(&ev, items)));
+                continue;
+            }
+            // Properties (items) evaluated by one conditional applicator: per branch, which
+            // is exact for `oneOf` and `if` without `else`, a subset otherwise.
+            let plan = branches(doc, m, &ev, items);
+            let subset = |kind: &str| kind == "anyOf" || (kind == "if" && m.contains_key("else"));
+            let inexact = plan.as_ref().is_none_or(|p| matches!(p, Plan::Branches(kind, _) if subset(kind)));
+            if inexact && checks {
                 edits.push((ptr.clone(), key, widened(&ev, &dynamic, items)));
                 relaxed.push((ptr.clone(), key.to_string()));
                 continue;
             }
-            if !covers {
-                notes.push(Note::new(
-                    &ptr,
-                    key,
-                    "what anyOf/oneOf/if/dependentSchemas/contains may evaluate is treated as unevaluated (valid instances may be rejected)",
-                ));
+            let why = match (&plan, items) {
+                (None, _) => "what anyOf/oneOf/if/dependentSchemas/contains may evaluate is treated as unevaluated (valid instances may be rejected)",
+                (Some(_), true) => "items evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)",
+                (Some(_), false) => "properties evaluated only by two anyOf branches together, or by else alone, are treated as unevaluated (valid instances may be rejected)",
+            };
+            if inexact {
+                notes.push(Note::new(&ptr, key, why));
             }
-            let part = if *u == Value::Bool(true) { Plan::Part(None) } else { part(&ev, items) };
-            edits.push((ptr.clone(), key, part));
+            edits.push((ptr.clone(), key, plan.unwrap_or_else(|| part(&ev, items))));
         }
     }
     if edits.is_empty() {
@@ -356,19 +363,7 @@ fn part(ev: &Evaluated, items: bool) -> Plan {
 /// superset, for a run-time check to make exact.
 fn widened(own: &Evaluated, dynamic: &Evaluated, items: bool) -> Plan {
     let mut ev = own.clone();
-    ev.all |= dynamic.all;
-    ev.all_items |= dynamic.all_items;
-    ev.prefix = ev.prefix.max(dynamic.prefix);
-    for n in &dynamic.names {
-        if !ev.names.contains(n) {
-            ev.names.push(n.clone());
-        }
-    }
-    for p in &dynamic.patterns {
-        if !ev.patterns.contains(p) {
-            ev.patterns.push(p.clone());
-        }
-    }
+    ev.include(dynamic);
     part(&ev, items)
 }
 
@@ -421,18 +416,10 @@ fn static_evaluated(doc: &Value, v: &Value, ev: &mut Evaluated, seen: &mut HashS
         ev.prefix = ev.prefix.max(p.len());
     }
     if let Some(Value::Object(p)) = m.get("properties") {
-        for n in p.keys() {
-            if !ev.names.contains(n) {
-                ev.names.push(n.clone());
-            }
-        }
+        ev.add_names(p.keys(), false);
     }
     if let Some(Value::Object(p)) = m.get("patternProperties") {
-        for n in p.keys() {
-            if !ev.patterns.contains(n) {
-                ev.patterns.push(n.clone());
-            }
-        }
+        ev.add_names(p.keys(), true);
     }
     if let Some(Value::Array(parts)) = m.get("allOf") {
         for p in parts {
