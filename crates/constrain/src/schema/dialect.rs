@@ -228,8 +228,8 @@ const INSTANCES: [&str; 4] = ["enum", "const", "default", "examples"];
 /// Where the two readings of `dependencies` in a 2019-09 or 2020-12 document (`draft`, the
 /// root's) may disagree: the pointer of its first use, when the document also holds a
 /// keyword under which honouring it can accept more ([`NOT_MONOTONE`], anywhere: a `$ref`
-/// may lead there). `None` where honouring it only ever rejects more, and in older drafts,
-/// where it is a keyword.
+/// may lead there). `None` where honouring it only ever rejects more, and in older
+/// drafts, where it is a keyword.
 ///
 /// The grammar honours it; the schema compiler then adds a run-time check whose validator
 /// of the whole document ignores it, so the constraint accepts only what both readings
@@ -246,21 +246,22 @@ const INSTANCES: [&str; 4] = ["enum", "const", "default", "examples"];
 /// assert_eq!(legacy_dependencies(&json!({"dependencies": deps}), Draft::Draft202012), None);
 /// ```
 pub fn legacy_dependencies(schema: &Value, draft: Draft) -> Option<String> {
-    if draft < Draft::Draft201909 {
+    // Most schemas: two scans without pointers.
+    if draft < Draft::Draft201909
+        || !super::mentions_any(schema, &["dependencies"])
+        || !super::mentions_any(schema, &NOT_MONOTONE)
+    {
         return None;
     }
-    let mut first = None;
-    let mut risky = false;
     let mut todo = vec![(schema, String::new())];
     while let Some((v, ptr)) = todo.pop() {
         let Value::Object(m) = v else { continue };
-        risky |= NOT_MONOTONE.iter().any(|k| m.contains_key(*k));
-        if first.is_none() && m.get("dependencies").is_some_and(Value::is_object) {
-            first = Some(format!("{ptr}/dependencies"));
+        if m.get("dependencies").is_some_and(Value::is_object) {
+            return Some(format!("{ptr}/dependencies"));
         }
         subschemas(m, &ptr, &mut |x, p| todo.push((x, p)));
     }
-    first.filter(|_| risky)
+    None
 }
 
 /// Calls `f` with each value of `m` that may be a subschema and its pointer: those of the

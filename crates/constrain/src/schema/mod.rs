@@ -431,16 +431,18 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     // `dependencies` where 2019-09 dropped it: the document must also validate with it
     // ignored (the whole document's check reads it so), wherever that may differ.
     let legacy = if options.lenient { None } else { dialect::legacy_dependencies(schema, draft) };
-    if let Some(at) = &legacy {
+    // The schema holding it, for messages.
+    let holder = legacy.as_deref().map(|at| at.strip_suffix("/dependencies").unwrap_or(at));
+    if let Some(at) = holder {
         if !checks {
             return Err(Error::new(
-                at.strip_suffix("/dependencies").unwrap_or(at),
+                at,
                 "dependencies",
                 "not a keyword of this dialect, and validators disagree on it here (beside not/if/oneOf/maxContains/unevaluated*): needs run-time checks (use dependentRequired/dependentSchemas)",
             ));
         }
         notes.push(Note::new(
-            at.strip_suffix("/dependencies").unwrap_or(at),
+            at,
             "dependencies",
             "not a keyword of this dialect: honoured, and the output must also validate with it ignored (valid instances of either reading may be rejected)",
         ));
@@ -471,6 +473,26 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     }
     notes.dedup();
     Ok((g, notes))
+}
+
+/// Whether some object of `doc` has one of `keys` (anywhere, as a keyword or not): a cheap
+/// test before a walk that needs pointers. An explicit stack, so a deeply nested document
+/// cannot overflow the thread's.
+pub(crate) fn mentions_any(doc: &Value, keys: &[&str]) -> bool {
+    let mut todo = vec![doc];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Object(m) => {
+                if keys.iter().any(|k| m.contains_key(*k)) {
+                    return true;
+                }
+                todo.extend(m.values());
+            }
+            Value::Array(a) => todo.extend(a.iter()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Keywords a run-time check can enforce when the grammar cannot: all but the dynamic

@@ -27,7 +27,7 @@ use rustc_hash::FxHashSet as HashSet;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-use super::{escape_pointer, Note};
+use super::{escape_pointer, mentions_any, Note};
 
 /// What a schema object evaluates for sure.
 #[derive(Default, Debug, Clone)]
@@ -371,25 +371,6 @@ fn widened(own: &Evaluated, dynamic: &Evaluated, items: bool) -> Plan {
 /// (anywhere, as a keyword or not): without one there is nothing to rewrite.
 fn mentions_unevaluated(doc: &Value) -> bool {
     mentions_any(doc, &["unevaluatedProperties", "unevaluatedItems"])
-}
-
-/// Whether some object of `doc` has one of `keys` (anywhere, as a keyword or not). An
-/// explicit stack, so a deeply nested document cannot overflow the thread's.
-fn mentions_any(doc: &Value, keys: &[&str]) -> bool {
-    let mut todo = vec![doc];
-    while let Some(v) = todo.pop() {
-        match v {
-            Value::Object(m) => {
-                if keys.iter().any(|k| m.contains_key(*k)) {
-                    return true;
-                }
-                todo.extend(m.values());
-            }
-            Value::Array(a) => todo.extend(a.iter()),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// The `$ref` target of `m` in the canonical document, if any.
