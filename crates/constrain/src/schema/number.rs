@@ -780,27 +780,19 @@ pub const SMALL_EXPONENTS: usize = 24;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn small_multiples(lo: Option<&Bound>, hi: Option<&Bound>, s: usize) -> Expr {
-    use std::cmp::Ordering::*;
     by_sign(lo, hi, false, |l, h| {
-        let zeros = || Expr::star(Expr::lit("0"));
-        let alts = (1..=s.min(SMALL_EXPONENTS))
+        let alts = (1..=s.min(SMALL_EXPONENTS) as i64)
             .filter(|&e| {
-                let (bottom, top) = (pow10(-(e as i64)), pow10(1 - e as i64));
-                let above = match cmp_dec(&l.value, &bottom) {
-                    Less => true,
-                    Equal => !l.strict,
-                    Greater => false,
-                };
-                above && h.is_none_or(|h| cmp_dec(&h.value, &top) != Less)
+                // The decade's bottom is within `l`; its top (excluded) is at most `h`.
+                let bottom = Bound { value: pow10(-e), strict: false };
+                !empty_between(l, &bottom) && h.is_none_or(|h| cmp_dec(&h.value, &pow10(1 - e)).is_ge())
             })
             .map(|e| {
-                let fraction = match s - e {
-                    0 => Expr::seq([Expr::lit(".0"), zeros()]),
-                    room => Expr::seq([Expr::lit("."), any_digits(1, Some(room as u32)), zeros()]),
+                let fraction = match s - e as usize {
+                    0 => zero_fraction_digits(),
+                    room => Expr::seq([Expr::lit("."), any_digits(1, Some(room as u32)), Expr::star(Expr::lit("0"))]),
                 };
-                let exponent =
-                    Expr::seq([Expr::one_of_bytes(b"Ee"), Expr::lit("-"), zeros(), Expr::lit(&e.to_string())]);
-                Expr::seq([digit(1, 9), Expr::opt(fraction), exponent])
+                Expr::seq([digit(1, 9), Expr::opt(fraction), exponent_range(Some(-e), Some(-e))])
             });
         Expr::alt(alts.collect::<Vec<_>>())
     })
