@@ -523,13 +523,7 @@ impl<'a> Compiler<'a> {
         } else {
             // Patterns with different schemas: any of them (the run-time check holds a key
             // to every schema whose pattern it matches).
-            let mut values = Vec::new();
-            for p in &kw.patterns {
-                values.push(
-                    self.compile_value(p.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(p.pattern)))?,
-                );
-            }
-            Expr::alt(values)
+            self.any_pattern_value(kw, ptr)?
         };
         Ok((
             (value != Expr::Nothing && key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])),
@@ -563,16 +557,20 @@ impl<'a> Compiler<'a> {
         names: &[String],
         ptr: &str,
     ) -> Result<(Option<Expr>, usize), Error> {
-        let mut values = Vec::new();
-        for p in &kw.patterns {
-            let v = self.compile_value(p.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(p.pattern)))?;
-            if !values.contains(&v) {
-                values.push(v);
-            }
-        }
-        let value = Expr::alt(values);
+        let value = self.any_pattern_value(kw, ptr)?;
         let key = self.free_key(kw, names, ptr)?;
         Ok(((value != Expr::Nothing && key != Expr::Nothing).then(|| Expr::seq([key, self.colon(), value])), 0))
+    }
+
+    /// The value of a pattern key when which patterns it matches is left to the run-time
+    /// check: any pattern's value.
+    fn any_pattern_value(&mut self, kw: &ObjectKeywords, ptr: &str) -> Result<Expr, Error> {
+        let mut values = Vec::new();
+        for p in &kw.patterns {
+            values
+                .push(self.compile_value(p.schema, &format!("{ptr}/patternProperties/{}", escape_pointer(p.pattern)))?);
+        }
+        Ok(Expr::alt(values))
     }
 
     /// The member of any other key (not named, not forbidden; matching `propertyNames` when
