@@ -238,28 +238,43 @@ impl std::fmt::Display for Located {
     }
 }
 
-/// Something a successful compilation wants said: where the grammar accepts *less* than the
-/// schema (an under-approximation), at the keyword's JSON pointer.
+/// Something a successful compilation wants said, at the keyword's JSON pointer: a
+/// documented subset (the grammar accepts *less* than the schema, as documented) or a
+/// warning (something the user should act on); [`Note::is_warning`] tells which.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Note(Located);
+pub struct Note {
+    at: Located,
+    warning: bool,
+}
 
 impl Note {
-    /// A note about `keyword` of the schema at pointer `at`.
+    /// A documented subset at `keyword` of the schema at pointer `at`.
     pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Note(Located::new(at, keyword, message))
+        Note { at: Located::new(at, keyword, message), warning: false }
+    }
+
+    /// A warning at `keyword` of the schema at pointer `at`.
+    pub(crate) fn warning(at: &str, keyword: &str, message: impl Into<String>) -> Self {
+        Note { at: Located::new(at, keyword, message), warning: true }
+    }
+
+    /// Whether the user should act on this note (an unknown `$schema`, say), rather than
+    /// read it as a documented subset: front ends show warnings always, subsets on request.
+    pub fn is_warning(&self) -> bool {
+        self.warning
     }
 }
 
 impl std::ops::Deref for Note {
     type Target = Located;
     fn deref(&self) -> &Located {
-        &self.0
+        &self.at
     }
 }
 
 impl std::fmt::Display for Note {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        self.at.fmt(f)
     }
 }
 
@@ -404,7 +419,7 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     let mut notes = Vec::new();
     if let (None, Some(Value::String(uri))) = (options.draft, schema.get("$schema")) {
         if dialect::Draft::from_uri(uri).is_none() {
-            notes.push(Note::new(
+            notes.push(Note::warning(
                 "",
                 "$schema",
                 format!("unknown dialect {uri:?}: compiled as draft 2020-12 (force one with --draft)"),
@@ -469,7 +484,7 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
         g.set_checks(checks);
     }
     for n in &mut notes {
-        n.0.pointer = dialect::original_pointer(&n.0.pointer);
+        n.at.pointer = dialect::original_pointer(&n.at.pointer);
     }
     notes.dedup();
     Ok((g, notes))
