@@ -21,7 +21,8 @@
 //!
 //! The context is not `Send`: call [`Generator::serve_batched`] on the thread that will own
 //! it for the server's lifetime; it returns when the request channel closes.
-use super::sequence::{Next, Sequence, SequenceSettings};
+use super::llama::clear_cells;
+use super::sequence::{Next, Sequence, SequenceSettings, STREAM_HOLD};
 use super::{Error, Generator, Output, StopReason};
 use constrain::matcher::Constraint;
 use constrain::sampling::SamplerSettings;
@@ -73,6 +74,11 @@ pub struct BatchRequest {
     /// Most tokens to produce; running out ends with [`StopReason::MaxTokens`] (or
     /// [`StopReason::Closed`] when closing mode completes a constrained output).
     pub max_tokens: usize,
+    /// Whether the client is shown the text as it comes ([`BatchEvent::Text`] as produced):
+    /// then the newest 16 tokens are withheld until the next ones, so that a dead end
+    /// within them is backed out of unseen. Otherwise all text comes at the end, and a
+    /// backtrack may reach anywhere.
+    pub stream: bool,
     /// Where the events go.
     pub events: EventSink,
 }
@@ -191,8 +197,17 @@ impl Generator {
                         slot.pending = tokens;
                         None
                     }
-                    Some(Ok(Next::Feed(_))) | None if !keep => Some(Ok(StopReason::Finished)),
-                    Some(Ok(Next::Feed(_))) | None => None,
+                    // A backtrack: the cells past the sequence's position go first.
+                    Some(Ok(Next::Rewind(tokens))) if keep => match clear_cells(&mut ctx, id as u32, slot.seq.n_past())
+                    {
+                        Ok(()) => {
+                            slot.pending = tokens;
+                            None
+                        }
+                        Err(e) => Some(Err(e)),
+                    },
+                    Some(Ok(Next::Feed(_) | Next::Rewind(_))) | None if !keep => Some(Ok(StopReason::Finished)),
+                    Some(Ok(Next::Feed(_) | Next::Rewind(_))) | None => None,
                     Some(Ok(Next::Stop(reason))) => Some(Ok(reason)),
                     Some(Err(e)) => Some(Err(e)),
                 };
@@ -299,7 +314,7 @@ impl Generator {
             sampler: request.sampler.clone(),
             max_tokens: request.max_tokens,
             truncate_ok: true,
-            ..self.sequence_settings(true)
+            ..self.sequence_settings(true, if request.stream { STREAM_HOLD } else { usize::MAX })
         };
         let seq = prompt.and_then(|prompt| {
             self.check_constraint(request.constraint.as_ref())?;

@@ -130,10 +130,54 @@ impl From<String> for Prompt {
 /// The default system turn for schema-constrained generation: the grammar already enforces
 /// the schema, but a model that knows it writes better values.
 pub fn schema_system_prompt(schema: &serde_json::Value) -> String {
-    format!(
-        "You are a helpful assistant that answers only with a JSON document matching this JSON Schema:\n{}",
-        serde_json::to_string(schema).unwrap_or_default()
-    )
+    format!("{JSON_SYSTEM_PROMPT} matching this JSON Schema:\n{}", serde_json::to_string(schema).unwrap_or_default())
+}
+
+/// The system turn when the schema is too big to show ([`Generator::schema_prompt`]).
+pub const JSON_SYSTEM_PROMPT: &str = "You are a helpful assistant that answers only with a JSON document";
+
+/// How much of the schema [`Generator::schema_prompt`] put in the system turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaInPrompt {
+    /// All of it.
+    Whole,
+    /// All but its annotations ([`schema_without_annotations`]).
+    WithoutAnnotations,
+    /// None: even without annotations it left too little of the context for the output.
+    LeftOut,
+}
+
+/// `schema` without the annotations that do not constrain a value (`description`, `title`,
+/// `examples`, `default`, `$comment`): a shorter schema to show a model. Property names are
+/// kept, whatever they are called; values under `const` and `enum` are data and kept as is.
+pub fn schema_without_annotations(schema: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    const ANNOTATIONS: [&str; 5] = ["description", "title", "examples", "default", "$comment"];
+    // Keywords whose value maps names to subschemas: their keys are names, not keywords.
+    const NAMED: [&str; 6] =
+        ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+    let mut out = schema.clone();
+    // (value, whether it is a map of names to subschemas); an explicit stack, no recursion.
+    let mut stack: Vec<(&mut Value, bool)> = vec![(&mut out, false)];
+    while let Some((v, named)) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                if named {
+                    stack.extend(map.values_mut().map(|c| (c, false)));
+                    continue;
+                }
+                map.retain(|k, _| !ANNOTATIONS.contains(&k.as_str()));
+                for (k, child) in map.iter_mut() {
+                    if !matches!(k.as_str(), "const" | "enum") {
+                        stack.push((child, NAMED.contains(&k.as_str())));
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut().map(|c| (c, false))),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Why generation stopped.
@@ -189,8 +233,13 @@ pub struct Output {
     pub generated_tokens: usize,
     /// Of `generated_tokens`, those fed by jump-forward without sampling.
     pub forced_tokens: usize,
-    /// Model evaluations after the prompt (one per sampled token, one per forced batch).
+    /// Model evaluations after the prompt (one per sampled token, one per forced batch, one
+    /// per backtrack).
     pub model_steps: usize,
+    /// Times the decode loop backed out of a dead end (a prefix no token could extend):
+    /// the last sampled token was taken back, banned there, and drawn again. Target 0; each
+    /// is a place where the mask could not see far enough ahead.
+    pub backtracks: usize,
     /// Why generation stopped.
     pub stop: StopReason,
     /// Timings.
@@ -264,11 +313,14 @@ pub enum Error {
         /// Context tokens left after the prompt.
         context_left: usize,
     },
-    /// No token was allowed (the grammar reached a dead end for this vocabulary).
-    #[error("no allowed token at step {step}: the grammar cannot be continued with this model's vocabulary")]
+    /// No token was allowed, and backing out of it failed: the search ran out of
+    /// backtracks, or would have taken back text already streamed.
+    #[error("no allowed token at step {step} (after {backtracks} backtracks): the constraint could not be continued with this model's vocabulary")]
     DeadEnd {
         /// The step at which the mask was empty.
         step: usize,
+        /// Backtracks made before giving up.
+        backtracks: usize,
     },
     /// The matcher failed during generation.
     #[error("matcher error: {0}")]
@@ -368,6 +420,30 @@ mod tests {
         assert_eq!(s["properties"]["x"], json!({"type": "number"}));
         assert_eq!(s["properties"]["email"]["format"], "email");
         assert_eq!(s["properties"]["format"]["const"], json!({"format": "int32"}));
+    }
+
+    #[test]
+    fn annotations_are_cut_but_names_and_data_stay() {
+        let s = json!({
+            "title": "T", "description": "d", "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "the text", "examples": ["x"]},
+                "kind": {"enum": [{"description": "data"}], "default": {"a": 1}}
+            },
+            "items": [{"$comment": "c", "type": "integer"}]
+        });
+        let cut = schema_without_annotations(&s);
+        assert_eq!(
+            cut,
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string"},
+                    "kind": {"enum": [{"description": "data"}]}
+                },
+                "items": [{"type": "integer"}]
+            })
+        );
     }
 
     #[test]

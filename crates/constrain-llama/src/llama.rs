@@ -1,6 +1,6 @@
 //! The llama.cpp side of the engine: model loading, vocabulary extraction, the decode loop.
-use super::sequence::{Next, Sequence, SequenceSettings};
-use super::{Error, GeneratorSettings, Output, Prompt};
+use super::sequence::{Next, Sequence, SequenceSettings, STREAM_HOLD};
+use super::{Error, GeneratorSettings, Output, Prompt, SchemaInPrompt};
 use constrain::mask::TokenIndex;
 use constrain::matcher::Constraint;
 use constrain::vocab::{TokenId, Vocabulary};
@@ -119,18 +119,20 @@ impl Generator {
     /// Generates text matching `constraint`. Fails with [`Error::Incomplete`] if the token
     /// budget or the context runs out first.
     pub fn generate(&self, prompt: impl Into<Prompt>, constraint: &Constraint) -> Result<Output, Error> {
-        self.generate_with(prompt, constraint, |_| {})
+        self.run(&prompt.into(), Some(constraint), |_| {}, false, usize::MAX)
     }
 
     /// Like [`Generator::generate`], calling `on_text` with each new piece of text as it is
-    /// produced (whole UTF-8 characters only).
+    /// produced (whole UTF-8 characters only). The newest few tokens' text is withheld until
+    /// the next ones (16 tokens): what was shown is never taken back, and a dead end within
+    /// those tokens is backed out of unseen ([`Output::backtracks`]).
     pub fn generate_with(
         &self,
         prompt: impl Into<Prompt>,
         constraint: &Constraint,
         on_text: impl FnMut(&str),
     ) -> Result<Output, Error> {
-        self.run(&prompt.into(), Some(constraint), on_text, false)
+        self.run(&prompt.into(), Some(constraint), on_text, false, STREAM_HOLD)
     }
 
     /// Generates free text until an end-of-generation token or `max_tokens` (which is not an
@@ -140,7 +142,7 @@ impl Generator {
         prompt: impl Into<Prompt>,
         on_text: impl FnMut(&str),
     ) -> Result<Output, Error> {
-        self.run(&prompt.into(), None, on_text, true)
+        self.run(&prompt.into(), None, on_text, true, 0)
     }
 
     /// Runs exactly as [`Generator::generate_with`] but returns the partial output instead of
@@ -150,7 +152,7 @@ impl Generator {
         prompt: impl Into<Prompt>,
         constraint: Option<&Constraint>,
     ) -> Result<Output, Error> {
-        self.run(&prompt.into(), constraint, |_| {}, true)
+        self.run(&prompt.into(), constraint, |_| {}, true, usize::MAX)
     }
 
     /// Generates a `T`: derives its JSON Schema, constrains the output to it, tells the model
@@ -166,6 +168,33 @@ impl Generator {
         let constraint = self.constraint(&constrain::schema::compile(&schema, &options)?)?;
         let out = self.generate(Prompt::user(prompt).with_schema(&schema), &constraint)?;
         serde_json::from_str(&out.text).map_err(|e| Error::Deserialize(e.to_string()))
+    }
+
+    /// The context of one sequence, in tokens: the `ctx_size` setting, or the model's
+    /// training context when it is 0.
+    pub fn context_size(&self) -> usize {
+        let ctx = if self.settings.ctx_size == 0 { self.model.n_ctx_train() } else { self.settings.ctx_size };
+        ctx as usize
+    }
+
+    /// `prompt` with the default system turn telling the model `schema`
+    /// ([`Prompt::with_schema`]), shortened where the whole schema would leave less than
+    /// `max_tokens` of the context: first without its annotations
+    /// ([`super::schema_without_annotations`]), then without the schema at all. The
+    /// constraint enforces the schema either way; a model that sees it only writes better
+    /// values. Returns the prompt and how much of the schema it holds.
+    pub fn schema_prompt(&self, prompt: Prompt, schema: &serde_json::Value) -> (Prompt, SchemaInPrompt) {
+        let room = self.context_size().saturating_sub(self.settings.max_tokens);
+        let fits = |p: &Prompt| self.prompt_tokens(p).is_ok_and(|t| t.len() <= room);
+        let whole = prompt.clone().with_schema(schema);
+        if fits(&whole) {
+            return (whole, SchemaInPrompt::Whole);
+        }
+        let short = prompt.clone().with_schema(&super::schema_without_annotations(schema));
+        if fits(&short) {
+            return (short, SchemaInPrompt::WithoutAnnotations);
+        }
+        (prompt.with_system(super::JSON_SYSTEM_PROMPT), SchemaInPrompt::LeftOut)
     }
 
     /// The prompt tokens: templated (unless raw) and tokenized with special tokens parsed.
@@ -233,7 +262,7 @@ impl Generator {
     }
 
     /// The per-sequence settings of one generation.
-    pub(crate) fn sequence_settings(&self, truncate_ok: bool) -> SequenceSettings {
+    pub(crate) fn sequence_settings(&self, truncate_ok: bool, hold: usize) -> SequenceSettings {
         SequenceSettings {
             sampler: self.settings.sampler.clone(),
             max_tokens: self.settings.max_tokens,
@@ -241,6 +270,7 @@ impl Generator {
             close: self.settings.close,
             close_margin: self.settings.close_margin,
             truncate_ok,
+            hold,
         }
     }
 
@@ -262,20 +292,22 @@ impl Generator {
     }
 
     /// The decode loop of one sequence (see [`Sequence`]). `truncate_ok`: running out of
-    /// tokens returns the partial output.
+    /// tokens returns the partial output; `hold`: tokens of text withheld from `on_text`.
     fn run(
         &self,
         prompt: &Prompt,
         constraint: Option<&Constraint>,
         mut on_text: impl FnMut(&str),
         truncate_ok: bool,
+        hold: usize,
     ) -> Result<Output, Error> {
         self.check_constraint(constraint)?;
         let prompt_tokens = self.prompt_tokens(prompt)?;
         let mut ctx = self.new_context(1)?;
         let n_ctx = ctx.n_ctx() as usize;
         let vocab = self.index.vocab();
-        let mut seq = Sequence::new(constraint, self.sequence_settings(truncate_ok), vocab, &prompt_tokens, n_ctx)?;
+        let mut seq =
+            Sequence::new(constraint, self.sequence_settings(truncate_ok, hold), vocab, &prompt_tokens, n_ctx)?;
 
         // Prompt: in batches of at most n_batch (one batch for any prompt that fits the
         // default settings), logits for the last position only.
@@ -302,6 +334,10 @@ impl Generator {
             let tokens = match next {
                 Next::Stop(reason) => break reason,
                 Next::Feed(tokens) => tokens,
+                Next::Rewind(tokens) => {
+                    clear_cells(&mut ctx, 0, seq.n_past())?;
+                    tokens
+                }
             };
             batch.clear();
             let n_past = seq.n_past();
@@ -316,6 +352,15 @@ impl Generator {
             logits_at = batch.n_tokens() - 1;
         };
         Ok(seq.finish(stop, on_text))
+    }
+}
+
+/// Removes the KV cells of sequence `seq` from position `from` on (a backtrack).
+pub(crate) fn clear_cells(ctx: &mut LlamaContext<'_>, seq: u32, from: usize) -> Result<(), Error> {
+    let from = u32::try_from(from).map_err(|_| Error::Llama("position out of range".into()))?;
+    match ctx.clear_kv_cache_seq(Some(seq), Some(from), None) {
+        Ok(true) => Ok(()),
+        _ => Err(Error::Llama(format!("cannot remove the KV cells of sequence {seq} from position {from}"))),
     }
 }
 

@@ -27,7 +27,19 @@ pub(crate) enum Next {
     Stop(StopReason),
     /// Evaluate these tokens (logits for the last one only), then step again.
     Feed(Vec<TokenId>),
+    /// A backtrack ([`Sequence::sample`]): the KV cells of this sequence from
+    /// [`Sequence::n_past`] on are stale. Remove them, then evaluate these tokens there, as
+    /// for [`Next::Feed`].
+    Rewind(Vec<TokenId>),
 }
+
+/// How many backtracks one generation may make before a dead end is an error: each costs
+/// one model step, and a search that keeps failing is better reported than prolonged.
+pub(crate) const MAX_BACKTRACKS: usize = 64;
+
+/// The tokens of text a streaming generation withholds from its text callback: how far back
+/// a dead end can be backed out of without taking back what the caller was shown.
+pub(crate) const STREAM_HOLD: usize = 16;
 
 /// The per-generation knobs a [`Sequence`] needs (a subset of `GeneratorSettings`, plus
 /// whether running out of tokens is an error).
@@ -40,6 +52,10 @@ pub(crate) struct SequenceSettings {
     pub(crate) close_margin: usize,
     /// Running out of tokens returns the partial output ([`StopReason::MaxTokens`]).
     pub(crate) truncate_ok: bool,
+    /// The newest tokens whose text is withheld from the text callback until the end
+    /// ([`STREAM_HOLD`] when the caller streams, `usize::MAX` when it only wants the result):
+    /// a backtrack may go back that far.
+    pub(crate) hold: usize,
 }
 
 /// One generation's state (see the module doc).
@@ -50,8 +66,21 @@ pub(crate) struct Sequence {
     /// tokens it allows get [`ORDER_BONUS`].
     order: Option<Matcher>,
     order_mask: Vec<u32>,
+    /// Whether the order hint still follows the output: it stops at the first token outside
+    /// its language (and stays at the state before it, so a backtrack can revive it).
+    order_live: bool,
     closer: Closer,
     sampler: Sampler,
+    /// The prompt's tokens then the output's, as the penalty window sees them (rebuilt from
+    /// here after a backtrack).
+    history: Vec<TokenId>,
+    /// Per output token: whether it was sampled (a backtrack pops back to the last one that
+    /// was; forced tokens had no alternative).
+    sampled: Vec<bool>,
+    /// Tokens banned at an output position by a backtrack: `(position, token)`, positions
+    /// ascending.
+    bans: Vec<(usize, TokenId)>,
+    backtracks: usize,
     mask: Vec<u32>,
     soft: Vec<u32>,
     /// The mask one token ahead, when run-time checks could leave a dead end.
@@ -88,8 +117,9 @@ impl Sequence {
         if prompt.len() >= n_ctx {
             return Err(Error::PromptTooLong { tokens: prompt.len(), ctx: n_ctx });
         }
-        for t in prompt {
-            sampler.accept(TokenId(t.0 as u32));
+        let history: Vec<TokenId> = prompt.iter().map(|t| TokenId(t.0 as u32)).collect();
+        for &t in &history {
+            sampler.accept(t);
         }
         let started = Instant::now();
         let closer = match constraint {
@@ -101,13 +131,18 @@ impl Sequence {
             matcher: constraint.map(|c| c.matcher()),
             order: constraint.and_then(|c| c.order_hint()).map(|h| h.matcher()),
             order_mask: Vec::new(),
+            order_live: true,
             closer,
             sampler,
+            history,
+            sampled: Vec::new(),
+            bans: Vec::new(),
+            backtracks: 0,
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
             ahead: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
-            text: TextSink::default(),
+            text: TextSink::new(settings.hold),
             prompt_tokens: prompt.len(),
             n_ctx,
             n_past: 0,
@@ -176,11 +211,8 @@ impl Sequence {
             let tokens = forced_tokens(model, vocab, m, remaining.min(n_batch))?;
             if !tokens.is_empty() {
                 for &t in &tokens {
-                    self.sampler.accept(t);
-                    self.text.push(vocab.token_bytes(t), on_text);
-                    self.follow_order(t);
+                    self.push_token(vocab, t, false, on_text);
                 }
-                self.generated += tokens.len();
                 self.forced += tokens.len();
                 return Ok(Some(Next::Feed(tokens)));
             }
@@ -189,13 +221,35 @@ impl Sequence {
     }
 
     /// The second half of a step, after [`Sequence::prepare`] returned `None`: masks
-    /// `logits` (the last evaluated position's), samples a token and accepts it.
+    /// `logits` (the last evaluated position's), samples a token and accepts it. Where no
+    /// token is allowed (a dead end the mask could not foresee), backtracks instead: see
+    /// [`Sequence::backtrack`].
     pub(crate) fn sample(
         &mut self,
         vocab: &Vocabulary,
         logits: &[f32],
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Next, Error> {
+        let token = match self.draw(vocab, logits) {
+            Ok(token) => token,
+            Err(Error::DeadEnd { step, .. }) => return self.backtrack(step),
+            Err(e) => return Err(e),
+        };
+        // Every end-of-generation id of the model is EOS in its vocabulary.
+        if vocab.is_eos(token) {
+            return Ok(Next::Stop(self.end_reason(StopReason::Eos)));
+        }
+        self.push_token(vocab, token, true, on_text);
+        if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
+            return Ok(Next::Stop(self.end_reason(StopReason::Finished)));
+        }
+        Ok(Next::Feed(vec![token]))
+    }
+
+    /// Masks the step's `logits`, draws a token and accepts it into the matcher (closing
+    /// mode's check and the one-token look-ahead included). [`Error::DeadEnd`] when nothing
+    /// can be drawn; the matcher is then where the step began.
+    fn draw(&mut self, vocab: &Vocabulary, logits: &[f32]) -> Result<TokenId, Error> {
         let remaining = self.remaining;
         let generated = self.generated;
         self.load_logits(vocab, logits);
@@ -204,12 +258,15 @@ impl Sequence {
             m.fill_mask(&mut self.mask).map_err(Error::Matcher)?;
             let c = Instant::now();
             self.closer.narrow(m, &mut self.mask, remaining).map_err(Error::Matcher)?;
-            if let Some(bonus) = self
-                .closer
-                .soft(m, &self.mask, &mut self.soft, remaining, self.settings.close_margin)
-                .map_err(Error::Matcher)?
-            {
-                add_bonus(&mut self.logits, &self.soft, bonus);
+            self.apply_bans();
+            if let Some(m) = self.matcher.as_mut() {
+                if let Some(bonus) = self
+                    .closer
+                    .soft(m, &self.mask, &mut self.soft, remaining, self.settings.close_margin)
+                    .map_err(Error::Matcher)?
+                {
+                    add_bonus(&mut self.logits, &self.soft, bonus);
+                }
             }
             self.timings.closing += c.elapsed();
             self.prefer_order();
@@ -220,33 +277,86 @@ impl Sequence {
         if let Some(m) = self.matcher.as_mut() {
             m.accept_token(token).map_err(Error::Matcher)?;
             token = self.avoid_dead_end(vocab, logits, token, generated)?;
-            let Some(m) = self.matcher.as_mut() else { return Err(Error::DeadEnd { step: generated }) };
+            let Some(m) = self.matcher.as_mut() else { return Err(Error::DeadEnd { step: generated, backtracks: 0 }) };
             let t = Instant::now();
             let verdict = self.closer.check(m, token, &mut self.mask, remaining).map_err(Error::Matcher)?;
             self.timings.mask += t.elapsed();
             self.timings.closing += t.elapsed();
             if verdict == Verdict::Resample {
+                self.apply_bans();
                 token = self.redraw(vocab, logits, generated)?;
             }
         }
-        // Every end-of-generation id of the model is EOS in its vocabulary.
-        if vocab.is_eos(token) {
-            return Ok(Next::Stop(self.end_reason(StopReason::Eos)));
-        }
+        Ok(token)
+    }
+
+    /// Records an output token (sampled or forced): the penalty window, the text, the order
+    /// hint and the counts.
+    fn push_token(&mut self, vocab: &Vocabulary, token: TokenId, sampled: bool, on_text: &mut dyn FnMut(&str)) {
         self.sampler.accept(token);
         self.text.push(vocab.token_bytes(token), on_text);
         self.follow_order(token);
+        self.history.push(token);
+        self.sampled.push(sampled);
         self.generated += 1;
-        if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
-            return Ok(Next::Stop(self.end_reason(StopReason::Finished)));
+    }
+
+    /// Clears from the mask the tokens banned at this position by earlier backtracks.
+    fn apply_bans(&mut self) {
+        let here = self.generated;
+        for &(_, t) in self.bans.iter().filter(|&&(p, _)| p == here) {
+            if let Some(w) = self.mask.get_mut(t.index() / 32) {
+                *w &= !(1 << (t.0 % 32));
+            }
         }
-        Ok(Next::Feed(vec![token]))
+    }
+
+    /// The last line of defence against a dead end (no token allowed, though the output is
+    /// not complete): take back the output up to and including its last sampled token, ban
+    /// that token at its position, and draw there again. The matcher, the order hint, the
+    /// penalty window and the text go back with it; the caller removes the stale KV cells and
+    /// evaluates the token before that position again, for its logits ([`Next::Rewind`]).
+    /// Bans deeper than the new position are forgotten (their prefix is gone), so this is a
+    /// depth-first search over the model's choices, bounded by [`MAX_BACKTRACKS`], and by the
+    /// withheld text ([`SequenceSettings::hold`]): what the caller was shown stays.
+    fn backtrack(&mut self, step: usize) -> Result<Next, Error> {
+        let dead = Error::DeadEnd { step, backtracks: self.backtracks };
+        let Some(pos) = self.sampled.iter().rposition(|&s| s) else { return Err(dead) };
+        let popped = self.sampled.len() - pos;
+        if self.backtracks >= MAX_BACKTRACKS || !self.text.can_drop(popped) {
+            return Err(dead);
+        }
+        let Some(m) = self.matcher.as_mut() else { return Err(dead) };
+        m.rollback(popped).map_err(Error::Matcher)?;
+        let at = self.prompt_tokens + pos;
+        let banned = self.history[at];
+        self.history.truncate(at);
+        self.sampled.truncate(pos);
+        self.text.drop_tokens(popped);
+        self.generated = pos;
+        self.bans.retain(|&(p, _)| p <= pos);
+        self.bans.push((pos, banned));
+        if let Some(o) = self.order.as_mut() {
+            let n = o.num_tokens();
+            if n >= pos && o.rollback(n - pos).is_ok() {
+                self.order_live = true;
+            }
+        }
+        self.sampler.clear_history();
+        let window = self.sampler.settings().repeat_last_n;
+        for &t in &self.history[self.history.len().saturating_sub(window)..] {
+            self.sampler.accept(t);
+        }
+        self.backtracks += 1;
+        // The logits at `pos` come from the token before it (the prompt's last for `pos` 0).
+        self.n_past = at - 1;
+        Ok(Next::Rewind(vec![self.history[at - 1]]))
     }
 
     /// Gives [`ORDER_BONUS`] to the allowed tokens the order hint allows too, when it
     /// allows some but not all of them (a bonus to every allowed token changes nothing).
     fn prefer_order(&mut self) {
-        let Some(o) = self.order.as_mut() else { return };
+        let Some(o) = self.order.as_mut().filter(|_| self.order_live) else { return };
         self.order_mask.resize(self.mask.len(), 0);
         if o.fill_mask(&mut self.order_mask).is_err() {
             self.order = None;
@@ -263,10 +373,10 @@ impl Sequence {
         }
     }
 
-    /// Moves the order hint past `token`; the first token outside its language ends it.
+    /// Moves the order hint past `token`; the first token outside its language stops it.
     fn follow_order(&mut self, token: TokenId) {
-        if self.order.as_mut().is_some_and(|o| o.accept_token(token).is_err()) {
-            self.order = None;
+        if self.order_live && self.order.as_mut().is_some_and(|o| o.accept_token(token).is_err()) {
+            self.order_live = false;
         }
     }
 
@@ -347,6 +457,7 @@ impl Sequence {
             generated_tokens: self.generated,
             forced_tokens: self.forced,
             model_steps: self.steps,
+            backtracks: self.backtracks,
             stop,
             timings: self.timings,
         }
@@ -400,7 +511,7 @@ fn sample(sampler: &mut Sampler, logits: &mut [f32], step: usize, matcher: Optio
         // A dead end that a parse limit caused names the limit, not the grammar.
         Err(constrain::sampling::Error::NoCandidates) => match matcher.and_then(|m| m.limit_error()) {
             Some(e) => Err(Error::Matcher(e)),
-            None => Err(Error::DeadEnd { step }),
+            None => Err(Error::DeadEnd { step, backtracks: 0 }),
         },
         Err(e) => Err(Error::Settings(e)),
     }
@@ -434,17 +545,35 @@ fn apply_mask(logits: &mut [f32], mask: &[u32]) {
     }
 }
 
-/// Collects output bytes and hands out whole UTF-8 characters as they complete.
-#[derive(Default)]
+/// Collects output bytes and hands out whole UTF-8 characters as they complete, withholding
+/// the newest `hold` tokens' text so that a backtrack can take them back unseen.
 struct TextSink {
     bytes: Vec<u8>,
+    /// Bytes handed out so far.
     emitted: usize,
+    /// Per token pushed: the length of `bytes` after it.
+    ends: Vec<usize>,
+    hold: usize,
 }
 
 impl TextSink {
+    fn new(hold: usize) -> TextSink {
+        TextSink { bytes: Vec::new(), emitted: 0, ends: Vec::new(), hold }
+    }
+
     fn push(&mut self, piece: &[u8], on_text: &mut dyn FnMut(&str)) {
         self.bytes.extend_from_slice(piece);
-        let pending = &self.bytes[self.emitted..];
+        self.ends.push(self.bytes.len());
+        let shown = match self.ends.len().checked_sub(self.hold.saturating_add(1)) {
+            Some(i) => self.ends[i],
+            None => return,
+        };
+        self.emit(shown, on_text);
+    }
+
+    /// Hands out the bytes up to `upto`, but for an incomplete character at the end.
+    fn emit(&mut self, upto: usize, on_text: &mut dyn FnMut(&str)) {
+        let Some(pending) = self.bytes.get(self.emitted..upto).filter(|p| !p.is_empty()) else { return };
         let valid = match std::str::from_utf8(pending) {
             Ok(s) => s.len(),
             // An incomplete character at the end waits for the next piece; invalid bytes in
@@ -452,7 +581,7 @@ impl TextSink {
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
             Err(_) => {
                 on_text(&String::from_utf8_lossy(pending));
-                self.emitted = self.bytes.len();
+                self.emitted = upto;
                 return;
             }
         };
@@ -464,7 +593,28 @@ impl TextSink {
         }
     }
 
+    /// Whether the last `n` tokens can be taken back: none of their text was handed out.
+    fn can_drop(&self, n: usize) -> bool {
+        n <= self.ends.len() && self.len_before(n) >= self.emitted
+    }
+
+    /// Takes back the last `n` tokens' text (see [`TextSink::can_drop`]).
+    fn drop_tokens(&mut self, n: usize) {
+        let len = self.len_before(n).max(self.emitted);
+        self.bytes.truncate(len);
+        self.ends.truncate(self.ends.len().saturating_sub(n));
+    }
+
+    /// The text's length without its last `n` tokens.
+    fn len_before(&self, n: usize) -> usize {
+        match self.ends.len().checked_sub(n + 1) {
+            Some(i) => self.ends[i],
+            None => 0,
+        }
+    }
+
     fn flush(&mut self, on_text: &mut dyn FnMut(&str)) {
+        self.emit(self.bytes.len(), on_text);
         if self.emitted < self.bytes.len() {
             on_text(&String::from_utf8_lossy(&self.bytes[self.emitted..]));
             self.emitted = self.bytes.len();
@@ -501,7 +651,7 @@ mod tests {
     #[test]
     fn text_sink_waits_for_whole_characters() {
         let mut out = Vec::new();
-        let mut sink = TextSink::default();
+        let mut sink = TextSink::new(0);
         let e = "é".as_bytes();
         sink.push(b"a", &mut |s: &str| out.push(s.to_string()));
         sink.push(&e[..1], &mut |s: &str| out.push(s.to_string()));
@@ -509,5 +659,25 @@ mod tests {
         sink.flush(&mut |s: &str| out.push(s.to_string()));
         assert_eq!(out, vec!["a", "é"]);
         assert_eq!(sink.into_string(), "aé");
+    }
+
+    #[test]
+    fn text_sink_withholds_what_a_backtrack_may_take_back() {
+        let mut out = String::new();
+        let mut sink = TextSink::new(2);
+        for piece in ["{", "\"a", "\":", "1"] {
+            sink.push(piece.as_bytes(), &mut |s: &str| out.push_str(s));
+        }
+        assert_eq!(out, "{\"a", "the last two tokens are withheld");
+        assert!(sink.can_drop(2) && !sink.can_drop(3));
+        sink.drop_tokens(2);
+        sink.push(b"\"b", &mut |s: &str| out.push_str(s));
+        assert_eq!(out, "{\"a");
+        sink.flush(&mut |s: &str| out.push_str(s));
+        assert_eq!(out, "{\"a\"b");
+        assert_eq!(sink.into_string(), "{\"a\"b");
+        let mut all = TextSink::new(usize::MAX);
+        all.push(b"x", &mut |_: &str| panic!("nothing is shown before the end"));
+        assert!(all.can_drop(1));
     }
 }

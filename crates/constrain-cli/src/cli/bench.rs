@@ -5,7 +5,7 @@
 //! Each configuration runs `--runs` times after one warm-up run (which also fills the mask
 //! cache) and the fastest run is reported; llama.cpp's speed varies by a few percent between
 //! runs on a busy machine.
-use super::constraint_args::ConstraintArgs;
+use super::constraint_args::{ConstraintArgs, WhitespaceArg};
 use super::generate::ModelArgs;
 #[cfg(feature = "llama")]
 use super::out::outln;
@@ -34,7 +34,9 @@ pub struct BenchArgs {
 
 /// Runs the benchmark.
 pub fn run(args: &BenchArgs) -> Result<ExitCode, Failure> {
-    let grammar = args.constraint.grammar().map_err(Failure::constraint)?.ok_or_else(|| {
+    // Generation's whitespace: compact unless --whitespace says.
+    let constraint = ConstraintArgs { default_whitespace: WhitespaceArg::Compact, ..args.constraint.clone() };
+    let grammar = constraint.grammar().map_err(Failure::constraint)?.ok_or_else(|| {
         Failure::new(EXIT_USAGE, anyhow::anyhow!("bench needs a constraint (e.g. --schema examples/person.json)"))
     })?;
     let schema = args.constraint.schema_value().map_err(Failure::constraint)?;
@@ -65,7 +67,7 @@ fn bench_model(
     let settings = GeneratorSettings {
         sampler: SamplerSettings::greedy(),
         max_tokens: args.max_tokens,
-        ctx_size: args.model.ctx_size,
+        ctx_size: args.model.ctx_size.unwrap_or(0),
         threads: args.model.threads,
         n_gpu_layers: args.model.n_gpu_layers,
         verbose: args.model.verbose,

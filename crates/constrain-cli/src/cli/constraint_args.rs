@@ -27,9 +27,13 @@ pub struct ConstraintArgs {
     /// The whole output must match this regular expression.
     #[arg(long, value_name = "PATTERN", group = "constraint")]
     pub regex: Option<String>,
-    /// Whitespace policy for JSON Schema output.
-    #[arg(long, value_enum, default_value_t)]
-    pub whitespace: WhitespaceArg,
+    /// Whitespace policy for JSON Schema output [default: compact for generation (the
+    /// separators are fixed, so they cost no sampling); pretty for `check`].
+    #[arg(long, value_enum)]
+    pub whitespace: Option<WhitespaceArg>,
+    /// The policy when `--whitespace` is not given: each command sets its own.
+    #[arg(skip)]
+    pub default_whitespace: WhitespaceArg,
     /// Forbid object properties the schema does not name.
     #[arg(long)]
     pub strict: bool,
@@ -40,6 +44,10 @@ pub struct ConstraintArgs {
     /// overlapping `oneOf`, …) instead of checking them at run time.
     #[arg(long)]
     pub no_runtime_checks: bool,
+    /// List every documented subset and run-time check the schema compiled with (by
+    /// default one line counts them; warnings are always shown).
+    #[arg(long)]
+    pub notes: bool,
     /// Budgets for compiling and matching (see [`constrain::Limits`]).
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -119,7 +127,7 @@ impl ConstraintArgs {
     /// The schema compiler's options these flags select.
     pub fn schema_options(&self) -> constrain::schema::Options {
         constrain::schema::Options::default()
-            .with_whitespace(self.whitespace.into())
+            .with_whitespace(self.whitespace.unwrap_or(self.default_whitespace).into())
             .with_strict(self.strict)
             .with_draft(self.draft)
             .with_runtime_checks(!self.no_runtime_checks)
@@ -168,15 +176,12 @@ impl ConstraintArgs {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
             })?;
-            for n in &notes {
-                eprintln!("warning: {n}");
-            }
-            if let Some(checks) = grammar.checks() {
-                let listed: Vec<String> =
-                    checks.relaxed().iter().take(4).map(|r| format!("{} at {}", r.keyword, r.pointer)).collect();
-                let more = checks.relaxed().len().saturating_sub(listed.len());
-                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                eprintln!("note: checked at run time, as each value completes: {}{more}", listed.join(", "));
+            let checked: Vec<String> = grammar
+                .checks()
+                .map(|c| c.relaxed().iter().map(|r| format!("{} at {}", r.keyword, r.pointer)).collect())
+                .unwrap_or_default();
+            for line in note_lines(&notes, &checked, self.notes) {
+                eprintln!("{line}");
             }
             return Ok(Some(grammar));
         }
@@ -195,6 +200,34 @@ impl ConstraintArgs {
     }
 }
 
+/// What a compiled schema says on stderr: every warning (something to act on, such as an
+/// unknown `$schema`); then, with `all` (`--notes`), each documented subset and the keywords
+/// checked at run time, else one line counting them (none when there are none).
+fn note_lines(notes: &[constrain::schema::Note], checked: &[String], all: bool) -> Vec<String> {
+    let mut out: Vec<String> = notes.iter().filter(|n| n.is_warning()).map(|n| format!("warning: {n}")).collect();
+    let subsets = notes.iter().filter(|n| !n.is_warning());
+    if all {
+        out.extend(subsets.map(|n| format!("note: {n}")));
+        if !checked.is_empty() {
+            out.push(format!("note: checked at run time, as each value completes: {}", checked.join(", ")));
+        }
+        return out;
+    }
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = Vec::new();
+    let n = subsets.count();
+    if n > 0 {
+        parts.push(plural(n, "keyword compiled as a documented subset", "keywords compiled as documented subsets"));
+    }
+    if !checked.is_empty() {
+        parts.push(plural(checked.len(), "keyword checked at run time", "keywords checked at run time"));
+    }
+    if !parts.is_empty() {
+        out.push(format!("note: {} (--notes to list them)", parts.join(", ")));
+    }
+    out
+}
+
 /// GBNF text → grammar (errors carry line and column).
 fn parse_gbnf(text: &str) -> anyhow::Result<Grammar> {
     Ok(constrain::grammar::gbnf::parse(text)?)
@@ -207,12 +240,15 @@ fn compile_regex(pattern: &str) -> anyhow::Result<Grammar> {
 
 /// `--whitespace`: the command line's spelling of [`constrain::schema::Whitespace`] (the
 /// engine does not depend on clap). Same variants, same names in `--help` and in reports.
+/// The default is the engine's (`pretty`); generation asks for `compact`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum WhitespaceArg {
     /// No whitespace at all: `{"a":1}`.
     Compact,
-    /// The usual pretty-printing whitespace (a space after `,`/`:`, newlines with indentation),
-    /// but bounded so a model can never loop on whitespace.
+    /// The usual pretty-printing whitespace (a space after `,`/`:`, newlines with
+    /// indentation), but bounded so a model can never loop on whitespace. With `--format`
+    /// other than raw, the printed document is formatted anyway: this lets the model choose
+    /// (and see) the whitespace it writes.
     #[default]
     Pretty,
     /// Any JSON whitespace, unbounded (for validating arbitrary text, not for generation).
@@ -253,6 +289,28 @@ mod tests {
         assert!(pda.matches(b"a12") && !pda.matches(b"a"));
         let args = ConstraintArgs { grammar: Some("root ::= (".into()), ..Default::default() };
         assert!(args.grammar().is_err());
+    }
+
+    #[test]
+    fn notes_are_one_line_unless_listed() {
+        let schema = serde_json::json!({
+            "$schema": "https://example.com/unknown",
+            "type": "object",
+            "properties": {"e": {"type": "string", "format": "email"}, "h": {"type": "string", "format": "hostname"}},
+            "uniqueItems": true,
+            "not": {"required": ["x"]}
+        });
+        let (_, notes) = constrain::schema::compile_with_notes(&schema, &Default::default()).unwrap();
+        let checked = vec!["not at /not".to_string()];
+        let quiet = note_lines(&notes, &checked, false);
+        assert_eq!(quiet.iter().filter(|l| l.starts_with("note:")).count(), 1, "{quiet:?}");
+        assert!(quiet.iter().any(|l| l.starts_with("warning: /$schema")), "{quiet:?}");
+        let last = quiet.last().unwrap();
+        assert!(last.contains("2 keywords compiled as documented subsets, 1 keyword checked at run time"), "{last}");
+        let all = note_lines(&notes, &checked, true);
+        assert_eq!(all.iter().filter(|l| l.starts_with("note: /properties/")).count(), 2, "{all:?}");
+        assert!(all.iter().any(|l| l.contains("checked at run time, as each value completes: not at /not")));
+        assert!(note_lines(&[], &[], false).is_empty(), "nothing to say: silence");
     }
 
     #[test]

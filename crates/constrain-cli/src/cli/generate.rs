@@ -2,7 +2,8 @@
 //!
 //! Input: the flags below and a prompt (`-p`, else stdin). Output: the generated text on
 //! stdout — for a JSON Schema, exactly one JSON document — and diagnostics on stderr.
-use super::constraint_args::ConstraintArgs;
+use super::constraint_args::{ConstraintArgs, WhitespaceArg};
+use super::format::OutputFormat;
 #[cfg(feature = "llama")]
 use super::out::outln;
 use super::{Failure, EXIT_USAGE};
@@ -20,9 +21,9 @@ pub struct ModelArgs {
     /// downloaded on first use].
     #[arg(short = 'm', long, value_name = "FILE")]
     pub model: Option<PathBuf>,
-    /// Context size in tokens (prompt + output); 0 = the model's training context.
-    #[arg(short = 'c', long = "ctx-size", default_value_t = 4096)]
-    pub ctx_size: u32,
+    /// Context size in tokens (prompt + output) [default: the model's training context].
+    #[arg(short = 'c', long = "ctx-size", value_name = "N")]
+    pub ctx_size: Option<u32>,
     /// CPU threads [default: all available cores].
     #[arg(short = 't', long)]
     pub threads: Option<usize>,
@@ -109,9 +110,14 @@ pub struct GenerateArgs {
     /// for tokens that bring it closer to a valid end); 0 = off.
     #[arg(long = "close-margin", default_value_t = 0, value_name = "N")]
     pub close_margin: usize,
-    /// Print the text as it is generated.
+    /// Print the text as it is generated (the bytes as generated; the document is the
+    /// same value as the formatted one).
     #[arg(long)]
     pub stream: bool,
+    /// How to print a JSON Schema's document [default: pretty on a terminal, else compact].
+    /// Grammar and regex outputs are printed raw unless this is given (and they are JSON).
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
     /// Do not wrap the prompt in the model's chat template.
     #[arg(long)]
     pub raw: bool,
@@ -127,6 +133,32 @@ pub struct GenerateArgs {
 }
 
 impl GenerateArgs {
+    /// The constraint flags as generation reads them: compact whitespace unless
+    /// `--whitespace` says otherwise, and every note listed with `--verbose`.
+    pub fn constraint_args(&self) -> ConstraintArgs {
+        ConstraintArgs {
+            notes: self.constraint.notes || self.model.verbose,
+            default_whitespace: WhitespaceArg::Compact,
+            ..self.constraint.clone()
+        }
+    }
+
+    /// The generated `text` as `--format` prints it: a JSON Schema's document formatted
+    /// (pretty on a terminal, else compact), other outputs raw unless `--format` is given
+    /// and they are JSON.
+    pub fn printed(&self, text: &str, from_schema: bool) -> String {
+        let format = match (self.format, from_schema) {
+            (Some(f), _) => f,
+            (None, true) if std::io::stdout().is_terminal() => OutputFormat::Pretty,
+            (None, true) => OutputFormat::Compact,
+            (None, false) => OutputFormat::Raw,
+        };
+        if format == OutputFormat::Raw || serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+            return text.to_string();
+        }
+        super::format::reformat(text, format)
+    }
+
     /// The sampler settings.
     pub fn sampler_settings(&self) -> SamplerSettings {
         self.sampling.settings()
@@ -138,7 +170,7 @@ impl GenerateArgs {
         GeneratorSettings {
             sampler: self.sampler_settings(),
             max_tokens: self.max_tokens,
-            ctx_size: self.model.ctx_size,
+            ctx_size: self.model.ctx_size.unwrap_or(0),
             threads: self.model.threads,
             n_gpu_layers: self.model.n_gpu_layers,
             chat_template: !self.raw,
@@ -188,7 +220,8 @@ fn read_prompt_text(prompt: &Option<String>, max_bytes: usize) -> Result<String,
 /// Runs the generation command.
 pub fn run(args: &GenerateArgs) -> Result<ExitCode, Failure> {
     // Check everything cheap before loading the model.
-    let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
+    let constraint_args = args.constraint_args();
+    let grammar = constraint_args.grammar().map_err(Failure::constraint)?;
     let schema = args.constraint.schema_value().map_err(Failure::constraint)?;
     args.sampler_settings().validate().map_err(|e| Failure::new(EXIT_USAGE, e))?;
     let mut threads = args.model.threads;
@@ -206,13 +239,10 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode, Failure> {
 /// model path that is not a regular file. The training context is checked on load.
 /// `threads` is the thread setting to clamp (the generator's, once built).
 pub fn check_model_args(model: &ModelArgs, threads: &mut Option<usize>) -> Result<(), Failure> {
-    if (1..MIN_CTX).contains(&model.ctx_size) {
+    if let Some(ctx) = model.ctx_size.filter(|c| (1..MIN_CTX).contains(c)) {
         return Err(Failure::new(
             EXIT_USAGE,
-            anyhow::anyhow!(
-                "-c/--ctx-size {} is below llama.cpp's smallest context of {MIN_CTX} tokens",
-                model.ctx_size
-            ),
+            anyhow::anyhow!("-c/--ctx-size {ctx} is below llama.cpp's smallest context of {MIN_CTX} tokens"),
         ));
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -267,7 +297,7 @@ fn run_model(
     schema: Option<serde_json::Value>,
     prompt: String,
 ) -> Result<ExitCode, Failure> {
-    use constrain_llama::Prompt;
+    use constrain_llama::{Prompt, SchemaInPrompt};
     use std::io::Write;
 
     let settings = GeneratorSettings { threads, ..args.generator_settings() };
@@ -276,7 +306,17 @@ fn run_model(
     if let Some(system) = &args.system {
         prompt = prompt.with_system(system.clone());
     } else if let Some(schema) = &schema {
-        prompt = prompt.with_schema(schema);
+        let (fitted, shown) = generator.schema_prompt(prompt, schema);
+        prompt = fitted;
+        match shown {
+            SchemaInPrompt::Whole => {}
+            SchemaInPrompt::WithoutAnnotations => eprintln!(
+                "constrain: note: the schema is shown to the model without its descriptions, to fit the context (-c)"
+            ),
+            SchemaInPrompt::LeftOut => eprintln!(
+                "constrain: note: the schema is too long to show the model in the context (-c); it is still enforced"
+            ),
+        }
     }
     let mut stdout = std::io::stdout().lock();
     // Everything produced so far, so that a failed generation's text is not lost.
@@ -294,14 +334,20 @@ fn run_model(
             let mut constraint = generator.constraint(g)?;
             if let Some(schema) = &schema {
                 // Generation prefers the schema's property order (the constraint takes any).
-                constraint = constraint.with_schema_order_hint(schema, &args.constraint.schema_options());
+                constraint = constraint.with_schema_order_hint(schema, &args.constraint_args().schema_options());
             }
             if !args.no_close && constraint.min_bytes_from_start().is_none() {
                 eprintln!(
                     "constrain: warning: closing mode is off for this run: the model's vocabulary lacks the single-byte tokens a shortest output needs, so running out of tokens ends with exit code 5"
                 );
             }
-            generator.generate_with(prompt, &constraint, &mut on_text)
+            // Streaming shows text as it comes (a backtrack reaches back 16 tokens); else the
+            // whole document comes at the end, and a backtrack may reach anywhere.
+            if args.stream {
+                generator.generate_with(prompt, &constraint, &mut on_text)
+            } else {
+                generator.generate(prompt, &constraint)
+            }
         }
         None => generator.generate_unconstrained(prompt, &mut on_text),
     };
@@ -324,7 +370,7 @@ fn run_model(
     if args.stream {
         outln!();
     } else {
-        outln!("{}", out.text);
+        outln!("{}", args.printed(&out.text, schema.is_some()));
     }
     if grammar.is_none() && out.stop == constrain_llama::StopReason::MaxTokens {
         eprintln!("constrain: stopped at --max-tokens {}", args.max_tokens);
@@ -337,13 +383,14 @@ fn run_model(
     }
     if args.model.verbose {
         eprintln!(
-            "constrain: finish_reason {}; {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
+            "constrain: finish_reason {}; {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps, {} backtracks) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
             out.stop.finish_reason(),
             out.prompt_tokens,
             out.timings.prompt.as_secs_f64(),
             out.generated_tokens,
             out.forced_tokens,
             out.model_steps,
+            out.backtracks,
             out.timings.generation.as_secs_f64(),
             out.tokens_per_second(),
             out.timings.mask.as_secs_f64() * 1e3,

@@ -22,11 +22,13 @@ pub mod bench;
 pub mod check;
 pub mod constraint_args;
 pub mod eval;
+pub mod format;
 pub mod fuzz;
 pub mod generate;
 pub mod out;
 
 use clap::{Parser, Subcommand};
+use constraint_args::{ConstraintArgs, WhitespaceArg};
 use std::process::ExitCode;
 
 /// Exit code: any other error.
@@ -189,7 +191,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         None => generate::run(&cli.generate),
         Some(Command::Grammar(args)) => {
-            let grammar = args.constraint.grammar().map_err(Failure::constraint)?;
+            // The grammar generation uses: compact whitespace unless --whitespace says.
+            let constraint = ConstraintArgs { default_whitespace: WhitespaceArg::Compact, ..args.constraint.clone() };
+            let grammar = constraint.grammar().map_err(Failure::constraint)?;
             match grammar {
                 Some(g) => {
                     // Build the automaton first: a grammar that matches nothing, or that is

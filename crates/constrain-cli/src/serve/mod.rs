@@ -231,10 +231,20 @@ async fn completions(State(state): State<Arc<AppState>>, body: Result<Bytes, Byt
 }
 
 async fn handle(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat: bool) -> Response {
-    match respond(state, body, chat).await {
+    let id = format!("{}-{:x}", if chat { "chatcmpl" } else { "cmpl" }, rand::random::<u64>());
+    match respond(state, body, chat, &id).await {
         Ok(r) => r,
-        Err(e) => error_response(&e),
+        Err(e) => {
+            log_failure(&id, &e);
+            error_response(&e)
+        }
     }
+}
+
+/// One line on stderr per failed request: its id, HTTP status, error type and message (a
+/// generation error's message names its step).
+fn log_failure(id: &str, e: &ApiError) {
+    eprintln!("constrain serve: request {id} failed: status {} ({}): {}", e.status, e.kind, e.message);
 }
 
 fn now() -> u64 {
@@ -296,7 +306,12 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     Ok(c)
 }
 
-async fn respond(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat: bool) -> Result<Response, ApiError> {
+async fn respond(
+    state: Arc<AppState>,
+    body: Result<Bytes, BytesRejection>,
+    chat: bool,
+    id: &str,
+) -> Result<Response, ApiError> {
     let body = body.map_err(|e| {
         let status = e.status().as_u16();
         let kind = if status == 413 { "request_too_large" } else { "invalid_request_error" };
@@ -319,8 +334,13 @@ async fn respond(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat
         }
     };
     let mut rx = submit(&state, &job, constraint)?;
-    let id = format!("{}-{:x}", if chat { "chatcmpl" } else { "cmpl" }, rand::random::<u64>());
-    let meta = Meta { id, created: now(), model: state.model_id.clone(), chat, include_usage: job.include_usage };
+    let meta = Meta {
+        id: id.to_string(),
+        created: now(),
+        model: state.model_id.clone(),
+        chat,
+        include_usage: job.include_usage,
+    };
     if job.stream {
         // The first event decides the status: an early failure is still an HTTP error.
         let first = rx.recv().await;
@@ -355,9 +375,11 @@ async fn respond(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat
     Err(ApiError::new(500, "server_error", "the decode thread stopped"))
 }
 
+/// OpenAI's `usage`, plus `backtracks`: the dead ends the decode loop backed out of (0
+/// normally; see `constrain_llama::Output::backtracks`).
 fn usage(out: &Output) -> Value {
     json!({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.generated_tokens,
-           "total_tokens": out.prompt_tokens + out.generated_tokens})
+           "total_tokens": out.prompt_tokens + out.generated_tokens, "backtracks": out.backtracks})
 }
 
 /// Sends `job` to the decode thread; its events come back on the returned channel.
@@ -399,6 +421,7 @@ fn submit(state: &AppState, job: &Job, constraint: Option<Constraint>) -> Result
         constraint,
         sampler: job.sampler.clone(),
         max_tokens: job.max_tokens,
+        stream: job.stream,
         events,
     };
     let jobs = state.jobs.lock().map_err(|_| ApiError::new(500, "server_error", "the job queue is broken"))?;
@@ -499,14 +522,19 @@ fn sse_stream(
                     st.queued.push(data(last));
                 }
                 Some(Ev::Failed(e)) => {
+                    // The text streamed so far stays with the client; the error ends it.
                     st.done = true;
+                    let e = generation_error(&e);
+                    log_failure(&st.meta.id, &e);
                     st.queued.push(Event::default().data("[DONE]"));
-                    st.queued.push(data(generation_error(&e).body()));
+                    st.queued.push(data(e.body()));
                 }
                 None => {
                     st.done = true;
+                    let e = ApiError::new(500, "server_error", "the decode thread stopped");
+                    log_failure(&st.meta.id, &e);
                     st.queued.push(Event::default().data("[DONE]"));
-                    st.queued.push(data(ApiError::new(500, "server_error", "the decode thread stopped").body()));
+                    st.queued.push(data(e.body()));
                 }
             }
         }
