@@ -14,8 +14,18 @@
 //! `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path characters and percent
 //! escapes (its hosts: labels and dots, any number, or an IPv6 address in brackets). None of
 //! these contain characters that need escaping in JSON.
+//!
+//! What a grammar accepts, every common validator accepts: the `jsonschema` crate with formats
+//! asserted and Python's `jsonschema` with its format extras, where they differ from the
+//! RFCs too (year 0000, a number of a million digits). The test module `probe` holds them
+//! to it, on edge values, random walks of each grammar and near misses.
 
 use crate::grammar::Expr;
+
+#[cfg(test)]
+mod probe;
+#[cfg(test)]
+mod python;
 
 fn d(lo: u8, hi: u8) -> Expr {
     Expr::Bytes(vec![(lo, hi)])
