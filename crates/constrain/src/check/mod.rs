@@ -627,6 +627,7 @@ fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildEr
             jsonschema::options()
                 .with_draft(jsonschema::Draft::Draft202012)
                 .should_validate_formats(true)
+                .with_keyword(crate::schema::JSON_TEXT, |_, _, _| Ok(Box::new(crate::schema::JsonText)))
                 .build(&other)
                 .map_err(|e| e.to_string())
         }
@@ -654,6 +655,13 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
     let mut options = jsonschema::options().with_draft(d).should_validate_formats(true);
     if draft >= D::Draft201909 {
         options = options.with_keyword("dependencies", |_, _, _| Ok(Box::new(Ignored)));
+    }
+    // The other reading of `contentEncoding`/`contentMediaType`: the grammar and the other
+    // checks assert them ([`crate::schema::dialect::content_disagreement`]).
+    if draft.asserts_content() {
+        for k in ["contentEncoding", "contentMediaType"] {
+            options = options.with_keyword(k, |_, _, _| Ok(Box::new(Ignored)));
+        }
     }
     options.build(&schema).map_err(|e| err(e.to_string()))
 }

@@ -12,6 +12,9 @@
 //!   validators differ: the official suite's optional tests honour it, Python's
 //!   `jsonschema` ignores it. Where the two readings disagree, the constraint keeps to
 //!   what both accept (see [`legacy_dependencies`]);
+//! - in draft-06 and -07, `contentEncoding: base64` becomes a `pattern` and
+//!   `contentMediaType: application/json` an internal keyword, both asserted (see
+//!   [`content_disagreement`] for where the reading that ignores them must hold too);
 //! - draft-04's boolean `exclusiveMinimum`/`exclusiveMaximum` become the numeric form;
 //! - a count written as an integer-valued number (`"maxItems": 2.0`, valid from draft-06 on)
 //!   becomes the integer;
@@ -119,6 +122,15 @@ impl Draft {
             "$dynamicRef" | "prefixItems" => self == Draft202012,
             _ => true,
         }
+    }
+}
+
+impl Draft {
+    /// Whether validators of this dialect may assert `contentEncoding` and
+    /// `contentMediaType`: draft-07 (whose optional suite tests do) and draft-06 (where the
+    /// `jsonschema` crate does). Before, they are no keywords; from 2019-09 on, annotations.
+    pub fn asserts_content(self) -> bool {
+        matches!(self, Draft::Draft6 | Draft::Draft7)
     }
 }
 
@@ -258,6 +270,66 @@ pub fn legacy_dependencies(schema: &Value, draft: Draft) -> Option<String> {
         let Value::Object(m) = v else { continue };
         if m.get("dependencies").is_some_and(Value::is_object) {
             return Some(format!("{ptr}/dependencies"));
+        }
+        subschemas(m, &ptr, &mut |x, p| todo.push((x, p)));
+    }
+    None
+}
+
+/// The keywords whose values some validators of draft-06 and -07 check in a string and others
+/// (Python's `jsonschema`) ignore.
+const CONTENT: [&str; 2] = ["contentEncoding", "contentMediaType"];
+
+/// RFC 4648 base64 with its `=` padding, in canonical form (the bits a final `=` or `==`
+/// leaves over are zero, as the `jsonschema` crate's decoder requires; Python's
+/// `b64decode(validate=True)` takes that too): what `contentEncoding: base64` becomes.
+pub const BASE64_PATTERN: &str =
+    "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$";
+
+/// The part of a draft-06/-07 schema object `m` (at `ptr`) that its `contentEncoding` and
+/// `contentMediaType` assert, as a schema for an `allOf`: `base64` becomes
+/// [`BASE64_PATTERN`], `application/json` the internal [`JSON_TEXT`](super::JSON_TEXT)
+/// keyword. Both together (base64 of a JSON text), and the other encodings the `jsonschema`
+/// crate checks, are refused; other values assert nothing anywhere and are dropped.
+fn content_assertion(m: &Map<String, Value>, ptr: &str) -> Result<Option<Value>, Error> {
+    let encoding = m.get("contentEncoding").and_then(Value::as_str);
+    let json = m.get("contentMediaType").and_then(Value::as_str) == Some("application/json");
+    match encoding {
+        Some("base64") if json => Err(Error::new(
+            ptr,
+            "contentMediaType",
+            "contentMediaType application/json with contentEncoding base64 (a JSON text in base64) cannot be compiled",
+        )),
+        Some("base64") => Ok(Some(serde_json::json!({ "pattern": BASE64_PATTERN }))),
+        Some(e @ ("base64url" | "base32" | "base32hex" | "base16")) => Err(Error::new(
+            ptr,
+            "contentEncoding",
+            format!("contentEncoding {e:?} cannot be compiled (only base64 can)"),
+        )),
+        _ if json => Ok(Some(serde_json::json!({ (super::JSON_TEXT): true }))),
+        _ => Ok(None),
+    }
+}
+
+/// Where the two readings of `contentEncoding`/`contentMediaType` in a draft-06 or -07
+/// document (`draft`, the root's) may disagree: the pointer of the first one, when the
+/// document also holds a keyword under which asserting them can accept *more* than ignoring
+/// them ([`NOT_MONOTONE`]; a `$ref` may lead there). `None` elsewhere: the grammar asserts
+/// them, which only ever accepts less.
+///
+/// The grammar and the checks of its subschemas assert them; the compiler then adds a
+/// run-time check whose validator of the whole document ignores them
+/// (see [`legacy_dependencies`], which it mirrors).
+pub fn content_disagreement(schema: &Value, draft: Draft) -> Option<String> {
+    if !draft.asserts_content() || !super::mentions_any(schema, &CONTENT) || !super::mentions_any(schema, &NOT_MONOTONE)
+    {
+        return None;
+    }
+    let mut todo = vec![(schema, String::new())];
+    while let Some((v, ptr)) = todo.pop() {
+        let Value::Object(m) = v else { continue };
+        if let Some(k) = CONTENT.iter().find(|k| m.get(**k).is_some_and(Value::is_string)) {
+            return Some(format!("{ptr}/{k}"));
         }
         subschemas(m, &ptr, &mut |x, p| todo.push((x, p)));
     }
@@ -501,6 +573,9 @@ impl<'a> Normaliser<'a> {
             }
         }
         let mut extra_all_of: Vec<Value> = Vec::new();
+        if draft.asserts_content() {
+            extra_all_of.extend(content_assertion(m, ptr)?);
+        }
         let tuple = matches!(m.get("items"), Some(Value::Array(_)));
         for (k, c) in m {
             let k = k.as_str();
@@ -638,7 +713,7 @@ impl<'a> Normaliser<'a> {
                         }
                     }
                 }
-                _ if super::is_constraint_keyword(k) && k != super::FORBIDDEN => {
+                _ if super::is_constraint_keyword(k) && k != super::FORBIDDEN && k != super::JSON_TEXT => {
                     out.insert(k.into(), c.clone());
                 }
                 _ => {}

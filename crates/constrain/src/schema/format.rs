@@ -6,14 +6,26 @@
 //! Every grammar here is a **subset** of what the format allows (so everything accepted is a
 //! valid instance for validators that check formats), chosen to contain the usual spellings:
 //! `date-time` uses `T` and `Z`/`±hh:mm` (either case), days are valid for their month and
-//! year (29 February in leap years only; no leap seconds), host names are at most 13
+//! year (29 February in leap years only; no leap seconds), years run from 0001 to 9999 (RFC
+//! 3339 allows 0000, which Python's `datetime`, and so `jsonschema`'s checkers, refuse),
+//! numbers in durations have at most 20 digits, host names are at most 13
 //! labels, shorter along the name (`HOST_LABELS`), `uri` is
 //! `scheme://[userinfo@]host[:port][/path][?query][#fragment]`, `file:///path`,
 //! `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path characters and percent
 //! escapes (its hosts: labels and dots, any number, or an IPv6 address in brackets). None of
 //! these contain characters that need escaping in JSON.
+//!
+//! What a grammar accepts, every common validator accepts: the `jsonschema` crate with formats
+//! asserted and Python's `jsonschema` with its format extras, where they differ from the
+//! RFCs too (year 0000, a number of a million digits). The test module `probe` holds them
+//! to it, on edge values, random walks of each grammar and near misses.
 
 use crate::grammar::Expr;
+
+#[cfg(test)]
+mod probe;
+#[cfg(test)]
+mod python;
 
 fn d(lo: u8, hi: u8) -> Expr {
     Expr::Bytes(vec![(lo, hi)])
@@ -27,7 +39,7 @@ fn hex() -> Expr {
     Expr::Bytes(vec![(b'0', b'9'), (b'A', b'F'), (b'a', b'f')])
 }
 
-/// `YYYY-MM-DD` with a day that exists in every year for that month.
+/// `YYYY-MM-DD` with a year from 0001 to 9999 and a day that exists in that month and year.
 fn full_date() -> Expr {
     let day_28 = Expr::alt([
         Expr::seq([d(b'0', b'0'), d(b'1', b'9')]),
@@ -57,21 +69,31 @@ fn full_date() -> Expr {
             day_31,
         ]),
     ]);
-    // 29 February only in leap years: divisible by 4, and by 400 when a century
-    // (`YY00` with `YY` divisible by 4, so also `0000`, which RFC 3339 allows). Two digits
-    // are a multiple of 4 when an even digit is followed by 0, 4 or 8, or an odd one by 2
-    // or 6.
+    // 29 February only in leap years: divisible by 4, and by 400 when a century (`YY00`
+    // with `YY` divisible by 4). Two digits are a multiple of 4 when an even digit is
+    // followed by 0, 4 or 8, or an odd one by 2 or 6.
     let after_even = || Expr::one_of_bytes(b"048");
-    let odd_then = || Expr::seq([Expr::one_of_bytes(b"13579"), Expr::one_of_bytes(b"26")]);
-    // The last two digits of a year divisible by 4, `00` aside, and those of any.
+    // The last two digits of a year divisible by 4, `00` aside.
     let by_4 = Expr::alt([
         Expr::seq([d(b'0', b'0'), Expr::one_of_bytes(b"48")]),
         Expr::seq([Expr::one_of_bytes(b"2468"), after_even()]),
-        odd_then(),
+        Expr::seq([Expr::one_of_bytes(b"13579"), Expr::one_of_bytes(b"26")]),
     ]);
-    let two_by_4 = Expr::alt([Expr::seq([Expr::one_of_bytes(b"02468"), after_even()]), odd_then()]);
-    let leap_year = Expr::alt([Expr::seq([digits(2), by_4]), Expr::seq([two_by_4, Expr::lit("00")])]);
-    Expr::alt([Expr::seq([digits(4), Expr::lit("-"), month_day]), Expr::seq([leap_year, Expr::lit("-02-29")])])
+    // Year 0000 (which RFC 3339 allows) is left out: Python's `datetime` has no year 0, so
+    // `jsonschema`'s `date` and `date-time` checkers refuse it.
+    let leap_year = Expr::alt([Expr::seq([digits(2), by_4.clone()]), Expr::seq([by_4, Expr::lit("00")])]);
+    Expr::alt([Expr::seq([year(), Expr::lit("-"), month_day]), Expr::seq([leap_year, Expr::lit("-02-29")])])
+}
+
+/// A year from `0001` to `9999`: four digits, not all zero.
+fn year() -> Expr {
+    let nz = || d(b'1', b'9');
+    Expr::alt([
+        Expr::seq([nz(), digits(3)]),
+        Expr::seq([Expr::lit("0"), nz(), digits(2)]),
+        Expr::seq([Expr::lit("00"), nz(), digits(1)]),
+        Expr::seq([Expr::lit("000"), nz()]),
+    ])
 }
 
 fn two(max_first: u8, max_second_when_max_first: u8) -> Expr {
@@ -149,6 +171,10 @@ fn hostname() -> Expr {
 /// that is more than spelling variants: said to the user as a compile note.
 pub fn under_approximation(name: &str) -> Option<&'static str> {
     match name {
+        "date" => Some("format \"date\" is compiled with years 0001-9999 (RFC 3339 allows 0000, Python's jsonschema does not)"),
+        "date-time" => Some(
+            "format \"date-time\" is compiled with years 0001-9999 (RFC 3339 allows 0000, Python's jsonschema does not)",
+        ),
         "hostname" => Some(
             "format \"hostname\" is compiled without A-labels (labels with `--` in positions 3-4, like `xn--`) and with at most 13 labels, of at most 63, 40, 24, 16, 12 and then 10 characters",
         ),
@@ -226,10 +252,16 @@ fn email() -> Expr {
     Expr::seq([local, Expr::lit("@"), Expr::alt([hostname(), literal])])
 }
 
+/// The most digits of a number in a [`duration`]. Python's `isoduration` reads a number as a
+/// decimal of its default context, which overflows (an exception, not a verdict) at a
+/// million digits.
+const DURATION_DIGITS: u32 = 20;
+
 /// RFC 3339 appendix A durations: each unit may be followed only by the next one (`P1Y2D`
-/// and `PT1H2S` are not durations), weeks stand alone; a number has any count of digits.
+/// and `PT1H2S` are not durations), weeks stand alone; a number has 1 to
+/// [`DURATION_DIGITS`] digits.
 fn duration() -> Expr {
-    let n = Expr::repeat(d(b'0', b'9'), 1, None);
+    let n = Expr::repeat(d(b'0', b'9'), 1, Some(DURATION_DIGITS));
     let unit = |u: &str| Expr::seq([n.clone(), Expr::lit(u)]);
     // `first`, optionally followed by `second`, optionally followed by `third`.
     let chain = |a: &str, b: &str, c: &str| Expr::seq([unit(a), Expr::opt(Expr::seq([unit(b), Expr::opt(unit(c))]))]);
@@ -371,18 +403,43 @@ mod tests {
                     "2024-02-29t00:00:00z",
                     "1985-04-12T00:59:59.999999999999999Z",
                 ],
-                &["2024-02-30T12:00:00Z", "2024-01-01 12:00:00Z", "2024-01-01T24:00:00Z", "2023-02-29T00:00:00Z"],
+                &[
+                    "2024-02-30T12:00:00Z",
+                    "2024-01-01 12:00:00Z",
+                    "2024-01-01T24:00:00Z",
+                    "2023-02-29T00:00:00Z",
+                    "0000-01-01T00:00:00Z",
+                ],
             ),
             (
                 "date",
-                &["1999-12-31", "2000-02-28", "2000-02-29", "2024-02-29", "1996-02-29", "0000-02-29", "2400-02-29"],
-                &["1999-13-01", "1999-04-31", "99-01-01", "1900-02-29", "2023-02-29", "2100-02-29", "2002-02-29"],
+                &[
+                    "1999-12-31",
+                    "2000-02-28",
+                    "2000-02-29",
+                    "2024-02-29",
+                    "1996-02-29",
+                    "0004-02-29",
+                    "0001-01-01",
+                    "2400-02-29",
+                ],
+                &[
+                    "0000-01-01",
+                    "0000-02-29",
+                    "1999-13-01",
+                    "1999-04-31",
+                    "99-01-01",
+                    "1900-02-29",
+                    "2023-02-29",
+                    "2100-02-29",
+                    "2002-02-29",
+                ],
             ),
             ("time", &["08:15:00Z", "23:00:00-05:00"], &["8:15:00Z", "12:60:00Z"]),
             (
                 "duration",
                 &["P1D", "PT5M", "P1Y2M3DT4H5M6S", "P2W", "P99999999999999999999D"],
-                &["P", "PT", "1D", "P1H", "PT1D", "P1YT", "P1Y2D", "PT1H2S"],
+                &["P", "PT", "1D", "P1H", "PT1D", "P1YT", "P1Y2D", "PT1H2S", "P123456789012345678901D"],
             ),
             (
                 "email",

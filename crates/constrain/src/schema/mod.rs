@@ -327,6 +327,7 @@ pub(crate) fn subschema_validator(
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
+        .with_keyword(JSON_TEXT, |_, _, _| Ok(Box::new(JsonText)))
         .build(&schema)
         .map_err(|e| e.to_string())
 }
@@ -462,8 +463,30 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
             "not a keyword of this dialect: honoured, and the output must also validate with it ignored (valid instances of either reading may be rejected)",
         ));
     }
-    if !relaxed.is_empty() || legacy.is_some() {
+    // `contentEncoding`/`contentMediaType` in draft-06/-07 where asserting them could accept
+    // more: the whole document's check ignores them, so both readings hold.
+    let content = if options.lenient { None } else { dialect::content_disagreement(schema, draft) };
+    if let Some(at) = &content {
+        let (holder, keyword) = at.rsplit_once('/').unwrap_or(("", at));
+        if !checks {
+            return Err(Error::new(
+                holder,
+                keyword,
+                "validators disagree on contentEncoding/contentMediaType (asserted or ignored), and here (beside not/if/oneOf/maxContains/unevaluated*) that can matter: needs run-time checks",
+            ));
+        }
+        notes.push(Note::new(
+            holder,
+            keyword,
+            "asserted (as draft-07's optional tests do), and the output must also validate with contentEncoding/contentMediaType ignored (as Python's jsonschema does)",
+        ));
+    }
+    if !relaxed.is_empty() || legacy.is_some() || content.is_some() {
         let mut list = Vec::new();
+        if let Some(shown) = content {
+            let keyword = shown.rsplit_once('/').map_or("contentEncoding", |(_, k)| k).to_string();
+            list.push((String::new(), keyword, shown));
+        }
         for (ptr, keyword) in relaxed {
             let shown = dialect::original_pointer(&format!("{ptr}/{}", escape_pointer(&keyword)));
             list.push((ptr, keyword, shown));
@@ -565,12 +588,36 @@ pub(crate) fn is_constraint_keyword(k: &str) -> bool {
             | "$dynamicRef"
             | "$recursiveRef"
             | FORBIDDEN
+            | JSON_TEXT
     )
 }
 
 /// Internal keyword (set by `not: {required: [k]}` and by `oneOf` disambiguation): property
 /// names an object instance must not have.
 pub(crate) const FORBIDDEN: &str = "x-constrain-forbidden";
+
+/// Internal keyword (`contentMediaType: application/json` in draft-06 and -07, see
+/// [`dialect`]): a string instance must be a JSON text. Validators the compiler builds know
+/// it ([`JsonText`]).
+pub(crate) const JSON_TEXT: &str = "x-constrain-json-text";
+
+/// The [`JSON_TEXT`] keyword for the `jsonschema` crate's validators: strings must parse as
+/// JSON; other values pass. Registered on every validator the compiler builds.
+pub(crate) struct JsonText;
+
+impl<'i> jsonschema::Keyword<'i> for JsonText {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if self.is_valid(instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom("the string is not a JSON text"))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        instance.as_str().is_none_or(|s| serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok())
+    }
+}
 
 /// The JSON types, in a fixed order.
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];

@@ -35,6 +35,10 @@ pub(super) enum SharedRule {
     IntegerValue,
     /// Any JSON value.
     Any,
+    /// The content of a JSON string (between its quotes) that is itself a JSON text, spelled
+    /// compactly: no whitespace, and its strings of characters that need no escape in either
+    /// text, their quotes written `\"` (`contentMediaType: application/json`).
+    JsonText,
 }
 
 impl SharedRule {
@@ -51,6 +55,7 @@ impl SharedRule {
             SharedRule::Integer => "integer",
             SharedRule::IntegerValue => "integer_value",
             SharedRule::Any => "any",
+            SharedRule::JsonText => "json_text",
         }
     }
 }
@@ -133,6 +138,28 @@ impl<'a> Compiler<'a> {
                 let array = Expr::Ref(self.b.add("any_array", array));
                 Expr::alt([object, array, string, number, Expr::lit("true"), Expr::lit("false"), Expr::lit("null")])
             }
+            SharedRule::JsonText => {
+                let number = self.shared_rule(SharedRule::Number);
+                let value = Expr::Ref(id);
+                // A raw character neither text escapes: no control, `"` or `\`.
+                let plain = Expr::Chars(vec![(' ', '!'), ('#', '['), (']', '\u{D7FF}'), ('\u{E000}', '\u{10FFFF}')]);
+                let string = Expr::seq([Expr::lit("\\\""), Expr::star(plain), Expr::lit("\\\"")]);
+                let string = Expr::Ref(self.b.add("json_text_string", string));
+                let member = Expr::seq([string.clone(), Expr::lit(":"), value.clone()]);
+                let object = Expr::seq([
+                    Expr::lit("{"),
+                    Expr::opt(Expr::seq([member.clone(), Expr::star(Expr::seq([Expr::lit(","), member]))])),
+                    Expr::lit("}"),
+                ]);
+                let array = Expr::seq([
+                    Expr::lit("["),
+                    Expr::opt(Expr::seq([value.clone(), Expr::star(Expr::seq([Expr::lit(","), value]))])),
+                    Expr::lit("]"),
+                ]);
+                let object = Expr::Ref(self.b.add("json_text_object", object));
+                let array = Expr::Ref(self.b.add("json_text_array", array));
+                Expr::alt([object, array, string, number, Expr::lit("true"), Expr::lit("false"), Expr::lit("null")])
+            }
         }
     }
 }
@@ -142,7 +169,7 @@ mod tests {
     use super::*;
     use crate::schema::{Options, Whitespace};
 
-    const ALL: [SharedRule; 10] = [
+    const ALL: [SharedRule; 11] = [
         SharedRule::String,
         SharedRule::StringRest,
         SharedRule::NonasciiRest,
@@ -153,6 +180,7 @@ mod tests {
         SharedRule::Integer,
         SharedRule::IntegerValue,
         SharedRule::Any,
+        SharedRule::JsonText,
     ];
 
     /// Each shared rule has its own name and a body that matches something, and is declared

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{format, json, Compiler, Error, Note, SharedRule};
+use super::{format, json, Compiler, Error, Note, SharedRule, JSON_TEXT};
 use crate::grammar::regex::{to_expr, RegexOptions};
 use crate::grammar::{Expr, GrammarBuilder};
 
@@ -45,6 +45,17 @@ impl<'a> Compiler<'a> {
             }
             _ => None,
         };
+        if map.contains_key(JSON_TEXT) {
+            if pattern.is_some() || fmt.is_some() || min > 0 || max.is_some() {
+                return Err(Error::new(
+                    ptr,
+                    "contentMediaType",
+                    "contentMediaType application/json together with pattern, format, minLength or maxLength cannot be compiled",
+                ));
+            }
+            let body = self.shared_rule(SharedRule::JsonText);
+            return Ok(self.rule("string_c", Expr::seq([Expr::lit("\""), body, Expr::lit("\"")])));
+        }
         let content: Option<(Expr, &str)> = match (pattern, fmt) {
             (Some(p), Some((f, _))) => {
                 self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;

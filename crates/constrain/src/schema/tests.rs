@@ -916,3 +916,54 @@ fn look_around_pattern_properties_are_checked_at_run_time() {
         &[r#"{"ab": "wxyz"}"#, r#"{"ab": "x"}"#],
     );
 }
+
+/// Draft-07's `contentEncoding: base64` and `contentMediaType: application/json` (also
+/// draft-06's, which the `jsonschema` crate asserts) are asserted on strings, as the official
+/// suite's optional tests want; other values pass. Later drafts keep them as annotations.
+#[test]
+fn content_keywords_are_asserted_in_draft_7() {
+    let d7 = "http://json-schema.org/draft-07/schema#";
+    // The suite's `optional/content.json` cases.
+    check(
+        json!({"$schema": d7, "contentEncoding": "base64"}),
+        &["\"eyJmb28iOiAiYmFyIn0K\"", "\"\"", "\"QQ==\"", "\"QUI=\"", "100"],
+        &["\"eyJmb28iOi%iYmFyIn0K\"", "\"QQ\"", "\"QR==\"", "\"QUJ=\"", "\"Q===\"", "\"QUJD\\n\""],
+    );
+    check(
+        json!({"$schema": d7, "contentMediaType": "application/json"}),
+        &[r#""{\"foo\":\"bar\"}""#, r#""[1,true,null,{}]""#, r#""-1.5e3""#, r#""\"é\"""#, "100"],
+        // Invalid JSON; and valid JSON outside the subset (whitespace, escapes in strings).
+        &[r#""{:}""#, r#""{\"a\":}""#, r#""""#, r#""{\"foo\": \"bar\"}""#, r#""\"a\\nb\"""#],
+    );
+    check(
+        json!({"$schema": d7, "type": "string", "contentEncoding": "base64", "minLength": 4, "maxLength": 4}),
+        &["\"QUJD\"", "\"QQ==\""],
+        &["\"\"", "\"QUJDREVG\""],
+    );
+    // Under `not` the readings part ways: both must hold, so a string passes only if it is
+    // not base64 (asserted) and the schema holds with the keyword ignored (never).
+    check(json!({"$schema": d7, "not": {"contentEncoding": "base64"}}), &[], &["\"%%\"", "\"QQ==\"", "1"]);
+    let elsewhere =
+        json!({"$schema": d7, "properties": {"a": {"contentEncoding": "base64"}, "b": {"not": {"type": "string"}}}});
+    check(elsewhere.clone(), &[r#"{"a": "QQ==", "b": 1}"#], &[r#"{"a": "%%"}"#, r#"{"b": "x"}"#]);
+    let err = compile(&elsewhere, &Options::default().with_runtime_checks(false)).unwrap_err();
+    assert_eq!((err.pointer(), err.keyword()), ("/properties/a/contentEncoding", "contentEncoding"));
+    // In an enum, values are filtered by it.
+    check(json!({"$schema": d7, "enum": ["QQ==", "%%"], "contentEncoding": "base64"}), &["\"QQ==\""], &["\"%%\""]);
+    // Base64 of JSON, and the other encodings the `jsonschema` crate checks, are refused.
+    let err = compile(
+        &json!({"$schema": d7, "contentEncoding": "base64", "contentMediaType": "application/json"}),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert_eq!((err.pointer(), err.keyword()), ("/contentMediaType", "contentMediaType"));
+    assert_eq!(
+        error_keyword(json!({"$schema": d7, "properties": {"a": {"contentEncoding": "base32"}}})),
+        "contentEncoding"
+    );
+    // Unknown encodings and media types, and the keywords in 2020-12 and draft-04, assert
+    // nothing.
+    check(json!({"$schema": d7, "contentEncoding": "7bit", "contentMediaType": "text/html"}), &["\"%%\""], &[]);
+    check(json!({"contentEncoding": "base64", "contentMediaType": "application/json"}), &["\"%%\""], &[]);
+    check(json!({"$schema": "http://json-schema.org/draft-04/schema#", "contentEncoding": "base64"}), &["\"%%\""], &[]);
+}
