@@ -14,8 +14,12 @@
 //!   the budget is far); if the distance after it is not below `R`, it is rolled back and the
 //!   step is sampled again in closing mode;
 //! - in closing mode (entered when `R ≤ d`, or by such a token), the mask keeps only tokens
-//!   that strictly shorten `d` ([`Matcher::retain_shortening`], computed only then and only
-//!   over the allowed set); the single-byte token of a shortest path is always among them;
+//!   after which the distance is below `R` ([`Matcher::retain_shortening`] with `R`,
+//!   computed only then and only over the allowed set): the invariant for the step after.
+//!   The single-byte token of a shortest path is always among them, since it leaves `d - 1`
+//!   and `d ≤ R`. (Not "below `d`": where a parse limit dropped the stack that carried the
+//!   shortest completion, the measured `d` has no successor at `d - 1`, but the stacks kept
+//!   may still fit the budget.)
 //! - jump-forward bytes lie on every path to the end, so they shorten `d` by their length
 //!   while using at most that many tokens;
 //! - once closing and the output is complete (`d = 0`), generation stops.
@@ -75,7 +79,8 @@ pub struct Closer {
 pub enum Verdict {
     /// The token keeps the budget: go on.
     Keep,
-    /// The token was rolled back; the mask now holds only shortening tokens: sample again.
+    /// The token was rolled back; the mask now holds only tokens that keep the budget:
+    /// sample again.
     Resample,
 }
 
@@ -132,7 +137,7 @@ impl Closer {
             self.closing = true;
         }
         if self.closing {
-            m.retain_shortening(mask, self.distance)?;
+            m.retain_shortening(mask, remaining as u64)?;
         }
         Ok(())
     }
@@ -164,7 +169,7 @@ impl Closer {
 
     /// After `token` was accepted into `m` with `remaining` tokens of budget before it:
     /// keeps it if the distance after it fits the budget left; otherwise rolls it back,
-    /// enters closing mode and rewrites `mask` to the shortening tokens.
+    /// enters closing mode and rewrites `mask` to the tokens after which it does.
     pub fn check(
         &mut self,
         m: &mut Matcher,
@@ -182,7 +187,7 @@ impl Closer {
         m.rollback(1)?;
         self.closing = true;
         m.fill_mask(mask)?;
-        m.retain_shortening(mask, self.distance)?;
+        m.retain_shortening(mask, remaining as u64)?;
         Ok(Verdict::Resample)
     }
 }

@@ -79,8 +79,10 @@ fn close_within_reporting(
         })?;
         m.accept_token(token).map_err(|e| e.to_string())?;
         if closer.check(&mut m, token, &mut mask, remaining).map_err(|e| e.to_string())? == Verdict::Resample {
-            token = pick(&mask, rng)
-                .ok_or_else(|| format!("empty closing mask after {:?}", String::from_utf8_lossy(&text)))?;
+            token = pick(&mask, rng).ok_or_else(|| {
+                let why = if m.hit_limit() { LIMIT_CUT } else { "empty closing mask" };
+                format!("{why} after {:?}", String::from_utf8_lossy(&text))
+            })?;
             m.accept_token(token).map_err(|e| e.to_string())?;
         }
         if vocab.is_eos(token) {
