@@ -302,9 +302,9 @@ pub enum Error {
         partial: String,
     },
     /// The token budget cannot hold the shortest complete output: refused before generating.
-    #[error("the token budget is too small: the shortest valid output needs up to {needed} tokens (one byte per token at worst) but only {available} are available (--max-tokens {max_tokens}, {context_left} tokens left in the context after the prompt); raise --max-tokens (and --ctx-size) to at least {needed}")]
+    #[error("the token budget is too small: the shortest valid output takes {needed} tokens (the fewest tokens of this model's vocabulary that spell it; an upper bound, another output may tokenize shorter) but only {available} are available (--max-tokens {max_tokens}, {context_left} tokens left in the context after the prompt); raise --max-tokens (and --ctx-size) to at least {needed}")]
     BudgetTooSmall {
-        /// Bytes of the shortest complete output (tokens at worst).
+        /// The fewest tokens that spell a shortest complete output.
         needed: u64,
         /// The smaller of the two below.
         available: usize,

@@ -3,19 +3,41 @@
 //! Input: a [`Matcher`] and, at each decode step, the remaining budget `R` (the smaller of
 //! `max_tokens - used` and the context left). Output: a narrowed mask, and when to stop.
 //!
-//! The invariant is `R ≥ d`, where `d` is [`Matcher::min_bytes_to_finish_checked`]: the fewest
-//! bytes to a complete output, over bytes the vocabulary has single-byte tokens for, so `d`
-//! bytes are at most `d` tokens. (It is the grammar's distance, except inside an object key
-//! that begins a name written already: there the grammar's shortest way repeats the name,
-//! which the run-time check refuses, so the ways the check allows are measured instead.) It
-//! holds at the start (checked up front: [`Closer::new`]) and is kept by every step:
+//! Two distances to a complete output are kept apart:
+//!
+//! - `d`, [`Matcher::min_bytes_to_finish_checked`]: the fewest bytes, over bytes the
+//!   vocabulary has single-byte tokens for, so `d` bytes are at most `d` tokens. (It is the
+//!   grammar's distance, except inside an object key that begins a name written already:
+//!   there the grammar's shortest way repeats the name, which the run-time check refuses,
+//!   so the ways the check allows are measured instead.) One stack walk: cheap.
+//! - `t`, the fewest tokens of this vocabulary that spell the shortest byte completion `S`
+//!   ([`Matcher::shortest_completion`], counted by [`crate::TokenIndex::fewest_tokens`]):
+//!   multi-byte tokens count as one. `S` is a real completion, so `t` tokens do complete the
+//!   output: an upper bound on the true fewest (another completion may tokenize better), and
+//!   `t ≤ d`. It costs a walk of `S` and a count over it, so it is computed only when the
+//!   budget is below `d`.
+//!
+//! The invariant is that some completion fits: `R ≥ d`, or else `R ≥` the tokens of the
+//! planned completion. It holds at the start (checked up front: [`Closer::new`] refuses a
+//! budget below `t` at the start, and states that minimum) and is kept by every step:
 //!
 //! - a sampled token is checked after it is accepted (one stack walk: the cheap path while
 //!   the budget is far); if the distance after it is not below `R`, it is rolled back and the
 //!   step is sampled again in closing mode;
-//! - in closing mode (entered when `R ≤ d`, or by such a token), the mask keeps only tokens
-//!   that strictly shorten `d` ([`Matcher::retain_shortening`], computed only then and only
-//!   over the allowed set); the single-byte token of a shortest path is always among them;
+//! - in closing mode (entered when `R ≤ d`, or by such a token) with `R ≥ d`, the mask keeps
+//!   only tokens after which the distance is below `R` ([`Matcher::retain_shortening`] with
+//!   `R`, computed only then and only over the allowed set): the invariant for the step
+//!   after. The single-byte token of a shortest path is always among them, since it leaves
+//!   `d - 1` and `d ≤ R`. (Not "below `d`": where a parse limit dropped the stack that
+//!   carried the shortest completion, the measured `d` has no successor at `d - 1`, but the
+//!   stacks kept may still fit the budget.)
+//! - in closing mode with `R < d`, the output follows a plan: `S`, computed once, and the
+//!   fewest tokens spelling each of its suffixes. The mask keeps the tokens whose bytes begin
+//!   what is left of `S` and after which the rest takes at most `R - 1` tokens; the first
+//!   token of a fewest-token spelling is always among them. The plan moves on with each
+//!   token [`Closer::check`] sees; it is made again from the matcher when tokens came
+//!   another way (jump-forward), or when the rest no longer completes the output (a key
+//!   it spells would repeat a name, which only the run-time check knows);
 //! - jump-forward bytes lie on every path to the end, so they shorten `d` by their length
 //!   while using at most that many tokens;
 //! - once closing and the output is complete (`d = 0`), generation stops.
@@ -30,14 +52,17 @@
 //! use constrain::grammar::gbnf;
 //! use constrain::{Constraint, Limits, TokenId, TokenIndex, Vocabulary};
 //!
-//! let tokens: Vec<Vec<u8>> = ["[", "]", ",", "1", "11", "<eos>"].iter().map(|t| t.as_bytes().to_vec()).collect();
-//! let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(5)]).unwrap());
+//! let tokens: Vec<Vec<u8>> = ["[", "]", ",", "1", "11", "[1", "<eos>"].iter().map(|t| t.as_bytes().to_vec()).collect();
+//! let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[TokenId(6)]).unwrap());
 //! let g = gbnf::parse("root ::= \"[\" \"1\"+ (\",\" \"1\"+)* \"]\"\n").unwrap();
 //! let c = Constraint::new(&g, index, &Limits::default()).unwrap();
 //!
-//! // The shortest output, `[1]`, needs 3 tokens: a budget of 2 is refused up front.
-//! let err = Closer::new(&c, true, 2, 4096).unwrap_err();
-//! assert_eq!(err.needed, 3);
+//! // The shortest output, `[1]`, is 3 bytes but 2 tokens (`[1`, `]`): a budget of 1 is
+//! // refused up front, with that minimum; 2 is enough.
+//! assert_eq!(c.min_bytes_from_start(), Some(3));
+//! let err = Closer::new(&c, true, 1, 4096).unwrap_err();
+//! assert_eq!(err.needed, 2);
+//! assert!(Closer::new(&c, true, 2, 4096).is_ok());
 //! let closer = Closer::new(&c, true, 16, 4096).unwrap();
 //! assert!(closer.is_enabled() && !closer.is_closing());
 //! ```
@@ -45,14 +70,15 @@
 use crate::matcher::{Constraint, Error as MatchError, Matcher};
 use crate::TokenId;
 
-/// The token budget cannot hold the shortest complete output ([`Closer::new`]): refused
+/// The token budget cannot hold a shortest complete output ([`Closer::new`]): refused
 /// before generating. Its own type so that closing needs only the matcher; a generator
 /// converts it into its error (constrain-llama's `Error::BudgetTooSmall`, which also says
 /// which flags to raise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the token budget is too small: the shortest valid output needs up to {needed} tokens (one byte per token at worst) but only {available} are available ({max_tokens} max tokens, {context_left} tokens left in the context)")]
+#[error("the token budget is too small: the shortest valid output takes {needed} tokens (the fewest tokens of this vocabulary that spell it; an upper bound, another output may tokenize shorter) but only {available} are available ({max_tokens} max tokens, {context_left} tokens left in the context)")]
 pub struct BudgetTooSmall {
-    /// Bytes of the shortest complete output (tokens at worst).
+    /// The fewest tokens of the vocabulary that spell a shortest complete output: what the
+    /// budget must allow (an upper bound on the fewest any complete output takes).
     pub needed: u64,
     /// The smaller of the two below.
     pub available: usize,
@@ -68,6 +94,95 @@ pub struct Closer {
     enabled: bool,
     closing: bool,
     distance: u64,
+    plan: Plan,
+}
+
+/// The completion closing follows while the budget is below the distance in bytes.
+#[derive(Clone, Debug, Default)]
+struct Plan {
+    /// A shortest completion, from the matcher's state when it was made.
+    bytes: Vec<u8>,
+    /// `cost[i]`: the fewest tokens that spell `bytes[i..]` ([`crate::TokenIndex::fewest_tokens`]).
+    cost: Vec<u32>,
+    /// The bytes taken since (what is left completes the output).
+    pos: usize,
+    /// The matcher's [`Matcher::num_tokens`] where `bytes[pos..]` completes it; `None`: no plan.
+    at: Option<usize>,
+}
+
+impl Plan {
+    /// A new plan from `m`'s state; `false` when no completion is found.
+    fn make(&mut self, m: &mut Matcher) -> Result<bool, MatchError> {
+        self.at = None;
+        self.pos = 0;
+        if !m.shortest_completion(&mut self.bytes)? {
+            return Ok(false);
+        }
+        m.constraint().index().fewest_tokens(&self.bytes, &mut self.cost);
+        self.at = Some(m.num_tokens());
+        Ok(true)
+    }
+
+    /// Whether what is left still completes `m`'s output: the plan followed every token
+    /// since, and the matcher, run-time checks included, accepts the rest as a complete
+    /// output (tried, then rolled back). The walk that made it knows only the checks at its
+    /// start: a key it spells further on may repeat a name, which the check refuses once
+    /// the key is reached; the plan is then made again from there.
+    fn holds(&self, m: &mut Matcher) -> Result<bool, MatchError> {
+        if self.at != Some(m.num_tokens()) {
+            return Ok(false);
+        }
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        if rest.is_empty() {
+            return Ok(m.is_accepting());
+        }
+        match m.accept_bytes(rest) {
+            Ok(()) => {
+                let complete = m.is_accepting();
+                m.rollback(1)?;
+                Ok(complete)
+            }
+            Err(MatchError::RejectedBytes | MatchError::Limit(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Keeps in `mask` the tokens that begin what is left and after which the rest takes at
+    /// most `remaining - 1` tokens (or, should the plan no longer fit, a fewest-token way).
+    fn retain(&self, vocab: &crate::Vocabulary, mask: &mut [u32], remaining: usize) {
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        let now = self.cost.get(self.pos).copied().unwrap_or(u32::MAX);
+        let left = u32::try_from(remaining.saturating_sub(1)).unwrap_or(u32::MAX).max(now.saturating_sub(1));
+        for (w, slot) in mask.iter_mut().enumerate() {
+            let mut word = *slot;
+            while word != 0 {
+                let bit = word.trailing_zeros();
+                word &= word - 1;
+                let token = TokenId((w as u32) * 32 + bit);
+                let bytes = vocab.token_bytes(token);
+                let keep = !vocab.is_eos(token)
+                    && !bytes.is_empty()
+                    && rest.starts_with(bytes)
+                    && self.cost.get(self.pos + bytes.len()).is_some_and(|&c| c <= left);
+                if !keep {
+                    *slot &= !(1 << bit);
+                }
+            }
+        }
+    }
+
+    /// Moves past `token`, just accepted into `m`; forgets the plan if it was not on it.
+    fn advance(&mut self, m: &Matcher, token: TokenId) {
+        let bytes = m.constraint().index().vocab().token_bytes(token);
+        let on = self.at.is_some_and(|at| at + 1 == m.num_tokens())
+            && self.bytes.get(self.pos..).is_some_and(|rest| rest.starts_with(bytes));
+        if on {
+            self.pos += bytes.len();
+            self.at = Some(m.num_tokens());
+        } else {
+            self.at = None;
+        }
+    }
 }
 
 /// What [`Closer::check`] decided about a sampled token.
@@ -75,15 +190,18 @@ pub struct Closer {
 pub enum Verdict {
     /// The token keeps the budget: go on.
     Keep,
-    /// The token was rolled back; the mask now holds only shortening tokens: sample again.
+    /// The token was rolled back; the mask now holds only tokens that keep the budget:
+    /// sample again.
     Resample,
 }
 
 impl Closer {
     /// Closing for a generation of `constraint` with `max_tokens` and `context_left` tokens
     /// of context after the prompt. Fails with the minimum needed when the budget is below
-    /// the start's distance. `enabled = false`, or a grammar with no path to its end over
-    /// single-byte tokens, gives a closer that does nothing.
+    /// what the start needs: its distance in bytes, or, when the budget is below that, the
+    /// fewest tokens that spell the shortest output ([`Constraint::min_tokens_from_start`]).
+    /// `enabled = false`, or a grammar with no path to its end over single-byte tokens,
+    /// gives a closer that does nothing.
     pub fn new(
         constraint: &Constraint,
         enabled: bool,
@@ -91,18 +209,22 @@ impl Closer {
         context_left: usize,
     ) -> Result<Closer, BudgetTooSmall> {
         let start = if enabled { constraint.min_bytes_from_start() } else { None };
-        if let Some(needed) = start {
+        if let Some(bytes) = start {
             let available = max_tokens.min(context_left);
-            if (available as u64) < needed {
-                return Err(BudgetTooSmall { needed, available, max_tokens, context_left });
+            if (available as u64) < bytes {
+                // Near: count in tokens (a failed walk leaves the count in bytes).
+                let needed = constraint.min_tokens_from_start().ok().flatten().unwrap_or(bytes);
+                if (available as u64) < needed {
+                    return Err(BudgetTooSmall { needed, available, max_tokens, context_left });
+                }
             }
         }
-        Ok(Closer { enabled: start.is_some(), closing: false, distance: start.unwrap_or(0) })
+        Ok(Closer { enabled: start.is_some(), closing: false, distance: start.unwrap_or(0), plan: Plan::default() })
     }
 
     /// A closer that never closes (closing off).
     pub fn disabled() -> Closer {
-        Closer { enabled: false, closing: false, distance: 0 }
+        Closer { enabled: false, closing: false, distance: 0, plan: Plan::default() }
     }
 
     /// Whether closing mode has started (the budget shapes the end of the output).
@@ -122,7 +244,9 @@ impl Closer {
     }
 
     /// Before sampling, with the mask [`Matcher::fill_mask`] wrote: measures the distance,
-    /// enters closing mode when the budget is down to it, and then narrows the mask.
+    /// enters closing mode when the budget is down to it, and then narrows the mask: to the
+    /// tokens that keep the distance in bytes below the budget, or, with the budget below
+    /// it, to the tokens of the plan that keep its tokens within the budget.
     pub fn narrow(&mut self, m: &mut Matcher, mask: &mut [u32], remaining: usize) -> Result<(), MatchError> {
         if !self.enabled {
             return Ok(());
@@ -131,9 +255,20 @@ impl Closer {
         if remaining as u64 <= self.distance {
             self.closing = true;
         }
-        if self.closing {
-            m.retain_shortening(mask, self.distance)?;
+        if !self.closing {
+            return Ok(());
         }
+        if remaining as u64 >= self.distance {
+            self.plan.at = None;
+            m.retain_shortening(mask, remaining as u64)?;
+            return Ok(());
+        }
+        if !self.plan.holds(m)? && !self.plan.make(m)? {
+            // No completion at all: the bytes' rule empties the mask as it should.
+            m.retain_shortening(mask, remaining as u64)?;
+            return Ok(());
+        }
+        self.plan.retain(m.constraint().index().vocab(), mask, remaining);
         Ok(())
     }
 
@@ -162,9 +297,10 @@ impl Closer {
         Ok(Some(SOFT_CLOSE_BONUS * (1.0 - slack as f32 / (margin as f32 + 1.0))))
     }
 
-    /// After `token` was accepted into `m` with `remaining` tokens of budget before it:
-    /// keeps it if the distance after it fits the budget left; otherwise rolls it back,
-    /// enters closing mode and rewrites `mask` to the shortening tokens.
+    /// After `token` was accepted into `m` with `remaining` tokens of budget before it (call
+    /// it for every sampled token: closing's plan follows them): keeps it if the distance
+    /// after it fits the budget left, or closing mode already chose it; otherwise rolls it back,
+    /// enters closing mode and rewrites `mask` to the tokens after which it does.
     pub fn check(
         &mut self,
         m: &mut Matcher,
@@ -172,7 +308,11 @@ impl Closer {
         mask: &mut [u32],
         remaining: usize,
     ) -> Result<Verdict, MatchError> {
-        if !self.enabled || self.closing || m.constraint().index().vocab().is_eos(token) {
+        if !self.enabled || m.constraint().index().vocab().is_eos(token) {
+            return Ok(Verdict::Keep);
+        }
+        if self.closing {
+            self.plan.advance(m, token);
             return Ok(Verdict::Keep);
         }
         let after = m.min_bytes_to_finish_checked()?.unwrap_or(u64::MAX);
@@ -182,7 +322,7 @@ impl Closer {
         m.rollback(1)?;
         self.closing = true;
         m.fill_mask(mask)?;
-        m.retain_shortening(mask, self.distance)?;
+        m.retain_shortening(mask, remaining as u64)?;
         Ok(Verdict::Resample)
     }
 }

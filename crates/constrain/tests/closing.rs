@@ -1,5 +1,7 @@
 //! Closing mode, as a property: for random grammars and random JSON Schemas, and any token
-//! budget at or above the start's distance to the end, a decode loop that picks tokens
+//! budget at or above the start's distance to the end (in bytes, or, with a vocabulary of
+//! many multi-byte tokens, in tokens: the fewest that spell the shortest output), a decode
+//! loop that picks tokens
 //! uniformly at random inside the mask — narrowed by the engine's own [`Closer`] — always
 //! ends with a complete output within the budget. Grammar outputs are checked by the
 //! automaton's byte-level matcher, schema outputs by `serde_json` and the `jsonschema` crate.
@@ -28,6 +30,33 @@ fn vocabulary() -> Arc<TokenIndex> {
     let eos = TokenId(tokens.len() as u32);
     tokens.push(Vec::new());
     TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"))
+}
+
+/// [`vocabulary`] plus every pair of the bytes the random grammars and schemas write most
+/// and a few longer JSON pieces: the fewest tokens of a completion are then well below its
+/// bytes, so budgets between the two exercise closing's plan.
+fn rich_vocabulary() -> Arc<TokenIndex> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let common = b"[<kz;()abcxyz0123456789\"{}:,p-.e ";
+    for &a in common {
+        for &b in common {
+            tokens.push(vec![a, b]);
+        }
+    }
+    for f in ["{\"p0\":", ",\"p1\":", ",\"p2\":", "true", "null", "false", "\"red\"", "kzk", "zzz", "xyz", "((("] {
+        tokens.push(f.as_bytes().to_vec());
+    }
+    let eos = TokenId(tokens.len() as u32);
+    tokens.push(Vec::new());
+    TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"))
+}
+
+/// The start's distances of `c`: (bytes, fewest tokens spelling the shortest output).
+fn start_distances(c: &Constraint) -> Option<(usize, usize)> {
+    let bytes = c.min_bytes_from_start()? as usize;
+    let tokens = c.min_tokens_from_start().expect("no limit at the start")? as usize;
+    assert!(tokens <= bytes, "{tokens} tokens, {bytes} bytes");
+    Some((bytes, tokens))
 }
 
 /// Runs one decode loop with the engine's closing policy and uniform token choice. Returns
@@ -79,8 +108,10 @@ fn close_within_reporting(
         })?;
         m.accept_token(token).map_err(|e| e.to_string())?;
         if closer.check(&mut m, token, &mut mask, remaining).map_err(|e| e.to_string())? == Verdict::Resample {
-            token = pick(&mask, rng)
-                .ok_or_else(|| format!("empty closing mask after {:?}", String::from_utf8_lossy(&text)))?;
+            token = pick(&mask, rng).ok_or_else(|| {
+                let why = if m.hit_limit() { LIMIT_CUT } else { "empty closing mask" };
+                format!("{why} after {:?}", String::from_utf8_lossy(&text))
+            })?;
             m.accept_token(token).map_err(|e| e.to_string())?;
         }
         if vocab.is_eos(token) {
@@ -242,6 +273,44 @@ proptest! {
     }
 
     #[test]
+    fn grammars_close_within_a_token_budget(seed in any::<u64>(), extra in 0usize..40, walk in any::<u64>()) {
+        let index = rich_vocabulary();
+        let Some(c) = random_grammar(seed, &index) else { return Ok(()) };
+        let Some((_, tokens)) = start_distances(&c) else { return Ok(()) };
+        let budget = tokens + extra;
+        let mut rng = StdRng::seed_from_u64(walk);
+        let (text, used) = match close_within(&c, budget, &mut rng) {
+            Ok(done) => done,
+            Err(e) if e.starts_with(LIMIT_CUT) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}\n{}", c.pda().listing()))),
+        };
+        prop_assert!(used <= budget);
+        prop_assert!(c.pda().matches(&text), "not in the language: {:?}", String::from_utf8_lossy(&text));
+    }
+
+    #[test]
+    fn schemas_close_within_a_token_budget(seed in any::<u64>(), extra in 0usize..40, walk in any::<u64>(), big in any::<bool>()) {
+        let index = rich_vocabulary();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let schema = if big { random_big_object(&mut rng) } else { random_schema(&mut rng, 3) };
+        let Ok(grammar) = schema::compile(&schema, &Options::default()) else { return Ok(()) };
+        let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
+        let (_, tokens) = start_distances(&c).expect("every byte has a token");
+        let budget = tokens + extra;
+        let mut rng = StdRng::seed_from_u64(walk);
+        let (text, used) = close_within(&c, budget, &mut rng).map_err(|e| TestCaseError::fail(format!("{schema}\n{e}")))?;
+        prop_assert!(used <= budget);
+        prop_assert!(c.pda().matches(&text));
+        let doc: Value = match serde_json::from_slice(&text) {
+            Ok(doc) => doc,
+            Err(e) if e.to_string().starts_with("number out of range") => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&text)))),
+        };
+        let validator = jsonschema::draft202012::new(&schema).expect("valid schema");
+        prop_assert!(validator.is_valid(&doc), "{schema}\n{doc}");
+    }
+
+    #[test]
     fn schemas_always_close_to_a_valid_document(seed in any::<u64>(), extra in 0usize..80, walk in any::<u64>()) {
         let index = vocabulary();
         let mut rng = StdRng::seed_from_u64(seed);
@@ -266,29 +335,65 @@ proptest! {
     }
 }
 
-/// The start distance is the length of the shortest document, and a budget one below it is
-/// refused up front with that minimum.
+/// The start distance in bytes is the length of the shortest document; in tokens, the
+/// fewest tokens that spell it. A budget one below the tokens is refused up front with that
+/// minimum; at the tokens, below the bytes, it is accepted and closes.
 #[test]
-fn budget_below_the_start_distance_is_refused() {
-    let index = vocabulary();
-    let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}}, "required": ["name"], "additionalProperties": false});
-    let grammar = schema::compile(&schema, &Options::default()).expect("schema");
-    let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
-    let start = c.min_bytes_from_start().expect("reachable");
-    assert_eq!(start, r#"{"name":"aaa"}"#.len() as u64);
-    match Closer::new(&c, true, start as usize - 1, 4096) {
-        Err(BudgetTooSmall { needed, .. }) => assert_eq!(needed, start),
-        other => panic!("expected BudgetTooSmall, got {other:?}"),
+fn budget_below_the_token_distance_is_refused() {
+    for index in [vocabulary(), rich_vocabulary(), TokenIndex::new(Vocabulary::bytes())] {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}}, "required": ["name"], "additionalProperties": false});
+        let grammar = schema::compile(&schema, &Options::default()).expect("schema");
+        let c = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        let (bytes, tokens) = start_distances(&c).expect("reachable");
+        assert_eq!(bytes, r#"{"name":"aaa"}"#.len());
+        // The count is over the shortest document's bytes, each token once.
+        let mut shortest = Vec::new();
+        assert!(c.matcher().shortest_completion(&mut shortest).unwrap());
+        assert_eq!(shortest.len(), bytes);
+        assert!(c.pda().matches(&shortest));
+        let mut cost = Vec::new();
+        index.fewest_tokens(&shortest, &mut cost);
+        assert_eq!(cost[0] as usize, tokens);
+        match Closer::new(&c, true, tokens - 1, 4096) {
+            Err(e @ BudgetTooSmall { .. }) => {
+                assert_eq!(e.needed, tokens as u64);
+                assert!(e.to_string().contains(&format!("takes {tokens} tokens")), "{e}");
+            }
+            other => panic!("expected BudgetTooSmall, got {other:?}"),
+        }
+        assert!(Closer::new(&c, true, tokens, 4096).is_ok());
+        // The context counts too.
+        assert!(matches!(Closer::new(&c, true, 1000, tokens - 1), Err(BudgetTooSmall { .. })));
+        // At exactly the start distance in tokens, walks still end valid.
+        for walk in 0..20 {
+            let mut rng = StdRng::seed_from_u64(walk);
+            let (text, used) = close_within(&c, tokens, &mut rng).expect("closes");
+            assert!(used <= tokens);
+            let doc: Value = serde_json::from_slice(&text).expect("JSON");
+            assert!(jsonschema::draft202012::new(&schema).unwrap().is_valid(&doc), "{doc}");
+        }
     }
-    assert!(Closer::new(&c, true, start as usize, 4096).is_ok());
-    // The context counts too.
-    assert!(matches!(Closer::new(&c, true, 1000, start as usize - 1), Err(BudgetTooSmall { .. })));
-    // At exactly the start distance, a walk still ends valid.
-    let mut rng = StdRng::seed_from_u64(1);
-    let (text, used) = close_within(&c, start as usize, &mut rng).expect("closes");
-    assert!(used <= start as usize);
-    let doc: Value = serde_json::from_slice(&text).expect("JSON");
-    assert!(jsonschema::draft202012::new(&schema).unwrap().is_valid(&doc), "{doc}");
+    // The rich vocabulary spells it in fewer tokens than bytes.
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 3}}, "required": ["name"], "additionalProperties": false});
+    let c =
+        Constraint::new(&schema::compile(&schema, &Options::default()).unwrap(), rich_vocabulary(), &Limits::default())
+            .unwrap();
+    let (bytes, tokens) = start_distances(&c).unwrap();
+    assert!(tokens < bytes, "{tokens} tokens, {bytes} bytes");
+}
+
+/// `fewest_tokens` counts each suffix's fewest ordinary tokens (never EOS, never special).
+#[test]
+fn fewest_tokens_counts_each_suffix() {
+    let tokens: Vec<Vec<u8>> =
+        ["a", "b", "ab", "abb", "bba", "<s>", "ba"].iter().map(|t| t.as_bytes().to_vec()).collect();
+    let index = TokenIndex::new(Vocabulary::new(tokens, &[TokenId(5)], &[TokenId(6)]).unwrap());
+    let mut cost = Vec::new();
+    index.fewest_tokens(b"abba", &mut cost);
+    // `abba` = `abb` `a`, `bba` is one token, and `ba` is EOS here: `b` `a`.
+    assert_eq!(cost, vec![2, 1, 2, 1, 0]);
+    index.fewest_tokens(b"<s>", &mut cost);
+    assert_eq!(cost[0], constrain::mask::NO_SPELLING);
 }
 
 /// Where the budget is ample, closing never narrows anything: walks finish as they would
@@ -331,6 +436,25 @@ fn the_properties_exercise_closing() {
     assert!(
         built >= 80 && closed >= 40 && schemas_closed >= 20,
         "{built} grammars built, {closed} closed; {schemas_closed} schemas closed"
+    );
+    // With many multi-byte tokens, most starts need fewer tokens than bytes, so budgets
+    // between the two (closing's plan) are common.
+    let rich = rich_vocabulary();
+    let (mut fewer, mut schemas_fewer) = (0, 0);
+    for seed in 0..100u64 {
+        if let Some((bytes, tokens)) = random_grammar(seed, &rich).and_then(|c| start_distances(&c)) {
+            fewer += usize::from(tokens < bytes);
+        }
+        let schema = random_schema(&mut StdRng::seed_from_u64(seed), 3);
+        if let Ok(g) = schema::compile(&schema, &Options::default()) {
+            let c = Constraint::new(&g, rich.clone(), &Limits::default()).unwrap();
+            let (bytes, tokens) = start_distances(&c).unwrap();
+            schemas_fewer += usize::from(tokens < bytes);
+        }
+    }
+    assert!(
+        fewer >= 50 && schemas_fewer >= 50,
+        "{fewer} grammars and {schemas_fewer} schemas need fewer tokens than bytes"
     );
 }
 

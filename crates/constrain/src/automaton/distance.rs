@@ -12,6 +12,11 @@
 //! sweeping nodes from last to first follows the subset construction's numbering (targets
 //! mostly come after their sources), which makes a sweep settle most of a rule at once.
 //! Cost: a few sweeps over every edge, computed once per constraint (on first use).
+//!
+//! Each node also keeps the step that last lowered its value (`Distances::walk` follows
+//! them to spell a shortest completion). A node's step points to nodes whose values were
+//! final before its own last change, so following steps never cycles, not even through
+//! calls of rules that match the empty string.
 
 use super::Pda;
 use crate::automaton::exec::Frame;
@@ -19,11 +24,21 @@ use crate::automaton::exec::Frame;
 /// "Cannot complete" (with the allowed bytes).
 pub const UNREACHABLE: u64 = u64::MAX;
 
+/// In `Distances::step`: the node completes its rule (or no step is known).
+const STEP_END: u32 = u32::MAX;
+/// In `Distances::step`: set on a call edge's index (clear: a byte edge's index).
+const STEP_CALL: u32 = 1 << 31;
+
 /// The fewest bytes from each node to the end of its rule (see the module doc).
 #[derive(Clone, Debug)]
 pub struct Distances {
     node: Vec<u64>,
     rule: Vec<u64>,
+    /// Per node: the first step of a shortest way (an index into the automaton's byte
+    /// edges, or `STEP_CALL` | an index into its call edges, or `STEP_END`).
+    step: Vec<u32>,
+    /// The bytes paths may use.
+    allowed: [bool; 256],
 }
 
 /// Saturating sum that keeps [`UNREACHABLE`] absorbing.
@@ -36,21 +51,27 @@ impl Distances {
     pub fn compute(pda: &Pda, allowed: &[bool; 256]) -> Distances {
         let mut node = vec![UNREACHABLE; pda.nodes.len()];
         let mut rule = vec![UNREACHABLE; pda.rules.len()];
+        let mut step = vec![STEP_END; pda.nodes.len()];
         loop {
             let mut changed = false;
             for id in (0..pda.nodes.len()).rev() {
                 let n = &pda.nodes[id];
                 let mut best = if n.is_final { 0 } else { UNREACHABLE };
-                for e in pda.bytes(n) {
+                let mut how = STEP_END;
+                for (i, e) in pda.bytes(n).iter().enumerate() {
                     let t = node.get(e.target as usize).copied().unwrap_or(UNREACHABLE);
-                    if t < best && (e.lo..=e.hi).any(|b| allowed[b as usize]) {
-                        best = best.min(add(t, 1));
+                    if add(t, 1) < best && (e.lo..=e.hi).any(|b| allowed[b as usize]) {
+                        best = add(t, 1);
+                        how = n.bytes.start + i as u32;
                     }
                 }
-                for c in pda.calls(n) {
+                for (i, c) in pda.calls(n).iter().enumerate() {
                     let r = rule.get(c.callee as usize).copied().unwrap_or(UNREACHABLE);
                     let t = node.get(c.ret as usize).copied().unwrap_or(UNREACHABLE);
-                    best = best.min(add(r, t));
+                    if add(r, t) < best {
+                        best = add(r, t);
+                        how = STEP_CALL | (n.calls.start + i as u32);
+                    }
                 }
                 if let Some(l) = n.repeat {
                     let body = rule.get(l.body as usize).copied().unwrap_or(UNREACHABLE);
@@ -58,6 +79,7 @@ impl Distances {
                 }
                 if best < node[id] {
                     node[id] = best;
+                    step[id] = how;
                     changed = true;
                     let r = n.rule as usize;
                     if pda.rules.get(r).is_some_and(|info| info.start as usize == id) {
@@ -69,7 +91,62 @@ impl Distances {
                 break;
             }
         }
-        Distances { node, rule }
+        Distances { node, rule, step, allowed: *allowed }
+    }
+
+    /// Appends to `out` the bytes of a shortest completion of the stack `frames` (bottom
+    /// first, as `(node, loop count)`; consumed as it is walked): exactly
+    /// [`Distances::of_frame`] summed over the frames, when that is finite. Returns false
+    /// when the steps do not lead to the end (no completion over the allowed bytes), or
+    /// when the walk would exceed `max_bytes` bytes or `max_depth` frames.
+    pub(crate) fn walk(
+        &self,
+        pda: &Pda,
+        frames: &mut Vec<(u32, u32)>,
+        out: &mut Vec<u8>,
+        max_bytes: usize,
+        max_depth: usize,
+    ) -> bool {
+        let limit = out.len().saturating_add(max_bytes);
+        while let Some(top) = frames.last_mut() {
+            let Some(n) = pda.nodes.get(top.0 as usize) else { return false };
+            if let Some(l) = n.repeat {
+                if top.1 >= l.min {
+                    frames.pop();
+                    continue;
+                }
+                top.1 += 1;
+                let Some(body) = pda.rules.get(l.body as usize) else { return false };
+                frames.push((body.start, 0));
+            } else {
+                let how = self.step.get(top.0 as usize).copied().unwrap_or(STEP_END);
+                if how == STEP_END {
+                    if !n.is_final {
+                        return false;
+                    }
+                    frames.pop();
+                    continue;
+                }
+                if how & STEP_CALL != 0 {
+                    let Some(c) = pda.call_edges.get((how & !STEP_CALL) as usize) else { return false };
+                    let Some(callee) = pda.rules.get(c.callee as usize) else { return false };
+                    top.0 = c.ret;
+                    frames.push((callee.start, 0));
+                } else {
+                    let Some(e) = pda.edges.get(how as usize) else { return false };
+                    let Some(b) = (e.lo..=e.hi).find(|&b| self.allowed[b as usize]) else { return false };
+                    if out.len() >= limit {
+                        return false;
+                    }
+                    out.push(b);
+                    top.0 = e.target;
+                }
+            }
+            if frames.len() > max_depth {
+                return false;
+            }
+        }
+        true
     }
 
     /// The bytes that complete frame `f`'s rule from where it stands (its node, and for a
@@ -90,7 +167,7 @@ impl Distances {
 
     /// Approximate heap bytes held.
     pub fn memory_usage(&self) -> usize {
-        (self.node.len() + self.rule.len()) * 8
+        (self.node.len() + self.rule.len()) * 8 + self.step.len() * 4
     }
 }
 

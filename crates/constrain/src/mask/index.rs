@@ -1,4 +1,8 @@
 use super::*;
+use crate::TokenId;
+
+/// In [`TokenIndex::fewest_tokens`]: no tokens spell these bytes.
+pub const NO_SPELLING: u32 = u32::MAX;
 
 /// Everything that depends only on the tokenizer: the vocabulary, its byte trie, and the cache
 /// of per-state masks shared by every constraint compiled against it. Build once per tokenizer
@@ -91,6 +95,43 @@ impl TokenIndex {
     /// The vocabulary.
     pub fn vocab(&self) -> &Vocabulary {
         &self.vocab
+    }
+
+    /// The fewest ordinary tokens (not special, not EOS) whose bytes, one after another,
+    /// spell `bytes[i..]`, for every `i` in `0..=bytes.len()`, written into `out`
+    /// ([`NO_SPELLING`] where none do): a shortest-path count over the byte trie, each
+    /// position walked along the trie as far as a token continues. Costs the length times
+    /// the longest token; closing mode calls it only near the end of a budget.
+    pub fn fewest_tokens(&self, bytes: &[u8], out: &mut Vec<u32>) {
+        out.clear();
+        out.resize(bytes.len() + 1, NO_SPELLING);
+        if let Some(last) = out.last_mut() {
+            *last = 0;
+        }
+        let trie = &self.trie;
+        for i in (0..bytes.len()).rev() {
+            let mut best = NO_SPELLING;
+            // Children of the node at hand lie in `at..end`, siblings' subtrees skipped.
+            let (mut at, mut end) = (0usize, trie.nodes.len());
+            for (k, &b) in bytes[i..].iter().enumerate() {
+                let found = loop {
+                    match trie.nodes.get(at).filter(|_| at < end) {
+                        Some(node) if node.byte == b => break Some(*node),
+                        Some(node) if node.byte < b => at = node.end as usize,
+                        _ => break None,
+                    }
+                };
+                let Some(node) = found else { break };
+                let ordinary = trie.ids_at(&node).iter().any(|&id| !self.vocab.is_eos(TokenId(id)));
+                let rest = out.get(i + k + 1).copied().unwrap_or(NO_SPELLING);
+                if ordinary && rest != NO_SPELLING {
+                    best = best.min(rest + 1);
+                }
+                end = node.end as usize;
+                at += 1;
+            }
+            out[i] = best;
+        }
     }
 
     /// A scratch for a new matcher, holding the walk buffers a dropped one left, if any.

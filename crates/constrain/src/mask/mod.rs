@@ -116,7 +116,7 @@ use configs::{Configs, State};
 pub(crate) use context::{Context, Target};
 use entry::TokenSet;
 pub(crate) use entry::{Entry, Scratch};
-pub use index::{IndexConfig, TokenIndex};
+pub use index::{IndexConfig, TokenIndex, NO_SPELLING};
 use memo::{state_key, StacksKeys, SubtreeMemo, MEMO_MIN_SURVIVORS};
 pub(crate) use relaxed::RelaxedLoop;
 use relaxed::{ByCount, Cond, ONLY_EXITS};

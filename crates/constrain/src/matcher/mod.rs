@@ -172,6 +172,21 @@ impl Constraint {
         Some(self.distances().start(&self.inner.pda)).filter(|&d| d != UNREACHABLE)
     }
 
+    /// The fewest tokens of this vocabulary that spell a shortest complete output (the one
+    /// [`Matcher::shortest_completion`] gives from the start): a number of tokens that some
+    /// complete output takes, so an upper bound on the fewest any takes, and at most
+    /// [`Constraint::min_bytes_from_start`]. `None` when that is `None`. Costs a walk of the
+    /// shortest output and a count over it: call it once, for the up-front budget check.
+    pub fn min_tokens_from_start(&self) -> Result<Option<u64>, Error> {
+        let mut shortest = Vec::new();
+        if !self.matcher().shortest_completion(&mut shortest)? {
+            return Ok(None);
+        }
+        let mut cost = Vec::new();
+        self.inner.index.fewest_tokens(&shortest, &mut cost);
+        Ok(cost.first().copied().filter(|&t| t != crate::mask::NO_SPELLING).map(u64::from))
+    }
+
     /// Approximate heap bytes of this constraint (the shared mask cache excluded).
     pub fn memory_usage(&self) -> usize {
         self.inner.pda.memory_usage() + self.inner.node_key.memory_usage()
@@ -211,6 +226,18 @@ struct Level {
 /// Ends of an undeclared key that goes past a written name ([`Matcher::min_bytes_to_finish_checked`]),
 /// inside the key and, after a comma, with its opening quote.
 const PAST_WRITTEN_NAME: [&[u8]; 8] = [b"a\"", b"0\"", b"_\"", b"x\"", b"\"a\"", b"\"0\"", b"\"_\"", b"\"x\""];
+
+/// Where [`Matcher::min_bytes_to_finish_checked`] goes first: nowhere (the grammar's
+/// shortest way), or through one of the key endings it tried.
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    /// The grammar's way from here.
+    Grammar,
+    /// Through `Matcher::key_endings[i]`.
+    Ending(usize),
+    /// Through `PAST_WRITTEN_NAME[i]`.
+    Past(usize),
+}
 
 /// Per-sequence matching state: what may come next, given the tokens accepted so far.
 pub struct Matcher {
@@ -502,20 +529,129 @@ impl Matcher {
         if level.finished || level.accepting {
             return Some(0);
         }
+        self.nearest_top().map(|(_, d)| d)
+    }
+
+    /// The current top whose stack is nearest the end, and its distance (see
+    /// [`Matcher::min_bytes_to_finish`]); `None` when no stack can complete.
+    fn nearest_top(&self) -> Option<(u32, u64)> {
         let inner = &self.constraint.inner;
         let dist = self.constraint.distances();
-        let mut best = UNREACHABLE;
+        let mut best = (BOTTOM, UNREACHABLE);
         for &top in self.current_tops() {
             let mut sum = 0u64;
             let mut f = top;
-            while f != BOTTOM && sum < best {
+            while f != BOTTOM && sum < best.1 {
                 let Some(frame) = self.stacks.arena.get(f as usize) else { break };
                 sum = sum.saturating_add(dist.of_frame(&inner.pda, frame));
                 f = frame.parent;
             }
-            best = best.min(sum);
+            if sum < best.1 {
+                best = (top, sum);
+            }
         }
-        Some(best).filter(|&d| d != UNREACHABLE)
+        Some(best).filter(|&(_, d)| d != UNREACHABLE)
+    }
+
+    /// Writes into `out` a shortest completion of the output so far, as far as run-time
+    /// checks allow: bytes that bring it to a complete output the matcher accepts, checks
+    /// included, each a byte the vocabulary has a single-byte token for. Empty when the
+    /// output is complete. Returns false (and leaves `out` empty) when none is found.
+    ///
+    /// How: the distances' steps are walked down the nearest stack, through the key ending
+    /// [`Matcher::min_bytes_to_finish_checked`] measures (so without checks it is that many
+    /// bytes). The walk is then fed to the matcher; a check knows only the key it is in, so
+    /// the walk is made again at each later key it has a say in (and where it refuses a
+    /// byte), from there. Costs the walks' length in byte steps (all rolled back): call it
+    /// only near the end of a budget.
+    pub fn shortest_completion(&mut self, out: &mut Vec<u8>) -> Result<bool, Error> {
+        /// Walks made again at most (each after a refused byte), and their bytes at most.
+        const MAX_WALKS: usize = 256;
+        const MAX_BYTES: usize = 1 << 20;
+        out.clear();
+        let before = self.num_tokens();
+        let mut piece = Vec::new();
+        let mut found = Ok(false);
+        for _ in 0..MAX_WALKS {
+            match self.walk_completion(&mut piece) {
+                Ok(true) => {}
+                other => {
+                    found = other;
+                    break;
+                }
+            }
+            let mut taken = 0;
+            for &b in &piece {
+                match self.accept_bytes(&[b]) {
+                    Ok(()) => taken += 1,
+                    Err(Error::RejectedBytes) => break,
+                    Err(e) => {
+                        found = Err(e);
+                        break;
+                    }
+                }
+                if taken < piece.len() && self.at_checked_key() {
+                    break;
+                }
+            }
+            out.extend_from_slice(&piece[..taken]);
+            if found.is_err() || taken == 0 || out.len() > MAX_BYTES {
+                break;
+            }
+            if taken == piece.len() {
+                found = Ok(self.is_accepting());
+                break;
+            }
+        }
+        self.rollback(self.num_tokens() - before)?;
+        if !matches!(found, Ok(true)) {
+            out.clear();
+        }
+        found
+    }
+
+    /// Whether the run-time checks have a say in how the key here ends (see
+    /// [`Matcher::min_bytes_to_finish_checked`]): where a walk must be made again.
+    fn at_checked_key(&mut self) -> bool {
+        let mut endings = std::mem::take(&mut self.key_endings);
+        let checked = self.checker.as_mut().is_some_and(|c| c.key_endings(&mut endings));
+        self.key_endings = endings;
+        checked
+    }
+
+    /// One walk of [`Matcher::shortest_completion`]: the distances' steps from here, through
+    /// the key ending [`Matcher::min_bytes_to_finish_checked`] goes through, written into
+    /// `out`; exactly that many bytes. False when the walk finds no way.
+    fn walk_completion(&mut self, out: &mut Vec<u8>) -> Result<bool, Error> {
+        out.clear();
+        let (way, d) = self.checked_way()?;
+        let Some(d) = d else { return Ok(false) };
+        match way {
+            Way::Grammar => {}
+            Way::Ending(i) => out.extend_from_slice(self.key_endings.get(i).map_or(&[][..], |e| e.as_slice())),
+            Way::Past(i) => out.extend_from_slice(PAST_WRITTEN_NAME.get(i).copied().unwrap_or_default()),
+        }
+        let lead = !out.is_empty();
+        if lead {
+            self.accept_bytes(out)?;
+        }
+        let mut frames = Vec::new();
+        let done = self.level().accepting
+            || self.nearest_top().is_some_and(|(top, _)| {
+                let mut f = top;
+                while let Some(frame) = self.stacks.arena.get(f as usize) {
+                    frames.push((frame.node, frame.count));
+                    f = frame.parent;
+                }
+                frames.reverse();
+                let inner = &self.constraint.inner;
+                let max_bytes = usize::try_from(d).unwrap_or(usize::MAX);
+                self.constraint.distances().walk(&inner.pda, &mut frames, out, max_bytes, inner.limits.max_stack_depth)
+            });
+        if lead {
+            self.rollback(1)?;
+        }
+        Ok(done && out.len() as u64 == d)
     }
 
     /// [`Matcher::min_bytes_to_finish`], with what run-time checks refuse taken into
@@ -527,27 +663,35 @@ impl Matcher {
     /// those is allowed either, the grammar's. Elsewhere it is the grammar's. Closing mode
     /// measures with this.
     pub fn min_bytes_to_finish_checked(&mut self) -> Result<Option<u64>, Error> {
+        Ok(self.checked_way()?.1)
+    }
+
+    /// The way [`Matcher::min_bytes_to_finish_checked`] measures, and its distance.
+    fn checked_way(&mut self) -> Result<(Way, Option<u64>), Error> {
         let mut endings = std::mem::take(&mut self.key_endings);
         if !self.checker.as_mut().is_some_and(|c| c.key_endings(&mut endings)) {
             self.key_endings = endings;
-            return Ok(self.min_bytes_to_finish());
+            return Ok((Way::Grammar, self.min_bytes_to_finish()));
         }
-        let best = endings.iter().try_fold(None, |best: Option<u64>, e| {
-            Ok::<_, Error>(best.into_iter().chain(self.distance_after(e)?).min())
+        let best = endings.iter().enumerate().try_fold(None, |best: Option<(usize, u64)>, (i, e)| {
+            Ok::<_, Error>(match self.distance_after(e)? {
+                Some(d) if best.is_none_or(|(_, b)| d < b) => Some((i, d)),
+                _ => best,
+            })
         });
         self.key_endings = endings;
-        if let Some(d) = best? {
-            return Ok(Some(d));
+        if let Some((i, d)) = best? {
+            return Ok((Way::Ending(i), Some(d)));
         }
         // No name is left to finish the key (it spells a written one so far): the way on is
         // an undeclared key that goes past it, when the object takes one. Try a few; failing
         // those, the grammar's distance (possibly short, as said above) stands.
-        for past in PAST_WRITTEN_NAME {
+        for (i, past) in PAST_WRITTEN_NAME.iter().enumerate() {
             if let Ok(Some(d)) = self.distance_after(past) {
-                return Ok(Some(d));
+                return Ok((Way::Past(i), Some(d)));
             }
         }
-        Ok(self.min_bytes_to_finish())
+        Ok((Way::Grammar, self.min_bytes_to_finish()))
     }
 
     /// `bytes` and then [`Matcher::min_bytes_to_finish`] from after them, measured without
