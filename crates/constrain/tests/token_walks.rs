@@ -98,7 +98,8 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
         for e in std::fs::read_dir(&d).expect("readable dir").flatten() {
             let p = e.path();
             if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "tests") {
+                // Instances, and the liveness test's sample (`tests/liveness.rs`).
+                if p.file_name().is_some_and(|n| n != "tests" && n != "sample") {
                     stack.push(p);
                 }
             } else if p.extension().is_some_and(|x| x == ext) {

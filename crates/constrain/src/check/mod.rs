@@ -229,13 +229,15 @@ const NONDET_ONE: [&str; 10] = [
 
 impl ValueChecks {
     /// Builds the checks for `doc` (canonical form) where the compiler relaxed `relaxed`
-    /// (`(canonical pointer, keyword, pointer as written)`). Every validator is built here,
-    /// so a subschema the validator cannot compile is an error at compile time.
+    /// (`(canonical pointer, keyword, pointer as written)`); `strict`: the grammar was
+    /// compiled with [`crate::schema::Options::strict`]. Every validator is built here, so a
+    /// subschema the validator cannot compile is an error at compile time.
     pub(crate) fn build(
         doc: &Value,
         original: &Value,
         draft: crate::schema::dialect::Draft,
         relaxed: Vec<(String, String, String)>,
+        strict: bool,
     ) -> Result<ValueChecks, BuildError> {
         let mut nodes: Vec<Node> = Vec::new();
         let mut ids: HashMap<String, u32> = HashMap::default();
@@ -364,7 +366,7 @@ impl ValueChecks {
         for n in nodes.iter_mut().filter(|n| n.needs) {
             let map = doc.pointer(&n.ptr).and_then(Value::as_object);
             n.closed = map
-                .and_then(|m| closed_names(doc, m, 0))
+                .and_then(|m| closed_names(doc, m, strict, 0))
                 .map(|names| names.iter().map(|k| (Box::from(k.as_bytes()), hash128(k.as_bytes()))).collect());
             n.required = names(map.and_then(|m| m.get("required")));
             n.unique = map.and_then(|m| m.get("uniqueItems")) == Some(&Value::Bool(true));
@@ -683,7 +685,12 @@ impl<'i> jsonschema::Keyword<'i> for Ignored {
 /// false`, no `patternProperties`), or the union over `anyOf`/`oneOf` branches that all
 /// are such (through `$ref`s). `None` when other names may be valid, or when a name needs
 /// escapes in JSON (the check compares raw bytes).
-fn closed_names<'d>(doc: &'d Value, m: &'d Map<String, Value>, depth: usize) -> Option<Vec<&'d str>> {
+///
+/// Under `strict` the grammar reads an absent `additionalProperties` (and
+/// `unevaluatedProperties`) as `false` wherever it compiles an object's own keywords: a
+/// schema without combinators or references beside them is then closed as well, so that a
+/// key the grammar lets begin can still end as a name not written yet.
+fn closed_names<'d>(doc: &'d Value, m: &'d Map<String, Value>, strict: bool, depth: usize) -> Option<Vec<&'d str>> {
     if depth > 4 {
         return None;
     }
@@ -697,8 +704,12 @@ fn closed_names<'d>(doc: &'d Value, m: &'d Map<String, Value>, depth: usize) -> 
         }
         None
     };
-    let own = m.get("additionalProperties") == Some(&Value::Bool(false))
-        && m.get("patternProperties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+    let no_patterns = m.get("patternProperties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+    let strict_closed = strict
+        && !m.contains_key("additionalProperties")
+        && !m.contains_key("unevaluatedProperties")
+        && !STRICT_OPEN.iter().any(|k| m.contains_key(*k));
+    let own = (m.get("additionalProperties") == Some(&Value::Bool(false)) || strict_closed) && no_patterns;
     let names: Vec<&str> = if own {
         match m.get("properties") {
             Some(Value::Object(p)) => p.keys().map(String::as_str).collect(),
@@ -709,7 +720,7 @@ fn closed_names<'d>(doc: &'d Value, m: &'d Map<String, Value>, depth: usize) -> 
         let branches = m.get("anyOf").or_else(|| m.get("oneOf")).and_then(Value::as_array)?;
         let mut all = Vec::new();
         for b in branches {
-            all.extend(closed_names(doc, resolve(b)?, depth + 1)?);
+            all.extend(closed_names(doc, resolve(b)?, strict, depth + 1)?);
         }
         all.sort_unstable();
         all.dedup();
@@ -720,6 +731,10 @@ fn closed_names<'d>(doc: &'d Value, m: &'d Map<String, Value>, depth: usize) -> 
     }
     Some(names)
 }
+
+/// Keywords beside which [`closed_names`] does not take `strict` to close a schema's own
+/// object: the object may then be compiled from more than the schema's own map.
+const STRICT_OPEN: [&str; 8] = ["allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas", "dependencies"];
 
 /// The hashes of the strings of a `required`-like array.
 fn names(v: Option<&Value>) -> Box<[u128]> {

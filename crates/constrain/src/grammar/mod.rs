@@ -32,6 +32,7 @@
 
 pub mod complement;
 pub mod gbnf;
+pub mod lookaround;
 pub mod regex;
 
 use std::fmt;

@@ -497,13 +497,14 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
         // The checks validate against the schema before `unevaluated*` were rewritten (the
         // rewrite may narrow a subschema, which under `not` would widen it), and the whole
         // document against the schema as written, in its own dialect.
-        let checks = crate::check::ValueChecks::build(&normalised, schema, draft, list).map_err(|e| {
-            Error::new(
-                &dialect::original_pointer(&e.pointer),
-                "",
-                format!("cannot build the run-time check: {}", e.message),
-            )
-        })?;
+        let checks =
+            crate::check::ValueChecks::build(&normalised, schema, draft, list, options.strict).map_err(|e| {
+                Error::new(
+                    &dialect::original_pointer(&e.pointer),
+                    "",
+                    format!("cannot build the run-time check: {}", e.message),
+                )
+            })?;
         g.set_checks(checks);
     }
     for n in &mut notes {

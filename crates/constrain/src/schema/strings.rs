@@ -101,17 +101,22 @@ impl<'a> Compiler<'a> {
         Ok(self.rule("string_c", e))
     }
 
-    /// The grammar of `pattern`; `None` when the pattern has no regular form (lookaround,
-    /// backreferences) and is left to a run-time check instead.
+    /// The grammar of `pattern`; `None` when the pattern has no regular form (backreferences,
+    /// look-arounds [`crate::grammar::lookaround`] cannot compile) and is left to a run-time
+    /// check instead.
     fn pattern_expr(&mut self, pattern: &str, ptr: &str) -> Result<Option<Expr>, Error> {
-        match to_expr(pattern, &RegexOptions::json_schema()) {
-            Ok(e) => Ok(Some(e)),
-            Err(_) if self.relaxes("pattern") => {
-                self.relax(ptr, "pattern");
-                Ok(None)
-            }
-            Err(e) => Err(Error::new(ptr, "pattern", e.to_string())),
+        let err = match to_expr(pattern, &RegexOptions::json_schema()) {
+            Ok(e) => return Ok(Some(e)),
+            Err(e) => e,
+        };
+        if let Some(e) = crate::grammar::lookaround::to_expr(pattern) {
+            return Ok(Some(e));
         }
+        if self.relaxes("pattern") {
+            self.relax(ptr, "pattern");
+            return Ok(None);
+        }
+        Err(Error::new(ptr, "pattern", err.to_string()))
     }
 
     /// The key of an object member whose name is none of `excluded` (a JSON string, quotes
