@@ -207,7 +207,10 @@ impl Sequence {
             return Err(Error::Incomplete { reason, tokens: self.generated, partial: self.text.lossy() });
         }
         // Jump-forward: feed the bytes the grammar dictates, as the tokenizer splits them.
-        if let (Some(m), true) = (self.matcher.as_mut(), self.settings.jump_forward) {
+        // Not while closing: the model's tokenization of forced bytes may take more tokens
+        // than the closing plan counted.
+        let jump = self.settings.jump_forward && !self.closer.is_closing();
+        if let (Some(m), true) = (self.matcher.as_mut(), jump) {
             let tokens = forced_tokens(model, vocab, m, remaining.min(n_batch))?;
             if !tokens.is_empty() {
                 for &t in &tokens {
