@@ -37,3 +37,8 @@ if ! python3 -c "import openai" >/dev/null 2>&1; then
     echo "install-deps.sh: the openai Python package could not be installed (the serve tests need it)" >&2
     exit 1
 fi
+# The liveness sweep (scripts/sweep.py) validates with Python's jsonschema, formats asserted.
+if ! python3 -c "import jsonschema, rfc3339_validator, fqdn, isoduration" >/dev/null 2>&1; then
+    python3 -m pip install --quiet --user "jsonschema[format]" \
+        || python3 -m pip install --quiet --user --break-system-packages "jsonschema[format]"
+fi
