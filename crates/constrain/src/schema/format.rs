@@ -8,7 +8,7 @@
 //! `date-time` uses `T` and `Z`/`±hh:mm` (either case), days are valid for their month and
 //! year (29 February in leap years only; no leap seconds), years run from 0001 to 9999 (RFC
 //! 3339 allows 0000, which Python's `datetime`, and so `jsonschema`'s checkers, refuse),
-//! numbers in durations have at most 20 digits, host names are at most 13
+//! numbers in durations have at most 1000 digits, host names are at most 13
 //! labels, shorter along the name (`HOST_LABELS`), `uri` is
 //! `scheme://[userinfo@]host[:port][/path][?query][#fragment]`, `file:///path`,
 //! `scheme:/path`, `scheme:path` or `scheme:` with RFC 3986 path characters and percent
@@ -255,7 +255,7 @@ fn email() -> Expr {
 /// The most digits of a number in a [`duration`]. Python's `isoduration` reads a number as a
 /// decimal of its default context, which overflows (an exception, not a verdict) at a
 /// million digits.
-const DURATION_DIGITS: u32 = 20;
+const DURATION_DIGITS: u32 = 1000;
 
 /// RFC 3339 appendix A durations: each unit may be followed only by the next one (`P1Y2D`
 /// and `PT1H2S` are not durations), weeks stand alone; a number has 1 to
@@ -439,7 +439,7 @@ mod tests {
             (
                 "duration",
                 &["P1D", "PT5M", "P1Y2M3DT4H5M6S", "P2W", "P99999999999999999999D"],
-                &["P", "PT", "1D", "P1H", "PT1D", "P1YT", "P1Y2D", "PT1H2S", "P123456789012345678901D"],
+                &["P", "PT", "1D", "P1H", "PT1D", "P1YT", "P1Y2D", "PT1H2S"],
             ),
             (
                 "email",
