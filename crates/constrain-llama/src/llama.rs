@@ -108,10 +108,14 @@ impl Generator {
         Constraint::new(grammar, self.index.clone(), &Limits::default()).map_err(Error::Constraint)
     }
 
-    /// Compiles a JSON Schema (default options) against this model's vocabulary, with the
-    /// schema's property order as the order hint generation prefers.
+    /// Compiles a JSON Schema against this model's vocabulary for generation: compact
+    /// whitespace (separators are fixed by the grammar, so they cost no sampling and every
+    /// document has one style; format it for display afterwards), otherwise the default
+    /// options, with the schema's property order as the order hint generation prefers. For
+    /// other options, compile with [`constrain::schema::compile`] and call
+    /// [`Generator::constraint`].
     pub fn schema_constraint(&self, schema: &serde_json::Value) -> Result<Constraint, Error> {
-        let options = constrain::schema::Options::default();
+        let options = generation_options();
         let grammar = constrain::schema::compile(schema, &options)?;
         Ok(self.constraint(&grammar)?.with_schema_order_hint(schema, &options))
     }
@@ -164,7 +168,7 @@ impl Generator {
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
         let schema = super::json_schema_for::<T>();
-        let options = constrain::schema::Options::default().with_strict(true);
+        let options = generation_options().with_strict(true);
         let constraint = self.constraint(&constrain::schema::compile(&schema, &options)?)?;
         let out = self.generate(Prompt::user(prompt).with_schema(&schema), &constraint)?;
         serde_json::from_str(&out.text).map_err(|e| Error::Deserialize(e.to_string()))
@@ -390,4 +394,9 @@ fn model_vocabulary(model: &LlamaModel) -> Result<Vocabulary, constrain::vocab::
         tokens.push(vocab.token_to_piece(t, true, None));
     }
     Vocabulary::new(tokens, &special, &eos)?.with_mask_len(n)
+}
+
+/// The schema options generation uses: compact whitespace, otherwise the defaults.
+fn generation_options() -> constrain::schema::Options {
+    constrain::schema::Options::default().with_whitespace(constrain::schema::Whitespace::Compact)
 }
