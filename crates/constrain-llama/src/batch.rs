@@ -122,15 +122,20 @@ impl Generator {
     /// Runs the batched decode loop (see the module doc) with up to `parallel` sequences
     /// until `requests` closes. Requests beyond `parallel` wait in the channel. Fails only if
     /// the context cannot be created; a failed decode fails the requests in that batch.
-    /// `busy` is kept at the number of sequences in use (for health reports).
+    /// `busy` is kept at the number of sequences in use (for health reports). `on_ready` is
+    /// called once the context exists, before the first request is read: a server announces
+    /// itself then, so a context that cannot be created fails before anyone is told to
+    /// connect, and llama.cpp's context logs are written before the announcement.
     pub fn serve_batched(
         &self,
         parallel: usize,
         requests: Receiver<BatchRequest>,
         busy: &AtomicUsize,
+        on_ready: impl FnOnce(),
     ) -> Result<(), Error> {
         let parallel = parallel.clamp(1, 256);
         let mut ctx = self.new_context(parallel as u32)?;
+        on_ready();
         let n_batch = (ctx.n_batch() as usize).max(1);
         let n_ctx = (ctx.n_ctx() as usize / parallel).max(1);
         let vocab = self.index().vocab();

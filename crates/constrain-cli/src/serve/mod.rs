@@ -159,10 +159,22 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 return;
             }
         };
-        let _ = ready_tx.send(Ok(generator.index().clone()));
-        if let Err(e) = generator.serve_batched(parallel, jobs_rx, &busy_decode) {
-            eprintln!("constrain serve: decode loop failed: {e}");
-            std::process::exit(1);
+        let index = generator.index().clone();
+        let announced = std::cell::Cell::new(false);
+        let served = generator.serve_batched(parallel, jobs_rx, &busy_decode, || {
+            announced.set(true);
+            let _ = ready_tx.send(Ok(index));
+        });
+        match served {
+            Ok(()) => {}
+            // The context could not be created: the main thread is still waiting.
+            Err(e) if !announced.get() => {
+                let _ = ready_tx.send(Err(e));
+            }
+            Err(e) => {
+                eprintln!("constrain serve: decode loop failed: {e}");
+                std::process::exit(1);
+            }
         }
     })?;
     let index = ready_rx.recv().map_err(|_| anyhow::anyhow!("the decode thread ended while loading the model"))??;
