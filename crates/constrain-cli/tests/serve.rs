@@ -98,7 +98,45 @@ fn serve_end_to_end() {
     assert_eq!(content(&again.json().unwrap()), *text.borrow());
     timed("openai python client", &openai_python_client);
     assert!(server.is_running());
+    quiet_logs_name_failures(&server);
+    drop(server);
+    verbose_logs_notes_once_per_schema(exe);
     eprintln!("serve tests took {:?}", started.elapsed());
+}
+
+/// A schema with documented subsets (`format: email`, a long pattern).
+fn email_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"email": {"type": "string", "format": "email"}, "host": {"type": "string", "format": "hostname"}},
+        "required": ["email"],
+        "additionalProperties": false
+    })
+}
+
+/// Without `--verbose` the server says nothing of notes (however many requests compiled
+/// schemas), and one line per failed request, with its id and status.
+fn quiet_logs_name_failures(server: &Server) {
+    let lines = server.stderr_lines();
+    assert!(!lines.iter().any(|l| l.contains("note")), "notes logged without --verbose: {lines:#?}");
+    let failed: Vec<_> = lines.iter().filter(|l| l.contains(" failed: status ")).collect();
+    assert!(failed.iter().any(|l| l.contains("status 400") && l.contains("chatcmpl-")), "{lines:#?}");
+    assert!(failed.iter().any(|l| l.contains("status 413")), "{lines:#?}");
+}
+
+/// With `--verbose`, a schema's notes are logged at debug level when it is compiled: once,
+/// not again for a request that finds it in the cache.
+fn verbose_logs_notes_once_per_schema(exe: &Path) {
+    let server = Server::spawn(exe, &["--parallel", "1", "-c", "512", "--verbose"], TIMEOUT).expect("verbose server");
+    let note_lines = || server.stderr_lines().into_iter().filter(|l| l.contains("debug: schema")).count();
+    let body = chat_body("An email address.", Some(&email_schema()), 1, 48);
+    let r = post_json(&server.addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let first = note_lines();
+    assert_eq!(first, 2, "one debug line per note (email, hostname): {:#?}", server.stderr_lines());
+    let r = post_json(&server.addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(note_lines(), first, "a cached schema's notes are not logged again");
 }
 
 fn health_and_models(addr: &str) {

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A response: status, headers (lower-case names) and body.
@@ -114,6 +115,8 @@ pub struct Server {
     child: Child,
     /// `host:port` it listens on.
     pub addr: String,
+    /// Its stderr lines after the "listening on" line, the newest [`Server::KEPT_LINES`].
+    lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -130,6 +133,8 @@ impl Server {
             .spawn()?;
         let stderr = child.stderr.take().ok_or_else(|| anyhow::anyhow!("no stderr"))?;
         let (tx, rx) = std::sync::mpsc::channel();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = lines.clone();
         std::thread::spawn(move || {
             let mut sent = false;
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -141,6 +146,14 @@ impl Server {
                     }
                 }
                 eprintln!("[server] {line}");
+                if sent {
+                    if let Ok(mut kept) = kept.lock() {
+                        if kept.len() == Server::KEPT_LINES {
+                            kept.remove(0);
+                        }
+                        kept.push(line);
+                    }
+                }
             }
             if !sent {
                 let _ = tx.send(Err(anyhow::anyhow!("the server exited before listening")));
@@ -148,13 +161,22 @@ impl Server {
         });
         let start = Instant::now();
         let addr = rx.recv_timeout(timeout);
-        let mut server = Server { child, addr: String::new() };
+        let mut server = Server { child, addr: String::new(), lines };
         match addr {
             Ok(Ok(addr)) => server.addr = addr,
             Ok(Err(e)) => return Err(e),
             Err(_) => anyhow::bail!("the server did not start within {:?}", start.elapsed()),
         }
         Ok(server)
+    }
+
+    /// Stderr lines kept at most (the oldest are dropped).
+    pub const KEPT_LINES: usize = 10_000;
+
+    /// What the server has written on stderr since it started listening, a line each (its
+    /// logs): for tests of what a server says.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// Whether the process is still running.

@@ -74,7 +74,7 @@ pub struct ServeArgs {
     /// Compiled constraints kept (least recently used ones are dropped).
     #[arg(long, default_value_t = 64)]
     pub cache_size: usize,
-    /// Show llama.cpp's logs.
+    /// Show llama.cpp's logs, and debug lines (each newly compiled schema's notes).
     #[arg(long)]
     pub verbose: bool,
 }
@@ -114,6 +114,8 @@ struct AppState {
     parallel: usize,
     default_max_tokens: usize,
     whitespace: constrain::schema::Whitespace,
+    /// `--verbose`: debug lines on stderr (each compiled schema's notes, once).
+    verbose: bool,
 }
 
 /// Decrements the in-flight count when a request ends, however it ends.
@@ -189,6 +191,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         parallel,
         default_max_tokens: args.default_max_tokens.max(1),
         whitespace: args.whitespace.into(),
+        verbose: args.verbose,
     });
     let app = router(state, args.max_body);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -281,6 +284,19 @@ fn schema_options(state: &AppState, strict: bool) -> constrain::schema::Options 
     constrain::schema::Options::default().with_strict(strict).with_whitespace(state.whitespace)
 }
 
+/// With `--verbose`, the notes of a newly compiled schema, one debug line each: once per
+/// schema (a cached schema is not compiled again), never per request. Warnings (an unknown
+/// `$schema`) are logged without `--verbose`, as the user should act on them.
+fn log_notes(state: &AppState, key: u64, notes: &[constrain::schema::Note]) {
+    for n in notes {
+        if n.is_warning() {
+            eprintln!("constrain serve: warning: schema {key:016x}: {n}");
+        } else if state.verbose {
+            eprintln!("constrain serve: debug: schema {key:016x}: note: {n}");
+        }
+    }
+}
+
 /// Compiles (or finds in the cache) the constraint of `spec`.
 fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiError> {
     let key = spec.cache_key();
@@ -289,14 +305,21 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     }
     let grammar = match spec {
         ConstraintSpec::Schema { schema, strict, param } => {
-            constrain::schema::compile(schema, &schema_options(state, *strict)).map_err(|e| {
-                let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
-                ApiError::bad(
-                    param.to_string(),
-                    format!("unsupported or invalid schema at {at} (keyword `{}`): {}", e.keyword(), e.message()),
-                )
-                .with_code("invalid_schema")
-            })?
+            let compiled = constrain::schema::compile_with_notes(schema, &schema_options(state, *strict));
+            compiled
+                .map(|(grammar, notes)| {
+                    log_notes(state, key, &notes);
+                    grammar
+                })
+                .map_err(|e| {
+                    let at =
+                        if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
+                    ApiError::bad(
+                        param.to_string(),
+                        format!("unsupported or invalid schema at {at} (keyword `{}`): {}", e.keyword(), e.message()),
+                    )
+                    .with_code("invalid_schema")
+                })?
         }
         ConstraintSpec::Gbnf(text) => constrain::grammar::gbnf::parse(text).map_err(|e| {
             ApiError::bad("grammar".to_string(), format!("invalid GBNF grammar: {e}")).with_code("invalid_grammar")
