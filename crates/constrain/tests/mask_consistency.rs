@@ -6,6 +6,7 @@
 //! stacks read their steps from the configuration table once computed; string bodies that
 //! take any text, and loops of one character an iteration, leave text tokens unwalked.
 
+use constrain::grammar::{Expr, GrammarBuilder};
 use constrain::mask::is_allowed;
 use constrain::schema::{self, Options};
 use constrain::{Constraint, Limits, Matcher, TokenId, TokenIndex, Vocabulary};
@@ -341,4 +342,67 @@ fn other_keys_refuse_escaped_names_in_masks_too() {
         let mut m = constraint.matcher();
         assert!(m.accept_bytes(doc.as_bytes()).is_err() || !m.is_accepting(), "{doc}");
     }
+}
+
+/// Counted loops nested in counted loops, each keeping a run-time counter (unroll limit 1):
+/// `([0-9]{3,4}){2,4};` (the inner loop the outer one's whole body) and
+/// `(a[0-9]{3,4}){2,4};` (the inner loop ends the outer one's body). A token whose first
+/// byte is the inner loop's last iteration and whose second leaves both loops (`5;` after
+/// `1234`, where the second group holds one or two digits) must be refused: the inner
+/// loop's count decides it, though the outer loop's frame is what the exit lands in. The
+/// masks equal the matcher's answers after every prefix of a few walks, with the bytes
+/// and every pair of the grammars' bytes as tokens.
+#[test]
+fn nested_counted_loops_decide_exits_by_the_inner_count() {
+    let alphabet = b"0123456789a;";
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for &a in alphabet {
+        for &b in alphabet {
+            tokens.push(vec![a, b]);
+        }
+    }
+    let eos = TokenId(tokens.len() as u32);
+    tokens.push(Vec::new());
+    let index = TokenIndex::new(Vocabulary::new(tokens, &[], &[eos]).expect("valid vocabulary"));
+    let vocab = index.vocab();
+    let limits = Limits::default().with_unroll_limit(1);
+    let digits = || Expr::repeat(Expr::Bytes(vec![(b'0', b'9')]), 3, Some(4));
+    let cases = [
+        (Expr::repeat(digits(), 2, Some(4)), ["1234", "1234567890", "123456789012345"]),
+        (
+            Expr::repeat(Expr::seq([Expr::lit("a"), digits()]), 2, Some(4)),
+            ["a123a1", "a1234a123a12", "a123a123a1234a12"],
+        ),
+    ];
+    let mut mask = vec![0u32; vocab.mask_words()];
+    for (n, (body, walks)) in cases.into_iter().enumerate() {
+        let mut b = GrammarBuilder::new();
+        let root = b.add("root", Expr::seq([body, Expr::lit(";")]));
+        let grammar = b.build(root).expect("grammar");
+        let constraint = Constraint::new(&grammar, index.clone(), &limits).expect("constraint");
+        for walk in walks {
+            for end in 0..=walk.len() {
+                let prefix = &walk[..end];
+                let mut matcher = constraint.matcher();
+                matcher.accept_bytes(prefix.as_bytes()).expect("the prefix is valid");
+                matcher.fill_mask(&mut mask).expect("mask");
+                let masked: Vec<u32> = (0..vocab.len() as u32).filter(|&id| is_allowed(&mask, TokenId(id))).collect();
+                assert_eq!(masked, accepted_by_matcher(&mut matcher, vocab), "grammar {n} after {prefix:?}");
+            }
+        }
+    }
+    // The case the property test found: after `1234` the token `5;` is refused, `56` taken.
+    let mut b = GrammarBuilder::new();
+    let root = b.add("root", Expr::seq([Expr::repeat(digits(), 2, Some(4)), Expr::lit(";")]));
+    let constraint = Constraint::new(&b.build(root).expect("grammar"), index.clone(), &limits).expect("constraint");
+    let id = |t: &[u8]| TokenId((0..vocab.len() as u32).find(|&i| vocab.token_bytes(TokenId(i)) == t).expect("token"));
+    let mut matcher = constraint.matcher();
+    matcher.accept_bytes(b"1234").expect("prefix");
+    matcher.fill_mask(&mut mask).expect("mask");
+    assert!(!is_allowed(&mask, id(b"5;")));
+    assert!(matcher.accept_token(id(b"5;")).is_err());
+    assert!(is_allowed(&mask, id(b"56")));
+    matcher.accept_token(id(b"56")).expect("six digits");
+    matcher.accept_token(id(b";")).expect("two groups of three");
+    assert!(matcher.is_accepting());
 }

@@ -11,7 +11,7 @@ use crate::Limits;
 /// How many frames below the top (beyond counted loops) a mask context may include.
 const MAX_EXTRA_FRAMES: usize = 3;
 
-/// Salt of the key step adding the relaxed loop (the innermost counted loop below the top).
+/// Salt of the key step adding the relaxed loop (the counted loop directly below the top).
 const SALT_RELAXED: u16 = 0x4E1A;
 /// Salt of the key step adding a counted-loop frame below the loops (by shape and class).
 const SALT_LOOP_BELOW: u8 = 0xB1;
@@ -36,11 +36,18 @@ pub(crate) struct Target<'a> {
 /// The context of one stack top, rebuilt for each top by [`Context::build`] (its buffers
 /// are kept): the frames the entry is classified from and the keys of the shared cache.
 ///
-/// The context is the top frame; then every counted-loop frame directly below it (the
-/// innermost one *relaxed*: classified once whatever its count, see [`crate::mask`]; outer
-/// ones by count class); then, if there was a loop or the top's rule may end here, the
-/// frames below while their rule may end right after (at most [`MAX_EXTRA_FRAMES`]), so
-/// that what follows a string or a number is part of the classification.
+/// The context is the top frame; then the counted-loop frame directly below it, if any
+/// (*relaxed*: classified once whatever its count, see [`crate::mask`]); then, if there was
+/// a loop or the top's rule may end here, the frames below while their rule may end right
+/// after (at most [`MAX_EXTRA_FRAMES`]), so that what follows a string or a number is part
+/// of the classification: counted loops among them by count class, except below a relaxed
+/// loop, where the context ends above the first counted loop. A relaxed loop's iterations
+/// are counted on its frame and carried on by the ordinary frames its exit returns to, but a
+/// counted loop's frame holds its own count: leaving the relaxed loop into one would drop
+/// the relaxed count, and with it the condition that the relaxed loop may end there
+/// (`([0-9]{3,4}){2,4};` took `0;` after `123`, ending a group of one digit). Ending the
+/// context above it makes such tokens stack-dependent instead: the condition stays with
+/// them, and the rest of the token is checked against the real loop frame.
 ///
 /// Keys: the top's node key, then each frame below hashed in with a named salt
 /// (`SALT_*`), then a salt when the context is the whole stack; a relaxed loop's count
@@ -76,24 +83,24 @@ impl Context {
         let mut key = keys.get(pda, top_frame.node);
         let mut relaxed: Option<(usize, RelaxedLoop)> = None;
         let mut f = top_frame.parent;
-        while f != BOTTOM {
-            let frame = arena[f as usize];
-            let Some(l) = pda.nodes[frame.node as usize].repeat else { break };
-            if relaxed.is_none() {
+        if let Some(frame) = arena.get(f as usize) {
+            if let Some(l) = pda.nodes[frame.node as usize].repeat {
                 key = hash128(&(key, SALT_RELAXED, keys.loop_shape(frame.node)));
                 let r = RelaxedLoop { context_index: 0, count: frame.count, min: l.min, max: l.max };
                 relaxed = Some((self.chain.len(), r));
-            } else {
-                key = hash128(&(key, keys.loop_shape(frame.node), class(&frame, &l)));
+                self.chain.push(f);
+                f = frame.parent;
             }
-            self.chain.push(f);
-            f = frame.parent;
         }
         let mut extend = relaxed.is_some() || pda.nodes[top_frame.node as usize].is_final;
         let mut extra = 0;
         while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
             let frame = arena[f as usize];
             let node = &pda.nodes[frame.node as usize];
+            if relaxed.is_some() && node.repeat.is_some() {
+                // Below a relaxed loop, a counted loop ends the context (see above).
+                break;
+            }
             key = match node.repeat {
                 Some(l) => hash128(&(key, SALT_LOOP_BELOW, keys.loop_shape(frame.node), class(&frame, &l))),
                 None => hash128(&(key, SALT_FRAME_BELOW, keys.get(pda, frame.node))),
