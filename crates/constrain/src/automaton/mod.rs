@@ -410,8 +410,9 @@ impl Pda {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The grammar matches no string at all (e.g. contradictory schema constraints).
-    #[error("the grammar matches nothing (rule `{0}` can never complete)")]
+    /// The grammar matches no string at all (e.g. contradictory schema constraints, or a
+    /// root `false`: the schema compiler's warnings say where).
+    #[error("the grammar matches nothing (rule `{0}` can never complete): no output satisfies it; from a schema, no document satisfies the schema")]
     Empty(String),
     /// A rule can reach itself without consuming input.
     #[error("left recursion: rule `{0}` can call itself without consuming any byte; rewrite it right-recursively (e.g. `list ::= item (\",\" item)*`)")]

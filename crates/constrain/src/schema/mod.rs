@@ -17,7 +17,9 @@
 //! automaton's fingerprints share their mask work. Every `$ref` target is one rule (compiled
 //! once, from a work list), which is how recursive schemas work. `allOf` is merged into one
 //! schema first (`merge`); `anyOf` is an alternation; `oneOf` is an alternation only when
-//! its branches are provably disjoint.
+//! its branches are provably disjoint. An `anyOf`, `oneOf` or `not` that what its sibling
+//! keywords force proves unsatisfiable (`presence`) matches nothing, with a warning [`Note`]:
+//! such a schema compiles, to a grammar that matches no document.
 //!
 //! Deviations from the spec (all make the grammar accept *less*, never more):
 //! - property order: objects with at most four named properties accept them in any order
@@ -42,8 +44,8 @@
 //! compiled in `refs.rs` (`$ref` resolution and the work list of reference rules),
 //! `objects.rs`, `arrays.rs`, `strings.rs` (with the key exclusion and the intersection of a
 //! pattern with a length range), `numeric.rs`, `enums.rs` (`enum`/`const`) and `one_of.rs`
-//! (`anyOf`/`oneOf`, with the disjointness check); `shared.rs` holds the rules all schemas
-//! share.
+//! (`anyOf`/`oneOf`, with the disjointness check), with `presence.rs` (which branches the
+//! sibling keywords decide); `shared.rs` holds the rules all schemas share.
 //!
 //! # Example
 //!
@@ -90,6 +92,7 @@ pub mod number;
 mod numeric;
 mod objects;
 mod one_of;
+mod presence;
 mod refs;
 mod shared;
 mod strings;
@@ -874,7 +877,16 @@ impl<'a> Compiler<'a> {
             let mut m = map.clone();
             merge::normalise_bounds(&mut m);
             if let Some(not) = m.remove("not") {
-                self.apply_not(&mut m, &not, ptr)?;
+                // Decided by what the siblings force: no value, or no constraint.
+                let wrapped = Value::Object(Map::from_iter([("not".to_string(), not.clone())]));
+                match presence::Siblings::read(&m, self.opts.strict).map(|s| s.eval(&wrapped)) {
+                    Some(presence::Presence::Never) => {
+                        self.notes.push(Note::warning(ptr, "not", presence::unsatisfiable("not", &[])));
+                        return Ok(Expr::Nothing);
+                    }
+                    Some(presence::Presence::Always) => {}
+                    _ => self.apply_not(&mut m, &not, ptr)?,
+                }
             }
             owned = m;
             &owned

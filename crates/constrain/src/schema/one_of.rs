@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::json::values_equal;
+use super::presence::{self, Presence, Siblings};
 use super::{is_constraint_keyword, json_type, type_list, value_has_type, Compiler, Error, Note, FORBIDDEN};
 use crate::grammar::Expr;
 
@@ -39,6 +40,23 @@ impl<'a> Compiler<'a> {
         let mut rest = map.clone();
         rest.remove(key);
         let has_rest = rest.keys().any(|k| is_constraint_keyword(k));
+        // What the siblings force may decide branches: a keyword no object can satisfy
+        // matches nothing, and a branch none can match is left out (exactly: it adds no
+        // instance to `anyOf`, and none to count against `oneOf`).
+        let values: Vec<Presence> = match Siblings::read(&rest, self.opts.strict) {
+            Some(sib) => branches.iter().map(|b| sib.eval(b)).collect(),
+            None => vec![Presence::Unknown; branches.len()],
+        };
+        let whole =
+            if key == "oneOf" && !self.lenient() { Presence::exactly_one(&values) } else { Presence::any(&values) };
+        if whole == Presence::Never && !branches.is_empty() {
+            self.notes.push(Note::warning(ptr, key, presence::unsatisfiable(key, &values)));
+            return Ok(Expr::Nothing);
+        }
+        let never = |i: usize| values.get(i) == Some(&Presence::Never);
+        let live: Vec<Value> =
+            branches.iter().enumerate().map(|(i, b)| if never(i) { Value::Bool(false) } else { b.clone() }).collect();
+        let branches = &live;
         let forbidden: Vec<Vec<String>> = if key == "oneOf" && !self.lenient() {
             match self.check_disjoint(branches, &rest, ptr) {
                 Ok((f, Exactness::Exact)) => f,
@@ -67,6 +85,9 @@ impl<'a> Compiler<'a> {
         };
         let mut parts = Vec::new();
         for (i, b) in branches.iter().enumerate() {
+            if never(i) {
+                continue;
+            }
             let bptr = format!("{ptr}/{key}/{i}");
             debug_assert_eq!(forbidden.len(), branches.len(), "one list of forbidden names per branch");
             let forbid = forbidden.get(i).cloned().unwrap_or_default();

@@ -969,3 +969,33 @@ fn content_keywords_are_asserted_in_draft_7() {
     check(json!({"contentEncoding": "base64", "contentMediaType": "application/json"}), &["\"%%\""], &[]);
     check(json!({"$schema": "http://json-schema.org/draft-04/schema#", "contentEncoding": "base64"}), &["\"%%\""], &[]);
 }
+
+#[test]
+fn applicators_the_siblings_decide() {
+    // `not` that every object of the siblings matches: nothing, with a warning there.
+    let s = json!({"type": "object", "properties": {"p": {
+        "type": "object", "required": ["a", "b"], "not": {"required": ["a", "b"]}
+    }}});
+    let (g, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert!(notes.iter().any(|n| n.is_warning() && n.pointer() == "/properties/p/not"), "{notes:?}");
+    assert!(Pda::build(&g, &Limits::default()).is_ok_and(|p| !p.matches_prefix(b"{\"p\":")), "{g}");
+    check(s, &["{}", "{\"q\": 1}"], &["{\"p\": {\"a\": 1, \"b\": 2}}", "{\"p\": {}}"]);
+    // `not` that no object of the siblings matches: no constraint, and no run-time check.
+    let s = json!({"type": "object", "properties": {"a": false}, "not": {"required": ["a", "b"]}});
+    let g = compile(&s, &Options::default()).unwrap();
+    assert!(g.checks().is_none());
+    check(s, &["{}", "{\"b\": 1}"], &["{\"a\": 1}"]);
+    // A oneOf branch no object can match is left out: the others are disjoint, and exact.
+    let s = json!({
+        "type": "object", "required": ["k"], "additionalProperties": false,
+        "properties": {"k": {}, "x": {"type": "string"}, "y": {"type": "number"}},
+        "oneOf": [{"required": ["x"], "not": {"required": ["y"]}}, {"required": ["z"]}]
+    });
+    assert_eq!(error_keyword(s.clone()), "");
+    check(s, &["{\"k\": 1, \"x\": \"s\"}"], &["{\"k\": 1}", "{\"k\": 1, \"x\": \"s\", \"y\": 1}"]);
+    // Undecided branches change nothing.
+    let s = json!({"type": "object", "required": ["a"], "anyOf": [{"required": ["b"]}, {"minProperties": 3}]});
+    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+    check(s, &["{\"a\": 1, \"b\": 2}", "{\"a\": 1, \"c\": 2, \"d\": 3}"], &["{\"a\": 1}", "{\"a\": 1, \"c\": 2}"]);
+}
