@@ -102,5 +102,5 @@ pub mod vocab;
 
 pub use limits::Limits;
 pub use mask::TokenIndex;
-pub use matcher::{Constraint, Matcher};
+pub use matcher::{Constraint, Liveness, Matcher};
 pub use vocab::{TokenId, Vocabulary};

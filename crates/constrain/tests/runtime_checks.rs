@@ -353,3 +353,43 @@ fn pattern_property_values_are_refused_when_they_complete() {
     m.accept_bytes(b"{\"b\": \"long text\", \"ab\": \"xyz").expect("prefix");
     assert!(m.accept_bytes(b"\"").is_err(), "the quote would complete a string too long for ^a");
 }
+
+/// `Matcher::prove_live`: a prefix every completion of which fails a check is proved dead
+/// (the choices left are finite), one with a passing completion live, whatever the
+/// grammar's shortest way says; without checks everything is live at once.
+#[test]
+fn liveness_proofs_see_past_the_grammar() {
+    use constrain::Liveness;
+    let prove = |c: &Constraint, prefix: &str| {
+        let mut m = c.matcher();
+        m.accept_bytes(prefix.as_bytes()).unwrap_or_else(|e| panic!("{prefix}: {e}"));
+        let before = m.num_tokens();
+        let verdict = m.prove_live(4096).expect("no matcher error");
+        assert_eq!(m.num_tokens(), before, "the search leaves the matcher where it was");
+        verdict
+    };
+    // Two values, both written: a third item has nothing left; a second still does.
+    let unique = constraint(&json!({"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": true}));
+    assert_eq!(prove(&unique, r#"["a","b","#), Liveness::Dead);
+    assert_eq!(prove(&unique, r#"["a","#), Liveness::Live);
+    assert_eq!(prove(&unique, r#"["a","b""#), Liveness::Live);
+    // The grammar's shortest completion (`]`) fails `contains`; a longer one passes.
+    let contains = constraint(&json!({"type": "array", "items": {"type": "integer"}, "contains": {"const": 7}}));
+    assert_eq!(prove(&contains, "["), Liveness::Live);
+    assert_eq!(prove(&contains, "[1,2"), Liveness::Live);
+    // `not` over a finite choice: only `true` is left, and it is refused.
+    let not = constraint(&json!({"type": "object", "properties": {"b": {"type": "boolean", "not": {"const": false}}},
+                                  "required": ["b"], "additionalProperties": false,
+                                  "not": {"properties": {"b": {"const": true}}}}));
+    assert_eq!(prove(&not, r#"{"b":"#), Liveness::Dead);
+    // Out of fuel on an infinite choice: unknown, never a false verdict.
+    let mut m = contains.matcher();
+    m.accept_bytes(b"[").unwrap();
+    assert_ne!(m.prove_live(0), Ok(Liveness::Dead));
+    // No checks: live at once.
+    let g = schema::compile(&json!({"type": "string"}), &Options::default()).unwrap();
+    let plain = Constraint::new(&g, TokenIndex::new(Vocabulary::bytes()), &Limits::default()).unwrap();
+    let mut m = plain.matcher();
+    m.accept_bytes(b"\"abc").unwrap();
+    assert_eq!(m.prove_live(0), Ok(Liveness::Live));
+}

@@ -838,6 +838,19 @@ impl Checker {
         self.checks.key_endings(&self.sets.members[top.set as usize], prefix, keys, lead, out)
     }
 
+    /// Whether the output is between JSON tokens (not inside a string, a number or a
+    /// literal): there whitespace changes no value, so a completion with whitespace here
+    /// is valid only if the same completion without it is (where the grammar allows both).
+    pub fn between_tokens(&self) -> bool {
+        !matches!(self.state.lex, Lex::Str { .. } | Lex::Num | Lex::Lit(_))
+    }
+
+    /// Whether the document's value is complete: nothing but whitespace may follow, so
+    /// whether the document passes is decided already ([`Checker::end_ok`]).
+    pub fn document_done(&self) -> bool {
+        self.state.lex == Lex::Done
+    }
+
     /// Undoes the last `n` accepted tokens (the matcher has checked `n`).
     pub fn rollback(&mut self, n: usize) {
         for _ in 0..n.min(self.levels.len().saturating_sub(1)) {

@@ -67,6 +67,9 @@ use crate::mask::{set_bit, Scratch, Target, TokenIndex};
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
 
+mod live;
+pub use live::Liveness;
+
 /// A grammar compiled against one tokenizer: the automaton plus the shared token index.
 /// Cheap to clone (an `Arc`), `Send + Sync`; create one [`Matcher`] per sequence.
 #[derive(Clone)]
@@ -85,6 +88,8 @@ struct Inner {
     /// Distances to the end (see [`crate::automaton::distance`]), over the bytes the
     /// vocabulary has single-byte tokens for; computed on first use (closing mode).
     distances: OnceLock<Distances>,
+    /// [`single_byte_tokens`] of the vocabulary, computed on first use.
+    single_bytes: OnceLock<[bool; 256]>,
     /// The grammar's run-time checks ([`crate::check`]), if any.
     checks: Option<Arc<ValueChecks>>,
 }
@@ -133,7 +138,15 @@ impl Constraint {
     /// Binds `pda`, whose fingerprints were salted from `index`'s rule cache.
     fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits, checks: Option<Arc<ValueChecks>>) -> Constraint {
         let node_key = NodeKeys::new(&pda);
-        let inner = Inner { pda, index, limits: limits.clone(), node_key, distances: OnceLock::new(), checks };
+        let inner = Inner {
+            pda,
+            index,
+            limits: limits.clone(),
+            node_key,
+            distances: OnceLock::new(),
+            single_bytes: OnceLock::new(),
+            checks,
+        };
         Constraint { inner: Arc::new(inner), order_hint: None }
     }
 
@@ -162,7 +175,13 @@ impl Constraint {
     /// single-byte token, so `d` bytes are also at most `d` tokens.
     pub fn distances(&self) -> &Distances {
         let inner = &self.inner;
-        inner.distances.get_or_init(|| Distances::compute(&inner.pda, &single_byte_tokens(inner.index.vocab())))
+        inner.distances.get_or_init(|| Distances::compute(&inner.pda, self.single_byte_tokens()))
+    }
+
+    /// The bytes the vocabulary has a single-byte token for (computed on first call).
+    fn single_byte_tokens(&self) -> &[bool; 256] {
+        let inner = &self.inner;
+        inner.single_bytes.get_or_init(|| single_byte_tokens(inner.index.vocab()))
     }
 
     /// The fewest bytes (and so tokens, see [`Constraint::distances`]) of any complete
