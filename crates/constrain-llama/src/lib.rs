@@ -240,6 +240,10 @@ pub struct Output {
     /// the last sampled token was taken back, banned there, and drawn again. Target 0; each
     /// is a place where the mask could not see far enough ahead.
     pub backtracks: usize,
+    /// Sampled tokens refused because a search proved no valid completion after them
+    /// ([`constrain::Matcher::prove_live`]; schemas with run-time checks only), each drawn
+    /// again: dead ends avoided before the model built on them.
+    pub dead_tokens: usize,
     /// Why generation stopped.
     pub stop: StopReason,
     /// Timings.

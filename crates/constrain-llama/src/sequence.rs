@@ -13,7 +13,7 @@
 //! [`Generator`]: crate::Generator
 use super::{Error, Output, StopReason, Timings};
 use constrain::closing::{Closer, Verdict};
-use constrain::matcher::{Constraint, Matcher};
+use constrain::matcher::{Constraint, Liveness, Matcher};
 use constrain::sampling::{Sampler, SamplerSettings};
 use constrain::vocab::{TokenId, Vocabulary};
 use llama_cpp_2::model::LlamaModel;
@@ -36,6 +36,13 @@ pub(crate) enum Next {
 /// How many backtracks one generation may make before a dead end is an error: each costs
 /// one model step, and a search that keeps failing is better reported than prolonged.
 pub(crate) const MAX_BACKTRACKS: usize = 64;
+
+/// Byte steps the liveness search after a sampled token may take ([`Matcher::prove_live`]):
+/// about a millisecond at most.
+const PROOF_FUEL: usize = 1024;
+
+/// Draws per step that may be refused as proved dead ends before the next is kept unproved.
+const PROOF_TRIES: usize = 8;
 
 /// The tokens of text a streaming generation withholds from its text callback: how far back
 /// a dead end can be backed out of without taking back what the caller was shown.
@@ -81,10 +88,10 @@ pub(crate) struct Sequence {
     /// ascending.
     bans: Vec<(usize, TokenId)>,
     backtracks: usize,
+    /// Sampled tokens refused as proved dead ends ([`Sequence::avoid_dead_end`]).
+    refused: usize,
     mask: Vec<u32>,
     soft: Vec<u32>,
-    /// The mask one token ahead, when run-time checks could leave a dead end.
-    ahead: Vec<u32>,
     logits: Vec<f32>,
     text: TextSink,
     prompt_tokens: usize,
@@ -138,9 +145,9 @@ impl Sequence {
             sampled: Vec::new(),
             bans: Vec::new(),
             backtracks: 0,
+            refused: 0,
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
-            ahead: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
             text: TextSink::new(settings.hold),
             prompt_tokens: prompt.len(),
@@ -384,9 +391,14 @@ impl Sequence {
     }
 
     /// With run-time checks a prefix can be a dead end: every continuation completes a value
-    /// that fails its check (a key repeated as it closes). Before `token` (accepted) goes to
-    /// the model, look one token ahead; if nothing could follow it, take it back and draw
-    /// again without it (a few times at most). Returns the token kept.
+    /// that fails its check (a key repeated as it closes, an item a `uniqueItems` enum has
+    /// no value left for). Before `token` (accepted) goes to the model, search for a
+    /// completion ([`Matcher::prove_live`], at most [`PROOF_FUEL`] byte steps); a token
+    /// proved a dead end is taken back, banned for this draw and another drawn (counted in
+    /// `refused`), at most [`PROOF_TRIES`] times. A token whose search ran out of fuel is
+    /// kept: refusing it could empty the mask for want of fuel, and backtracking remains
+    /// for what follows. Returns the token kept, accepted; [`Error::DeadEnd`] (the matcher
+    /// where the step began) when every allowed token was proved dead.
     fn avoid_dead_end(
         &mut self,
         vocab: &Vocabulary,
@@ -394,24 +406,24 @@ impl Sequence {
         mut token: TokenId,
         step: usize,
     ) -> Result<TokenId, Error> {
-        const TRIES: usize = 8;
-        let Some(m) = self.matcher.as_mut() else { return Ok(token) };
-        if m.constraint().checks().is_none() {
-            return Ok(token);
-        }
-        self.ahead.resize(self.mask.len(), 0);
-        for _ in 0..TRIES {
+        for _ in 0..PROOF_TRIES {
             let Some(m) = self.matcher.as_mut() else { break };
-            if vocab.is_eos(token) || m.is_finished() {
+            if m.constraint().checks().is_none() || vocab.is_eos(token) || m.is_finished() {
                 break;
             }
-            m.fill_mask(&mut self.ahead).map_err(Error::Matcher)?;
-            if self.ahead.iter().any(|&w| w != 0) {
+            let t = Instant::now();
+            let live = m.prove_live(PROOF_FUEL).map_err(Error::Matcher)?;
+            self.timings.mask += t.elapsed();
+            if live != Liveness::Dead {
                 break;
             }
+            self.refused += 1;
             m.rollback(1).map_err(Error::Matcher)?;
             if let Some(w) = self.mask.get_mut(token.index() / 32) {
                 *w &= !(1 << (token.0 % 32));
+            }
+            if self.mask.iter().all(|&w| w == 0) {
+                return Err(Error::DeadEnd { step, backtracks: self.backtracks });
             }
             token = self.redraw(vocab, logits, step)?;
         }
@@ -461,6 +473,7 @@ impl Sequence {
             forced_tokens: self.forced,
             model_steps: self.steps,
             backtracks: self.backtracks,
+            dead_tokens: self.refused,
             stop,
             timings: self.timings,
         }
