@@ -38,8 +38,8 @@ pub(crate) enum Next {
 pub(crate) const MAX_BACKTRACKS: usize = 64;
 
 /// Byte steps the liveness search after a sampled token may take ([`Matcher::prove_live`]):
-/// about a millisecond at most.
-const PROOF_FUEL: usize = 1024;
+/// a few milliseconds at most, the usual proof one shortest completion.
+const PROOF_FUEL: usize = 4096;
 
 /// Draws per step that may be refused as proved dead ends before the next is kept unproved.
 const PROOF_TRIES: usize = 8;

@@ -111,9 +111,11 @@ impl Matcher {
         if *fuel == 0 {
             return Ok(Liveness::Unknown);
         }
-        // The shortest completion first: one walk, and the usual answer.
+        // The shortest completion first: one walk, and the usual answer. It costs about the
+        // grammar's distance to the end whether the checks take it or not.
+        let cost = self.min_bytes_to_finish().map_or(1, |d| usize::try_from(d).unwrap_or(usize::MAX).max(1));
         let found = self.shortest_completion(walk)?;
-        *fuel = fuel.saturating_sub(walk.len().max(1));
+        *fuel = fuel.saturating_sub(cost.max(walk.len()));
         if found {
             return Ok(Liveness::Live);
         }
