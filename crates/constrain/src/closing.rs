@@ -153,22 +153,16 @@ impl Plan {
         let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
         let now = self.cost.get(self.pos).copied().unwrap_or(u32::MAX);
         let left = u32::try_from(remaining.saturating_sub(1)).unwrap_or(u32::MAX).max(now.saturating_sub(1));
-        for (w, slot) in mask.iter_mut().enumerate() {
-            let mut word = *slot;
-            while word != 0 {
-                let bit = word.trailing_zeros();
-                word &= word - 1;
-                let token = TokenId((w as u32) * 32 + bit);
-                let bytes = vocab.token_bytes(token);
-                let keep = !vocab.is_eos(token)
+        // Infallible: the filter cannot fail.
+        let Ok(_) = crate::util::try_retain_tokens(mask, |token| {
+            let bytes = vocab.token_bytes(token);
+            Ok::<_, std::convert::Infallible>(
+                !vocab.is_eos(token)
                     && !bytes.is_empty()
                     && rest.starts_with(bytes)
-                    && self.cost.get(self.pos + bytes.len()).is_some_and(|&c| c <= left);
-                if !keep {
-                    *slot &= !(1 << bit);
-                }
-            }
-        }
+                    && self.cost.get(self.pos + bytes.len()).is_some_and(|&c| c <= left),
+            )
+        });
     }
 
     /// Moves past `token`, just accepted into `m`; forgets the plan if it was not on it.

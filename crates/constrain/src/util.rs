@@ -100,6 +100,29 @@ pub fn is_allowed(mask: &[u32], id: crate::TokenId) -> bool {
     mask.get(id.index() / 32).is_some_and(|w| w >> (id.index() % 32) & 1 == 1)
 }
 
+/// Keeps in `mask` the allowed tokens `keep` says yes to (asked in increasing id order) and
+/// clears the others; returns how many are left. Stops at `keep`'s first error, the mask then
+/// filtered only that far.
+pub(crate) fn try_retain_tokens<E>(
+    mask: &mut [u32],
+    mut keep: impl FnMut(crate::TokenId) -> Result<bool, E>,
+) -> Result<usize, E> {
+    let mut left = 0;
+    for (w, slot) in mask.iter_mut().enumerate() {
+        let mut word = *slot;
+        while word != 0 {
+            let bit = word.trailing_zeros();
+            word &= word - 1;
+            if keep(crate::TokenId((w as u32) * 32 + bit))? {
+                left += 1;
+            } else {
+                *slot &= !(1 << bit);
+            }
+        }
+    }
+    Ok(left)
+}
+
 /// Clears the bits of `ids` in `bits`.
 pub(crate) fn clear_bits(bits: &mut [u32], ids: &[u32]) {
     for &id in ids {

@@ -739,39 +739,23 @@ impl Matcher {
         // token dropped because a limit cut its shortening path is reported
         // ([`Matcher::hit_limit`]), not mistaken for a dead end.
         let mut cut = self.mask_cut;
-        let mut left = 0;
-        for (w, slot) in mask.iter_mut().enumerate() {
-            let mut word = *slot;
-            while word != 0 {
-                let bit = word.trailing_zeros();
-                word &= word - 1;
-                let token = TokenId((w as u32) * 32 + bit);
-                let keep = if self.constraint.inner.index.vocab().is_eos(token) {
-                    accepting
-                } else {
-                    match self.accept_token(token) {
-                        Ok(()) => {
-                            cut |= self.level().cut;
-                            let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
-                            self.rollback(1)?;
-                            d < below
-                        }
-                        Err(Error::Rejected(_)) => false,
-                        Err(e) => {
-                            self.mask_cut = cut;
-                            return Err(e);
-                        }
-                    }
-                };
-                if keep {
-                    left += 1;
-                } else {
-                    *slot &= !(1 << bit);
-                }
+        let left = crate::util::try_retain_tokens(mask, |token| {
+            if self.constraint.inner.index.vocab().is_eos(token) {
+                return Ok(accepting);
             }
-        }
+            match self.accept_token(token) {
+                Ok(()) => {
+                    cut |= self.level().cut;
+                    let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
+                    self.rollback(1)?;
+                    Ok(d < below)
+                }
+                Err(Error::Rejected(_)) => Ok(false),
+                Err(e) => Err(e),
+            }
+        });
         self.mask_cut = cut;
-        Ok(left)
+        left
     }
 
     /// Whether a parse limit (stack depth, number of parallel stacks) cut a path off in the
