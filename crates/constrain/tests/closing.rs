@@ -235,6 +235,40 @@ fn random_big_object(rng: &mut StdRng) -> Value {
     o
 }
 
+/// One walk of `c` (seeded `walk`) under a budget of `budget` tokens: it must end within the
+/// budget, in the grammar's language. Ambiguous recursion can outgrow the parallel-stack
+/// limit; that is reported, and passes.
+fn grammar_closes_within(c: &Constraint, budget: usize, walk: u64) -> Result<(), TestCaseError> {
+    let mut rng = StdRng::seed_from_u64(walk);
+    let (text, used) = match close_within(c, budget, &mut rng) {
+        Ok(done) => done,
+        Err(e) if e.starts_with(LIMIT_CUT) => return Ok(()),
+        Err(e) => return Err(TestCaseError::fail(format!("{e}\n{}", c.pda().listing()))),
+    };
+    prop_assert!(used <= budget);
+    prop_assert!(c.pda().matches(&text), "not in the language: {:?}", String::from_utf8_lossy(&text));
+    Ok(())
+}
+
+/// One walk of `c`, compiled from `schema`, under a budget of `budget` tokens: it must end
+/// within the budget with a document the `jsonschema` crate finds valid.
+fn schema_closes_within(schema: &Value, c: &Constraint, budget: usize, walk: u64) -> Result<(), TestCaseError> {
+    let mut rng = StdRng::seed_from_u64(walk);
+    let (text, used) = close_within(c, budget, &mut rng).map_err(|e| TestCaseError::fail(format!("{schema}\n{e}")))?;
+    prop_assert!(used <= budget);
+    prop_assert!(c.pda().matches(&text));
+    let doc: Value = match serde_json::from_slice(&text) {
+        Ok(doc) => doc,
+        // A valid JSON number serde_json cannot hold (`77E852` under `{}`): the automaton's
+        // verdict above is all that can be checked.
+        Err(e) if e.to_string().starts_with("number out of range") => return Ok(()),
+        Err(e) => return Err(TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&text)))),
+    };
+    let validator = jsonschema::draft202012::new(schema).expect("valid schema");
+    prop_assert!(validator.is_valid(&doc), "{schema}\n{doc}");
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -260,16 +294,7 @@ proptest! {
         let index = vocabulary();
         let Some(c) = random_grammar(seed, &index) else { return Ok(()) };
         let Some(start) = c.min_bytes_from_start() else { return Ok(()) };
-        let budget = start as usize + extra;
-        let mut rng = StdRng::seed_from_u64(walk);
-        let (text, used) = match close_within(&c, budget, &mut rng) {
-            Ok(done) => done,
-            // Ambiguous recursion can outgrow the parallel-stack limit; that is reported.
-            Err(e) if e.starts_with(LIMIT_CUT) => return Ok(()),
-            Err(e) => return Err(TestCaseError::fail(format!("{e}\n{}", c.pda().listing()))),
-        };
-        prop_assert!(used <= budget);
-        prop_assert!(c.pda().matches(&text), "not in the language: {:?}", String::from_utf8_lossy(&text));
+        grammar_closes_within(&c, start as usize + extra, walk)?;
     }
 
     #[test]
@@ -277,15 +302,7 @@ proptest! {
         let index = rich_vocabulary();
         let Some(c) = random_grammar(seed, &index) else { return Ok(()) };
         let Some((_, tokens)) = start_distances(&c) else { return Ok(()) };
-        let budget = tokens + extra;
-        let mut rng = StdRng::seed_from_u64(walk);
-        let (text, used) = match close_within(&c, budget, &mut rng) {
-            Ok(done) => done,
-            Err(e) if e.starts_with(LIMIT_CUT) => return Ok(()),
-            Err(e) => return Err(TestCaseError::fail(format!("{e}\n{}", c.pda().listing()))),
-        };
-        prop_assert!(used <= budget);
-        prop_assert!(c.pda().matches(&text), "not in the language: {:?}", String::from_utf8_lossy(&text));
+        grammar_closes_within(&c, tokens + extra, walk)?;
     }
 
     #[test]
@@ -296,18 +313,7 @@ proptest! {
         let Ok(grammar) = schema::compile(&schema, &Options::default()) else { return Ok(()) };
         let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
         let (_, tokens) = start_distances(&c).expect("every byte has a token");
-        let budget = tokens + extra;
-        let mut rng = StdRng::seed_from_u64(walk);
-        let (text, used) = close_within(&c, budget, &mut rng).map_err(|e| TestCaseError::fail(format!("{schema}\n{e}")))?;
-        prop_assert!(used <= budget);
-        prop_assert!(c.pda().matches(&text));
-        let doc: Value = match serde_json::from_slice(&text) {
-            Ok(doc) => doc,
-            Err(e) if e.to_string().starts_with("number out of range") => return Ok(()),
-            Err(e) => return Err(TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&text)))),
-        };
-        let validator = jsonschema::draft202012::new(&schema).expect("valid schema");
-        prop_assert!(validator.is_valid(&doc), "{schema}\n{doc}");
+        schema_closes_within(&schema, &c, tokens + extra, walk)?;
     }
 
     #[test]
@@ -318,20 +324,7 @@ proptest! {
         let Ok(grammar) = schema::compile(&schema, &Options::default()) else { return Ok(()) };
         let c = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
         let start = c.min_bytes_from_start().expect("every byte has a token");
-        let budget = start as usize + extra;
-        let mut rng = StdRng::seed_from_u64(walk);
-        let (text, used) = close_within(&c, budget, &mut rng).map_err(TestCaseError::fail)?;
-        prop_assert!(used <= budget);
-        prop_assert!(c.pda().matches(&text));
-        let doc: Value = match serde_json::from_slice(&text) {
-            Ok(doc) => doc,
-            // A valid JSON number serde_json cannot hold (`77E852` under `{}`): the automaton's
-            // verdict above is all that can be checked.
-            Err(e) if e.to_string().starts_with("number out of range") => return Ok(()),
-            Err(e) => return Err(TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&text)))),
-        };
-        let validator = jsonschema::draft202012::new(&schema).expect("valid schema");
-        prop_assert!(validator.is_valid(&doc), "{schema}\n{doc}");
+        schema_closes_within(&schema, &c, start as usize + extra, walk)?;
     }
 }
 
