@@ -248,6 +248,26 @@ fn anchored_parts(hir: &Hir, pattern: &str) -> Result<Vec<(bool, Expr, bool)>, E
             }
             acc
         }
+        HirKind::Repetition(rep) => {
+            // `(x|y$){m,M}`: iterations before the first that passes a `$` are free, and
+            // those after it must match the empty string. So the end-anchored branch is
+            // `free{m-1,M-1}` then an end-anchored iteration, or `free{0,M-1}` when an
+            // iteration can be empty. A `^` inside a repetition is not compiled.
+            let parts = anchored_parts(&rep.sub, pattern)?;
+            if parts.iter().any(|&(start, _, _)| start) {
+                return Err(unsupported(format!("pattern {pattern:?} repeats a `^` anchor")));
+            }
+            let free = Expr::alt(parts.iter().filter(|p| !p.2).map(|p| p.1.clone()));
+            let ends = Expr::alt(parts.iter().filter(|p| p.2).map(|p| p.1.clone()));
+            let empty = parts.iter().any(|p| p.1 == Expr::Empty);
+            let mut out = vec![(false, Expr::repeat(free.clone(), rep.min, rep.max), false)];
+            if rep.max != Some(0) && parts.iter().any(|p| p.2) {
+                let before_min = if empty { 0 } else { rep.min.saturating_sub(1) };
+                let before_max = rep.max.map(|m| m - 1);
+                out.push((false, Expr::seq([Expr::repeat(free, before_min, before_max), ends]), true));
+            }
+            out
+        }
         _ => vec![(false, hir_to_expr(hir, pattern)?, false)],
     })
 }
@@ -760,6 +780,31 @@ mod tests {
         let p = pda("^(a$|b)", RegexOptions::json_schema());
         assert!(p.matches(b"a") && p.matches(b"bzz"));
         assert!(!p.matches(b"az"));
+    }
+
+    /// A `$` inside a repetition (a JSONSchemaStore pattern: at least 3 comma-separated
+    /// items), checked against the ECMA regex on every string over a small alphabet.
+    #[test]
+    fn end_anchor_inside_a_repetition() {
+        for pattern in [r"^([^,]+(,|$)){3,}$", r"(a(,|$)){2}", r"^(a|b$){0,2}", r"^(x?(;|$)){1,3}"] {
+            let p = pda(pattern, RegexOptions::json_schema());
+            let re = ecma_regex(pattern).unwrap();
+            let alphabet = [b'a', b'b', b',', b'x', b';'];
+            let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
+            for len in 1..=6 {
+                let shorter: Vec<Vec<u8>> = strings.iter().filter(|s| s.len() == len - 1).cloned().collect();
+                for s in shorter {
+                    for &c in &alphabet {
+                        strings.push([s.as_slice(), &[c]].concat());
+                    }
+                }
+            }
+            for s in &strings {
+                let text = std::str::from_utf8(s).unwrap();
+                assert_eq!(p.matches(s), re.is_match(text), "{pattern} on {text:?}");
+            }
+        }
+        assert!(to_expr(r"(^a)+", &RegexOptions::json_schema()).is_err());
     }
 
     #[test]
