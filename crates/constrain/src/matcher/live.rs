@@ -37,6 +37,9 @@ use crate::automaton::distance::UNREACHABLE;
 /// recursion, whatever the fuel).
 const MAX_DEPTH: usize = 256;
 
+/// Bytes changed at most, one below another, in a repair search ([`Matcher::prove_live`]).
+const MAX_REPAIRS: usize = 64;
+
 /// Fuel one expansion (trying every byte after a prefix) costs besides the bytes it takes:
 /// the refused bytes are cheap, an automaton step each, but not free.
 const EXPANSION_FUEL: usize = 16;
@@ -63,19 +66,41 @@ impl Matcher {
         if self.level().accepting || self.checker.is_none() {
             return Ok(Liveness::Live);
         }
+        let mut completion = Vec::new();
+        self.prove_live_into(fuel, &mut completion)
+    }
+
+    /// [`Matcher::prove_live`], also writing into `completion` the completion it found when
+    /// the answer is [`Liveness::Live`] (bytes that bring the output to a complete one the
+    /// grammar and every check accept, each a byte with a single-byte token; empty where
+    /// the output is complete). Without run-time checks it is the grammar's shortest
+    /// completion. Otherwise `completion` is left empty. Closing follows such a completion
+    /// ([`crate::closing::Closer`]).
+    pub fn prove_live_into(&mut self, fuel: usize, completion: &mut Vec<u8>) -> Result<Liveness, Error> {
+        completion.clear();
+        if self.level().accepting {
+            return Ok(Liveness::Live);
+        }
+        if self.checker.is_none() {
+            return Ok(if self.shortest_completion(completion)? { Liveness::Live } else { Liveness::Unknown });
+        }
         if self.level().finished {
             return Ok(Liveness::Dead);
         }
         let before = self.num_tokens();
-        let mut fuel = fuel;
+        // A quarter for the exhaustive search (it proves dead ends, which are near), the
+        // rest for the repair search should that run out.
+        let repair_fuel = fuel - fuel / 4;
+        let mut fuel = fuel / 4;
         let mut walk = Vec::new();
+        let mut path = Vec::new();
         // Iterative deepening: each round searches every prefix up to `limit` bytes deeper
         // (so a passing completion one byte away is not missed behind an endless first
         // child); a round that met no cut-off decides.
         let mut limit = 1;
         let found = loop {
             let mut cut = false;
-            let r = self.live_from(&mut fuel, &mut walk, 0, limit, &mut cut);
+            let r = self.live_from(&mut fuel, &mut walk, &mut path, limit, &mut cut);
             match r {
                 Ok(Liveness::Dead) if cut => {}
                 other => break other,
@@ -87,21 +112,126 @@ impl Matcher {
         };
         let back = self.num_tokens() - before;
         self.rollback(back)?;
+        if matches!(found, Ok(Liveness::Live)) {
+            // The bytes taken down to the prefix that proved live, then its walk.
+            completion.extend_from_slice(&path);
+            completion.extend_from_slice(&walk);
+        }
+        if !matches!(found, Ok(Liveness::Unknown)) || repair_fuel == 0 {
+            return found;
+        }
+        // Out of its fuel: the walk failed far below the prefix (a `then` a choice many
+        // bytes back decides, an object short of `minProperties`). Repair it there instead.
+        path.clear();
+        let mut fuel = repair_fuel;
+        let found = self.repair(&mut fuel, &mut path, MAX_REPAIRS);
+        let back = self.num_tokens() - before;
+        self.rollback(back)?;
+        if matches!(found, Ok(Liveness::Live)) {
+            completion.extend_from_slice(&path);
+        }
         found
     }
 
-    /// The search of [`Matcher::prove_live`] from the current prefix (left where it was).
-    /// One round of it, at most `limit` bytes below the start (`depth` so far): `Dead` with
-    /// `cut` set means only that no completion was found above the limit.
+    /// The repair search of [`Matcher::prove_live`] from the current prefix (left where it
+    /// was), `path` the bytes taken below the start, at most `repairs` deep: the shortest
+    /// walk, and where the checks refuse it, the walk with one byte changed, latest first
+    /// (each byte the walk took, then the one before, ...), each such prefix searched the
+    /// same way. On `Live`, `path` holds the whole completion. Never `Dead`: it does not
+    /// search exhaustively.
+    fn repair(&mut self, fuel: &mut usize, path: &mut Vec<u8>, repairs: usize) -> Result<Liveness, Error> {
+        if self.level().accepting {
+            return Ok(Liveness::Live);
+        }
+        if *fuel == 0 || self.checker.as_ref().is_some_and(|c| c.document_done()) {
+            return Ok(Liveness::Unknown);
+        }
+        let mut walk = Vec::new();
+        let complete = self.attempt_completion(&mut walk)?;
+        *fuel = fuel.saturating_sub(walk.len().max(1));
+        if complete {
+            path.extend_from_slice(&walk);
+            return Ok(Liveness::Live);
+        }
+        if repairs == 0 {
+            return Ok(Liveness::Unknown);
+        }
+        let single = *self.constraint.single_byte_tokens();
+        let mut children: Vec<(u64, u8)> = Vec::new();
+        for j in (0..=walk.len()).rev() {
+            if *fuel == 0 {
+                return Ok(Liveness::Unknown);
+            }
+            let lead = &walk[..j];
+            if !lead.is_empty() {
+                self.accept_bytes(lead)?;
+            }
+            *fuel = fuel.saturating_sub(EXPANSION_FUEL);
+            let skip_space = self.checker.as_ref().is_some_and(|c| c.between_tokens());
+            children.clear();
+            for b in 0..=255u8 {
+                if !single[b as usize]
+                    || walk.get(j) == Some(&b)
+                    || (skip_space && matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                {
+                    continue;
+                }
+                match self.accept_bytes(&[b]) {
+                    Ok(()) => {
+                        *fuel = fuel.saturating_sub(1);
+                        let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
+                        self.rollback(1)?;
+                        if d != UNREACHABLE {
+                            children.push((d, b));
+                        }
+                    }
+                    Err(Error::RejectedBytes | Error::Limit(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            children.sort_unstable();
+            let mut r = Ok(Liveness::Unknown);
+            for &(_, b) in &children {
+                if *fuel == 0 {
+                    break;
+                }
+                let mark = path.len();
+                path.extend_from_slice(lead);
+                path.push(b);
+                self.accept_bytes(&[b])?;
+                r = self.repair(fuel, path, repairs - 1);
+                self.rollback(1)?;
+                if !matches!(r, Ok(Liveness::Unknown)) {
+                    break;
+                }
+                path.truncate(mark);
+            }
+            if !lead.is_empty() {
+                self.rollback(1)?;
+            }
+            if matches!(r, Ok(Liveness::Live) | Err(_)) {
+                return r;
+            }
+        }
+        Ok(Liveness::Unknown)
+    }
+
+    /// The search of [`Matcher::prove_live`] from the current prefix (left where it was),
+    /// `path` the bytes taken below the start. One round of it, at most `limit` bytes below
+    /// the start: `Dead` with `cut` set means only that no completion was found above the
+    /// limit. On `Live`, `path` holds the bytes down to the prefix that proved it and `walk`
+    /// that prefix's completion.
     fn live_from(
         &mut self,
         fuel: &mut usize,
         walk: &mut Vec<u8>,
-        depth: usize,
+        path: &mut Vec<u8>,
         limit: usize,
         cut: &mut bool,
     ) -> Result<Liveness, Error> {
+        let depth = path.len();
         if self.level().accepting {
+            walk.clear();
             return Ok(Liveness::Live);
         }
         if self.checker.as_ref().is_some_and(|c| c.document_done()) {
@@ -161,13 +291,16 @@ impl Matcher {
                 return Ok(Liveness::Unknown);
             }
             self.accept_bytes(&[b])?;
-            let r = self.live_from(fuel, walk, depth + 1, limit, cut);
+            path.push(b);
+            let r = self.live_from(fuel, walk, path, limit, cut);
             self.rollback(1)?;
             match r? {
+                // `path` keeps the bytes down to the prefix that proved it.
                 Liveness::Live => return Ok(Liveness::Live),
                 Liveness::Dead => {}
                 Liveness::Unknown => unknown = true,
             }
+            path.pop();
         }
         Ok(if unknown { Liveness::Unknown } else { Liveness::Dead })
     }

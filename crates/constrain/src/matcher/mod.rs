@@ -584,6 +584,16 @@ impl Matcher {
     /// byte), from there. Costs the walks' length in byte steps (all rolled back): call it
     /// only near the end of a budget.
     pub fn shortest_completion(&mut self, out: &mut Vec<u8>) -> Result<bool, Error> {
+        let found = self.attempt_completion(out);
+        if !matches!(found, Ok(true)) {
+            out.clear();
+        }
+        found
+    }
+
+    /// [`Matcher::shortest_completion`], leaving in `out` the bytes the matcher accepted also
+    /// when it fails: the walk up to the byte refused (where a liveness proof repairs it).
+    pub(crate) fn attempt_completion(&mut self, out: &mut Vec<u8>) -> Result<bool, Error> {
         /// Walks made again at most (each after a refused byte), and their bytes at most.
         const MAX_WALKS: usize = 256;
         const MAX_BYTES: usize = 1 << 20;
@@ -623,9 +633,6 @@ impl Matcher {
             }
         }
         self.rollback(self.num_tokens() - before)?;
-        if !matches!(found, Ok(true)) {
-            out.clear();
-        }
         found
     }
 
