@@ -14,7 +14,7 @@ come from the arguments and, with `--sample DIR`, from `N` files per subfolder o
 with `--sample-seed` (JSONSchemaBench's layout: `DIR/<subset>/<name>.json`).
 
 Prints one line per failure and a summary: valid / invalid / refused (4xx) / dead ends (5xx or
-a stream error) / other failures, backtracks (from `usage.backtracks`), dead-end tokens refused (`usage.dead_tokens`), finish reasons, tokens.
+a stream error) / other failures, backtracks (from `usage.backtracks`), tokens refused as dead ends or unproved (`usage.dead_tokens`, `usage.unproved_tokens`), finish reasons, tokens.
 Exit code 1 if any output is invalid or any request failed with a 5xx or a transport error
 (with `--allow-dead-ends`, a 5xx is reported but does not fail the run).
 A 4xx refusal (a schema we cannot compile, a budget no document fits) is counted, not failed.
@@ -118,7 +118,7 @@ def one(client, model, args, i, path):
     extra = getattr(usage, "model_extra", None) or {}
     rec.update(secs=time.time() - t0, finish=finish, text=text,
                tokens=usage.completion_tokens if usage else None, backtracks=extra.get("backtracks", 0),
-               dead_tokens=extra.get("dead_tokens", 0))
+               dead_tokens=extra.get("dead_tokens", 0), unproved_tokens=extra.get("unproved_tokens", 0))
     try:
         doc = json.loads(text)
     except Exception as e:  # noqa: BLE001
@@ -186,10 +186,11 @@ def main():
     toks = sum(r.get("tokens") or 0 for r in recs)
     backtracks = sum(r.get("backtracks") or 0 for r in recs)
     dead_tokens = sum(r.get("dead_tokens") or 0 for r in recs)
+    unproved_tokens = sum(r.get("unproved_tokens") or 0 for r in recs)
     print(f"{len(recs)} requests: valid {count('valid')}, invalid {count('invalid')}, "
           f"refused {count('refused')}, dead ends {count('dead_end')}, failed {count('failed')}, "
           f"unlabelled {count('unlabelled')}, skipped {count('skipped')}; backtracks {backtracks}; "
-          f"dead-end tokens refused {dead_tokens}; "
+          f"tokens refused: {dead_tokens} dead ends, {unproved_tokens} unproved; "
           f"finish {finishes}; {toks} tokens in {wall:.0f} s")
     dead = 0 if args.allow_dead_ends else count("dead_end")
     sys.exit(1 if count("invalid") or dead or count("failed") else 0)

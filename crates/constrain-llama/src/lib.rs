@@ -244,6 +244,10 @@ pub struct Output {
     /// ([`constrain::Matcher::prove_live`]; schemas with run-time checks only), each drawn
     /// again: dead ends avoided before the model built on them.
     pub dead_tokens: usize,
+    /// Sampled tokens refused because the search ran out of fuel before proving a valid
+    /// completion after them (`constrain::closing::ProofStats::unproved`), each drawn
+    /// again: a token is kept only when proved live.
+    pub unproved_tokens: usize,
     /// Why generation stopped.
     pub stop: StopReason,
     /// Timings.

@@ -13,7 +13,7 @@
 //! [`Generator`]: crate::Generator
 use super::{Error, Output, StopReason, Timings};
 use constrain::closing::{Closer, Verdict};
-use constrain::matcher::{Constraint, Liveness, Matcher};
+use constrain::matcher::{Constraint, Matcher};
 use constrain::sampling::{Sampler, SamplerSettings};
 use constrain::vocab::{TokenId, Vocabulary};
 use llama_cpp_2::model::LlamaModel;
@@ -36,13 +36,6 @@ pub(crate) enum Next {
 /// How many backtracks one generation may make before a dead end is an error: each costs
 /// one model step, and a search that keeps failing is better reported than prolonged.
 pub(crate) const MAX_BACKTRACKS: usize = 64;
-
-/// Byte steps the liveness search after a sampled token may take ([`Matcher::prove_live`]):
-/// a few milliseconds at most, the usual proof one shortest completion.
-const PROOF_FUEL: usize = 4096;
-
-/// Draws per step that may be refused as proved dead ends before the next is kept unproved.
-const PROOF_TRIES: usize = 8;
 
 /// The tokens of text a streaming generation withholds from its text callback: how far back
 /// a dead end can be backed out of without taking back what the caller was shown.
@@ -88,8 +81,6 @@ pub(crate) struct Sequence {
     /// ascending.
     bans: Vec<(usize, TokenId)>,
     backtracks: usize,
-    /// Sampled tokens refused as proved dead ends ([`Sequence::avoid_dead_end`]).
-    refused: usize,
     mask: Vec<u32>,
     soft: Vec<u32>,
     logits: Vec<f32>,
@@ -145,7 +136,6 @@ impl Sequence {
             sampled: Vec::new(),
             bans: Vec::new(),
             backtracks: 0,
-            refused: 0,
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
@@ -220,6 +210,7 @@ impl Sequence {
         if let (Some(m), true) = (self.matcher.as_mut(), jump) {
             let tokens = forced_tokens(model, vocab, m, remaining.min(n_batch))?;
             if !tokens.is_empty() {
+                self.closer.forced(m, &tokens);
                 for &t in &tokens {
                     self.push_token(vocab, t, false, on_text);
                 }
@@ -286,16 +277,23 @@ impl Sequence {
         let mut token = sample(&mut self.sampler, &mut self.logits, generated, self.matcher.as_ref())?;
         if let Some(m) = self.matcher.as_mut() {
             m.accept_token(token).map_err(Error::Matcher)?;
-            token = self.avoid_dead_end(vocab, logits, token, generated)?;
-            let Some(m) = self.matcher.as_mut() else { return Err(Error::DeadEnd { step: generated, backtracks: 0 }) };
+        }
+        // Closing's check, and with run-time checks the liveness proof: a token refused is
+        // taken back and another drawn from the mask the closer rewrote, until one is kept
+        // (the closer bounds the refusals of a step; see `Closer::check`).
+        while let Some(m) = self.matcher.as_mut() {
             let t = Instant::now();
             let verdict = self.closer.check(m, token, &mut self.mask, remaining).map_err(Error::Matcher)?;
             self.timings.mask += t.elapsed();
             self.timings.closing += t.elapsed();
-            if verdict == Verdict::Resample {
-                self.apply_bans();
-                token = self.redraw(vocab, logits, generated)?;
+            if verdict == Verdict::Keep {
+                break;
             }
+            self.apply_bans();
+            if self.mask.iter().all(|&w| w == 0) {
+                return Err(Error::DeadEnd { step: generated, backtracks: self.backtracks });
+            }
+            token = self.redraw(vocab, logits, generated)?;
         }
         Ok(token)
     }
@@ -390,46 +388,6 @@ impl Sequence {
         }
     }
 
-    /// With run-time checks a prefix can be a dead end: every continuation completes a value
-    /// that fails its check (a key repeated as it closes, an item a `uniqueItems` enum has
-    /// no value left for). Before `token` (accepted) goes to the model, search for a
-    /// completion ([`Matcher::prove_live`], at most [`PROOF_FUEL`] byte steps); a token
-    /// proved a dead end is taken back, banned for this draw and another drawn (counted in
-    /// `refused`), at most [`PROOF_TRIES`] times. A token whose search ran out of fuel is
-    /// kept: refusing it could empty the mask for want of fuel, and backtracking remains
-    /// for what follows. Returns the token kept, accepted; [`Error::DeadEnd`] (the matcher
-    /// where the step began) when every allowed token was proved dead.
-    fn avoid_dead_end(
-        &mut self,
-        vocab: &Vocabulary,
-        logits: &[f32],
-        mut token: TokenId,
-        step: usize,
-    ) -> Result<TokenId, Error> {
-        for _ in 0..PROOF_TRIES {
-            let Some(m) = self.matcher.as_mut() else { break };
-            if m.constraint().checks().is_none() || vocab.is_eos(token) || m.is_finished() {
-                break;
-            }
-            let t = Instant::now();
-            let live = m.prove_live(PROOF_FUEL).map_err(Error::Matcher)?;
-            self.timings.mask += t.elapsed();
-            if live != Liveness::Dead {
-                break;
-            }
-            self.refused += 1;
-            m.rollback(1).map_err(Error::Matcher)?;
-            if let Some(w) = self.mask.get_mut(token.index() / 32) {
-                *w &= !(1 << (token.0 % 32));
-            }
-            if self.mask.iter().all(|&w| w == 0) {
-                return Err(Error::DeadEnd { step, backtracks: self.backtracks });
-            }
-            token = self.redraw(vocab, logits, step)?;
-        }
-        Ok(token)
-    }
-
     /// Draws again from the step's raw `logits` under the current mask (after the matcher
     /// refused or rolled back the first draw) and accepts the token drawn.
     fn redraw(&mut self, vocab: &Vocabulary, logits: &[f32], step: usize) -> Result<TokenId, Error> {
@@ -473,7 +431,8 @@ impl Sequence {
             forced_tokens: self.forced,
             model_steps: self.steps,
             backtracks: self.backtracks,
-            dead_tokens: self.refused,
+            dead_tokens: self.closer.proofs().dead,
+            unproved_tokens: self.closer.proofs().unproved,
             stop,
             timings: self.timings,
         }

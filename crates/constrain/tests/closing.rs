@@ -107,7 +107,8 @@ fn close_within_reporting(
             format!("{why} after {:?}", String::from_utf8_lossy(&text))
         })?;
         m.accept_token(token).map_err(|e| e.to_string())?;
-        if closer.check(&mut m, token, &mut mask, remaining).map_err(|e| e.to_string())? == Verdict::Resample {
+        // The decode loop's: a token the closer refuses is drawn again from its mask.
+        while closer.check(&mut m, token, &mut mask, remaining).map_err(|e| e.to_string())? == Verdict::Resample {
             token = pick(&mask, rng).ok_or_else(|| {
                 let why = if m.hit_limit() { LIMIT_CUT } else { "empty closing mask" };
                 format!("{why} after {:?}", String::from_utf8_lossy(&text))
@@ -472,4 +473,48 @@ fn a_key_past_a_written_name_keeps_a_finite_exact_distance() {
     assert_eq!(m.min_bytes_to_finish_checked().unwrap(), Some((r#"a":0"#.len() + rest.len()) as u64));
     m.accept_bytes(format!(r#"a":0{rest}"#).as_bytes()).unwrap();
     assert!(m.is_accepting());
+}
+
+/// Closing that respects the run-time checks (issue 37): schemas whose grammar allows a
+/// shorter end than the checks do (`minProperties` over free keys, a `then` decided by an
+/// earlier choice, `uniqueItems` with `minItems`, a `not`). The closer follows a completion
+/// a liveness proof found, so every walk under every budget from the smallest up ends with a
+/// valid document; with the grammar's distance alone, closing steered into the end the
+/// checks refuse (`Snowplow/sp_348_Normalized` under `serve`).
+#[test]
+fn closing_respects_the_run_time_checks() {
+    let index = vocabulary();
+    let schemas = [
+        json!({"type": "object", "minProperties": 3, "maxProperties": 4}),
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2,
+               "additionalProperties": {"type": "boolean"}}),
+        json!({"type": "object", "required": ["kind", "level"],
+               "properties": {"kind": {"enum": ["a", "bb"]}, "level": {"enum": [1, 22]}},
+               "if": {"properties": {"kind": {"const": "a"}}}, "then": {"properties": {"level": {"const": 22}}},
+               "else": {"properties": {"level": {"const": 1}}}}),
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 3, "uniqueItems": true}),
+        json!({"type": "array", "items": {"enum": [1, 2, 3]}, "minItems": 2, "uniqueItems": true}),
+        json!({"type": "object", "properties": {"x": {"type": "string", "not": {"const": ""}}}, "required": ["x"]}),
+    ];
+    let mut refused_or_closed = 0;
+    for schema in &schemas {
+        let options = Options::default();
+        let grammar = schema::compile(schema, &options).expect("compiles");
+        assert!(grammar.checks().is_some(), "{schema}: no run-time check to respect");
+        let c = Constraint::new(&grammar, index.clone(), &Limits::default()).expect("constraint");
+        let start = c.min_bytes_from_start().expect("every byte has a token") as usize;
+        for budget in start..start + 16 {
+            for walk in 0..3u64 {
+                match schema_closes_within(schema, &c, budget, walk) {
+                    Ok(()) => {}
+                    // A budget below the checked plan's tokens is refused up front.
+                    Err(e) if e.to_string().contains("refused: the token budget is too small") => {
+                        refused_or_closed += 1;
+                    }
+                    Err(e) => panic!("{schema} at budget {budget}, walk {walk}: {e}"),
+                }
+            }
+        }
+    }
+    assert!(refused_or_closed > 0, "no budget was below what the checks need: the test is too easy");
 }

@@ -383,7 +383,7 @@ fn run_model(
     }
     if args.model.verbose {
         eprintln!(
-            "constrain: finish_reason {}; {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps, {} backtracks, {} dead-end tokens refused) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
+            "constrain: finish_reason {}; {} prompt tokens in {:.2} s; {} tokens ({} forced, {} model steps, {} backtracks, {} dead-end and {} unproved tokens refused) in {:.2} s = {:.1} tok/s; masks {:.1} ms",
             out.stop.finish_reason(),
             out.prompt_tokens,
             out.timings.prompt.as_secs_f64(),
@@ -392,6 +392,7 @@ fn run_model(
             out.model_steps,
             out.backtracks,
             out.dead_tokens,
+            out.unproved_tokens,
             out.timings.generation.as_secs_f64(),
             out.tokens_per_second(),
             out.timings.mask.as_secs_f64() * 1e3,

@@ -411,12 +411,13 @@ async fn respond(
 }
 
 /// OpenAI's `usage`, plus `backtracks`: the dead ends the decode loop backed out of (0
-/// normally; see `constrain_llama::Output::backtracks`), and `dead_tokens`: sampled tokens
-/// refused because a search proved them dead ends (`constrain_llama::Output::dead_tokens`).
+/// normally; see `constrain_llama::Output::backtracks`), `dead_tokens`: sampled tokens
+/// refused because a search proved them dead ends (`constrain_llama::Output::dead_tokens`),
+/// and `unproved_tokens`: those refused because the search ran out of fuel.
 fn usage(out: &Output) -> Value {
     json!({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.generated_tokens,
            "total_tokens": out.prompt_tokens + out.generated_tokens, "backtracks": out.backtracks,
-           "dead_tokens": out.dead_tokens})
+           "dead_tokens": out.dead_tokens, "unproved_tokens": out.unproved_tokens})
 }
 
 /// Sends `job` to the decode thread; its events come back on the returned channel.
