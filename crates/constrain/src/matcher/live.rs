@@ -156,7 +156,6 @@ impl Matcher {
         if repairs == 0 {
             return Ok(Liveness::Unknown);
         }
-        let single = *self.constraint.single_byte_tokens();
         let mut children: Vec<(u64, u8)> = Vec::new();
         for j in (0..=walk.len()).rev() {
             if *fuel == 0 {
@@ -166,30 +165,8 @@ impl Matcher {
             if !lead.is_empty() {
                 self.accept_bytes(lead)?;
             }
-            *fuel = fuel.saturating_sub(EXPANSION_FUEL);
-            let skip_space = self.checker.as_ref().is_some_and(|c| c.between_tokens());
-            children.clear();
-            for b in 0..=255u8 {
-                if !single[b as usize]
-                    || walk.get(j) == Some(&b)
-                    || (skip_space && matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-                {
-                    continue;
-                }
-                match self.accept_bytes(&[b]) {
-                    Ok(()) => {
-                        *fuel = fuel.saturating_sub(1);
-                        let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
-                        self.rollback(1)?;
-                        if d != UNREACHABLE {
-                            children.push((d, b));
-                        }
-                    }
-                    Err(Error::RejectedBytes | Error::Limit(_)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            children.sort_unstable();
+            // The bytes other than the walk's; those a limit cut are left out.
+            self.children(fuel, walk.get(j).copied(), &mut children)?;
             let mut r = Ok(Liveness::Unknown);
             for &(_, b) in &children {
                 if *fuel == 0 {
@@ -253,38 +230,12 @@ impl Matcher {
             *cut = true;
             return Ok(Liveness::Dead);
         }
-        // Refused somewhere: the children, nearest to the end first. Trying the bytes costs
-        // [`EXPANSION_FUEL`], each one taken one more.
-        *fuel = fuel.saturating_sub(EXPANSION_FUEL);
-        let single = *self.constraint.single_byte_tokens();
-        // Between JSON tokens whitespace changes no value: a completion through it is one
-        // without it too (the grammars that allow it there allow none as well).
-        let skip_space = self.checker.as_ref().is_some_and(|c| c.between_tokens());
+        // Refused somewhere: the children, nearest to the end first. A parse limit that cut
+        // one, or fuel run out, leaves the proof undecided.
         let mut children: Vec<(u64, u8)> = Vec::new();
-        for b in 0..=255u8 {
-            if !single[b as usize] || (skip_space && matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-                continue;
-            }
-            if *fuel == 0 {
-                return Ok(Liveness::Unknown);
-            }
-            match self.accept_bytes(&[b]) {
-                Ok(()) => {
-                    // Only a byte taken costs fuel: a refused one is one automaton step.
-                    *fuel -= 1;
-                    let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
-                    self.rollback(1)?;
-                    if d != UNREACHABLE {
-                        children.push((d, b));
-                    }
-                }
-                Err(Error::RejectedBytes) => {}
-                // A parse limit cut the path: not a proof either way.
-                Err(Error::Limit(_)) => return Ok(Liveness::Unknown),
-                Err(e) => return Err(e),
-            }
+        if !self.children(fuel, None, &mut children)? {
+            return Ok(Liveness::Unknown);
         }
-        children.sort_unstable();
         let mut unknown = false;
         for (_, b) in children {
             if *fuel == 0 {
@@ -303,5 +254,44 @@ impl Matcher {
             path.pop();
         }
         Ok(if unknown { Liveness::Unknown } else { Liveness::Dead })
+    }
+
+    /// The bytes the matcher accepts after the current prefix (left where it was), other
+    /// than `except`, each with a single-byte token and a way to the end, into `children`
+    /// nearest to the end first. Whitespace between JSON tokens is left out: it changes no
+    /// value, and the grammars that allow it there allow its absence too. Trying the bytes
+    /// costs [`EXPANSION_FUEL`], each one taken one more (a refused byte is one automaton
+    /// step). False when a parse limit cut a byte or the fuel ran out: `children` then
+    /// holds only some of them.
+    fn children(&mut self, fuel: &mut usize, except: Option<u8>, children: &mut Vec<(u64, u8)>) -> Result<bool, Error> {
+        children.clear();
+        *fuel = fuel.saturating_sub(EXPANSION_FUEL);
+        let single = *self.constraint.single_byte_tokens();
+        let skip_space = self.checker.as_ref().is_some_and(|c| c.between_tokens());
+        let mut whole = true;
+        for b in 0..=255u8 {
+            if !single[b as usize] || except == Some(b) || (skip_space && matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+                continue;
+            }
+            if *fuel == 0 {
+                whole = false;
+                break;
+            }
+            match self.accept_bytes(&[b]) {
+                Ok(()) => {
+                    *fuel -= 1;
+                    let d = self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE);
+                    self.rollback(1)?;
+                    if d != UNREACHABLE {
+                        children.push((d, b));
+                    }
+                }
+                Err(Error::RejectedBytes) => {}
+                Err(Error::Limit(_)) => whole = false,
+                Err(e) => return Err(e),
+            }
+        }
+        children.sort_unstable();
+        Ok(whole)
     }
 }
