@@ -550,9 +550,11 @@ impl Closer {
         let index = m.constraint().index().clone();
         let budget = if self.enabled { remaining.saturating_sub(1) } else { usize::MAX };
         let planned = self.plan.at.is_some_and(|at| at + 1 == m.num_tokens());
-        // On the plan: the proof that made it covers the token.
+        // On the plan: the proof that made it covers the token. Closing keeps it even where
+        // the plan no longer fits (proved again after jump-forward): nothing shorter is known,
+        // and refusing it would only draw it again.
         if let Some(pos) = self.plan.after(m, token) {
-            if self.plan.fits_from(&index, pos, budget) {
+            if self.closing || self.plan.fits_from(&index, pos, budget) {
                 self.plan.pos = pos;
                 self.plan.at = Some(m.num_tokens());
                 return Ok(Verdict::Keep);
