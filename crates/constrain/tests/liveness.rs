@@ -306,19 +306,20 @@ fn random_schemas_are_live() {
     let index = vocabulary();
     let mut tally = Tally::default();
     let mut rng = StdRng::seed_from_u64(0x37);
-    for n in 0..300 {
+    for n in 0..150 {
         let schema = gen::schema(&mut rng, 3);
         let strict = n % 2 == 1;
         walk_schema(&format!("random #{n} {schema}"), &schema, strict, 2, &index, &mut tally);
     }
     tally.print("random schemas");
-    // Measured with the mask alone before the fixes of issue 37: 903 (3 walks); 966 with
-    // the same stop's format and closing work. With the proofs and checked closing, 2
-    // walks: 224, mostly in schemas no value satisfies (`oneOf` of two equal branches, `not`
-    // of `true`, a time of at most 2 characters) that the presence analysis does not
-    // refuse yet, and in checks whose completion the proof's repair misses (a `contains`
-    // string with a pattern). A ceiling until it is 0.
-    assert!(tally.dead_ends <= 224, "{} dead ends in random schemas", tally.dead_ends);
+    // Measured with the mask alone before the fixes of issue 37: 903 (300 schemas, 3
+    // walks); 966 with the same stop's format and closing work. With the proofs and checked
+    // closing, 2 walks: 224 over 300 schemas, 90 over these 150 (halved for time), mostly in
+    // schemas no value satisfies (`oneOf` of two equal branches, `not` of `true`, a time of
+    // at most 2 characters) that the presence analysis does not refuse yet, and in checks
+    // whose completion the proof's repair misses (a `contains` string with a pattern). A
+    // ceiling until it is 0.
+    assert!(tally.dead_ends <= 90, "{} dead ends in random schemas", tally.dead_ends);
 }
 
 /// A JSONSchemaBench sample schema, parsed.

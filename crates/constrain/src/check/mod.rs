@@ -202,6 +202,8 @@ pub struct ValueChecks {
     /// checked object ([`KeySet`]): the grammar and those checks are then exact, and the
     /// validator (often the costliest part of a compile) is not built.
     whole: Option<jsonschema::Validator>,
+    /// JSON texts the schema names ([`ValueChecks::hints`]).
+    hints: Vec<Vec<u8>>,
 }
 
 impl std::fmt::Debug for ValueChecks {
@@ -211,6 +213,52 @@ impl std::fmt::Debug for ValueChecks {
             .field("checked_positions", &self.nodes.iter().filter(|n| n.needs).map(|n| &n.ptr).collect::<Vec<_>>())
             .finish()
     }
+}
+
+/// Most [`ValueChecks::hints`] kept.
+const MAX_HINTS: usize = 256;
+
+/// Longest [`ValueChecks::hints`] kept, in bytes.
+const MAX_HINT_BYTES: usize = 64;
+
+/// The hints of [`ValueChecks::hints`], from every object in `doc` (a name that happens to
+/// be `const` or `enum` adds a hint too: harmless, they only order a search).
+fn collect_hints(doc: &Value) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let add = |v: &Value, out: &mut Vec<Vec<u8>>| {
+        if let Ok(text) = serde_json::to_vec(v) {
+            if text.len() <= MAX_HINT_BYTES && !out.contains(&text) {
+                out.push(text);
+            }
+        }
+    };
+    let mut work = vec![doc];
+    while let Some(v) = work.pop() {
+        if out.len() >= 4 * MAX_HINTS {
+            break;
+        }
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    match (k.as_str(), child) {
+                        ("const", c) => add(c, &mut out),
+                        ("enum", Value::Array(vs)) => vs.iter().for_each(|c| add(c, &mut out)),
+                        ("required", Value::Array(vs)) => vs.iter().for_each(|c| add(c, &mut out)),
+                        ("properties", Value::Object(props)) => {
+                            props.keys().for_each(|name| add(&Value::String(name.clone()), &mut out))
+                        }
+                        _ => {}
+                    }
+                    work.push(child);
+                }
+            }
+            Value::Array(items) => work.extend(items),
+            _ => {}
+        }
+    }
+    out.sort_by_key(Vec::len);
+    out.truncate(MAX_HINTS);
+    out
 }
 
 /// Keywords holding one subschema whose application depends on more than the location.
@@ -396,7 +444,17 @@ impl ValueChecks {
         let keys_decide_all = out_relaxed.iter().all(|r| r.keyword == "properties")
             && nodes.iter().all(|n| !n.needs || n.keyset.is_some());
         let whole = if keys_decide_all { None } else { Some(whole_validator(original, draft)?) };
-        Ok(ValueChecks { nodes, root, relaxed: out_relaxed, validators, whole })
+        let hints = collect_hints(doc);
+        Ok(ValueChecks { nodes, root, relaxed: out_relaxed, validators, whole, hints })
+    }
+
+    /// JSON texts the schema names, compact: every `const` and `enum` value and every
+    /// property name (in `properties` or `required`, quoted), shortest first, at most
+    /// [`MAX_HINTS`] of at most [`MAX_HINT_BYTES`] bytes. A liveness proof tries them where
+    /// the checks refused its walk: the value a `contains` wants, the names a `oneOf`
+    /// branch requires. Guidance only: the matcher still judges every byte.
+    pub(crate) fn hints(&self) -> &[Vec<u8>] {
+        &self.hints
     }
 
     /// The keywords left to run-time checks, with their pointers in the schema as written.

@@ -122,9 +122,18 @@ impl Matcher {
         }
         // Out of its fuel: the walk failed far below the prefix (a `then` a choice many
         // bytes back decides, an object short of `minProperties`). Repair it there instead.
-        path.clear();
+        // Rounds of more and more changes (one, two, four, ...): the few changes a check
+        // wants are found before a deep search below a wrong first change eats the fuel.
         let mut fuel = repair_fuel;
-        let found = self.repair(&mut fuel, &mut path, MAX_REPAIRS);
+        let mut repairs = 1;
+        let found = loop {
+            path.clear();
+            let r = self.repair(&mut fuel, &mut path, repairs);
+            if !matches!(r, Ok(Liveness::Unknown)) || fuel == 0 || repairs >= MAX_REPAIRS {
+                break r;
+            }
+            repairs = (repairs * 2).min(MAX_REPAIRS);
+        };
         let back = self.num_tokens() - before;
         self.rollback(back)?;
         if matches!(found, Ok(Liveness::Live)) {
@@ -165,9 +174,16 @@ impl Matcher {
             if !lead.is_empty() {
                 self.accept_bytes(lead)?;
             }
-            // The bytes other than the walk's; those a limit cut are left out.
+            // The schema's hints first (a whole value or name, where a check wants one), then
+            // the bytes other than the walk's (those a limit cut are left out).
+            let mut r = self.repair_with_hints(fuel, path, lead, repairs);
+            if !matches!(r, Ok(Liveness::Unknown)) {
+                if !lead.is_empty() {
+                    self.rollback(1)?;
+                }
+                return r;
+            }
             self.children(fuel, walk.get(j).copied(), &mut children)?;
-            let mut r = Ok(Liveness::Unknown);
             for &(_, b) in &children {
                 if *fuel == 0 {
                     break;
@@ -293,5 +309,45 @@ impl Matcher {
         }
         children.sort_unstable();
         Ok(whole)
+    }
+
+    /// The hints step of [`Matcher::repair`] at the prefix reached by `lead` (accepted):
+    /// each of the schema's hints ([`crate::check::ValueChecks::hints`]) the matcher accepts
+    /// here, spelled with single-byte tokens, searched on. `path` gains `lead`, the hint and
+    /// the rest on `Live`, and is as it was otherwise.
+    fn repair_with_hints(
+        &mut self,
+        fuel: &mut usize,
+        path: &mut Vec<u8>,
+        lead: &[u8],
+        repairs: usize,
+    ) -> Result<Liveness, Error> {
+        let constraint = self.constraint.clone();
+        let Some(checks) = constraint.checks() else { return Ok(Liveness::Unknown) };
+        let single = *constraint.single_byte_tokens();
+        for hint in checks.hints() {
+            if *fuel == 0 {
+                break;
+            }
+            if hint.iter().any(|&b| !single[b as usize]) {
+                continue;
+            }
+            match self.accept_bytes(hint) {
+                Ok(()) => {}
+                Err(Error::RejectedBytes | Error::Limit(_)) => continue,
+                Err(e) => return Err(e),
+            }
+            *fuel = fuel.saturating_sub(hint.len());
+            let mark = path.len();
+            path.extend_from_slice(lead);
+            path.extend_from_slice(hint);
+            let r = self.repair(fuel, path, repairs - 1);
+            self.rollback(1)?;
+            if !matches!(r, Ok(Liveness::Unknown)) {
+                return r;
+            }
+            path.truncate(mark);
+        }
+        Ok(Liveness::Unknown)
     }
 }
