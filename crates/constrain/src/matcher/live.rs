@@ -57,7 +57,7 @@ pub enum Liveness {
 
 impl Matcher {
     /// Whether the output so far can still be completed to an output that passes the
-    /// grammar and every run-time check (see the [module](self) doc), searching at most
+    /// grammar and every run-time check (see the doc of `matcher/live.rs`), searching at most
     /// `fuel` byte steps. Without run-time checks, or where the output is complete, the
     /// answer is [`Liveness::Live`] at once (the automaton is trimmed: every state reaches
     /// the end). The matcher is left where it was. Costs one shortest completion in the
