@@ -226,8 +226,8 @@ impl Plan {
         on.then_some(self.pos + bytes.len())
     }
 
-    /// Moves past `tokens`, accepted into `m` after the plan's state (jump-forward); forgets
-    /// the plan where they leave it.
+    /// Moves past `tokens`, accepted into `m` after the plan's state (a sampled token, or
+    /// jump-forward's); forgets the plan where they leave it.
     fn follow(&mut self, m: &Matcher, tokens: &[TokenId]) {
         let vocab = m.constraint().index().vocab();
         let Some(at) = self.at.filter(|&at| at + tokens.len() == m.num_tokens()) else {
@@ -293,19 +293,6 @@ impl Plan {
                     && self.cost.get(self.pos + bytes.len()).is_some_and(|&c| c <= left),
             )
         });
-    }
-
-    /// Moves past `token`, just accepted into `m`; forgets the plan if it was not on it.
-    fn advance(&mut self, m: &Matcher, token: TokenId) {
-        let bytes = m.constraint().index().vocab().token_bytes(token);
-        let on = self.at.is_some_and(|at| at + 1 == m.num_tokens())
-            && self.bytes.get(self.pos..).is_some_and(|rest| rest.starts_with(bytes));
-        if on {
-            self.pos += bytes.len();
-            self.at = Some(m.num_tokens());
-        } else {
-            self.at = None;
-        }
     }
 }
 
@@ -520,7 +507,7 @@ impl Closer {
             return Ok(Verdict::Keep);
         }
         if self.closing {
-            self.plan.advance(m, token);
+            self.plan.follow(m, std::slice::from_ref(&token));
             return Ok(Verdict::Keep);
         }
         let after = m.min_bytes_to_finish_checked()?.unwrap_or(u64::MAX);
@@ -555,8 +542,7 @@ impl Closer {
         // and refusing it would only draw it again.
         if let Some(pos) = self.plan.after(m, token) {
             if self.closing || self.plan.fits_from(&index, pos, budget) {
-                self.plan.pos = pos;
-                self.plan.at = Some(m.num_tokens());
+                self.plan.follow(m, std::slice::from_ref(&token));
                 return Ok(Verdict::Keep);
             }
         }
