@@ -13,9 +13,9 @@
 //! level of the alternative and all look the same way. For look-aheads `P0 (?=B1) P1 … Pn`,
 //! from the right: `R = Pn·Σ*`, then `R = P(i-1)·(Bi·Σ* ∩ R)` (`¬(Bi·Σ*)` for a negative
 //! one), and last `Σ*·R` (no `Σ*` at an anchored edge, none after a body ending in `$`).
-//! Look-behinds mirror that from the left. Intersection is `¬(¬A ∪ ¬B)` through
-//! [`super::complement::complement`], whose budgets bound the work; past them the answer is
-//! `None`, never an approximation. Anything else (a nested or quantified look-around,
+//! Look-behinds mirror that from the left. Every step is an operation on automata
+//! ([`super::dfa`]), whose budgets bound the work; past them the answer is `None`, never an
+//! approximation. Anything else (a nested or quantified look-around,
 //! mixed directions, an anchor inside, inline flags, back-references) is `None` as well.
 //!
 //! ```rust
@@ -30,7 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::complement::complement;
+use super::dfa::{CharDfa, Part};
 use super::regex::{any_char, RegexOptions};
 use super::Expr;
 
@@ -43,24 +43,28 @@ enum Piece {
     Look { ahead: bool, negative: bool, body: String },
 }
 
-/// The exact expression of `pattern` (see the module doc), or `None`.
-pub fn to_expr(pattern: &str) -> Option<Expr> {
-    let branches = split(pattern)?;
-    let mut alts = Vec::with_capacity(branches.len());
-    for pieces in branches {
-        alts.push(branch(pieces)?);
+/// The exact language of `pattern` (see the module doc) as an automaton, or `None`.
+pub fn to_dfa(pattern: &str) -> Option<CharDfa> {
+    let mut out: Option<CharDfa> = None;
+    for pieces in split(pattern)? {
+        let d = branch(pieces)?;
+        out = Some(match out {
+            None => d,
+            Some(o) => o.union(&d)?,
+        });
     }
-    Some(Expr::alt(alts))
+    out
+}
+
+/// The exact language of `pattern` as one expression, or `None` (also when the automaton is
+/// too big to write as one: [`to_dfa`] and [`CharDfa::to_rules`] may then still work).
+pub fn to_expr(pattern: &str) -> Option<Expr> {
+    to_dfa(pattern)?.to_expr()
 }
 
 /// `Σ*`.
 fn anything() -> Expr {
     Expr::star(any_char())
-}
-
-/// `a ∩ b`, within the complement's budgets.
-fn intersect(a: &Expr, b: &Expr) -> Option<Expr> {
-    complement(&Expr::alt([complement(a)?, complement(b)?]))
 }
 
 /// An anchor-free piece of pattern, matched whole.
@@ -71,12 +75,12 @@ fn plain(text: &str) -> Option<Expr> {
     super::regex::to_expr(text, &RegexOptions { unanchored: false, ecma: true }).ok()
 }
 
-/// One alternative's pieces as an expression.
-fn branch(mut pieces: Vec<Piece>) -> Option<Expr> {
+/// One alternative's pieces as an automaton.
+fn branch(mut pieces: Vec<Piece>) -> Option<CharDfa> {
     // An alternative without look-around: the ordinary way.
     match &pieces[..] {
-        [] => return super::regex::to_expr("", &RegexOptions::json_schema()).ok(),
-        [Piece::Plain(text)] => return super::regex::to_expr(text, &RegexOptions::json_schema()).ok(),
+        [] => return CharDfa::of(&super::regex::to_expr("", &RegexOptions::json_schema()).ok()?),
+        [Piece::Plain(text)] => return CharDfa::of(&super::regex::to_expr(text, &RegexOptions::json_schema()).ok()?),
         _ => {}
     }
     // Edge anchors belong to the first and last plain pieces.
@@ -103,7 +107,7 @@ fn branch(mut pieces: Vec<Piece>) -> Option<Expr> {
     }
     // Plain pieces between the look-arounds (empty ones where two meet), one more than those.
     let mut plains: Vec<Expr> = vec![Expr::Empty];
-    let mut looks: Vec<Expr> = Vec::new();
+    let mut looks: Vec<CharDfa> = Vec::new();
     for p in pieces {
         match p {
             Piece::Plain(text) => {
@@ -119,24 +123,24 @@ fn branch(mut pieces: Vec<Piece>) -> Option<Expr> {
     }
     let pad = |anchored: bool| if anchored { Expr::Empty } else { anything() };
     if ahead {
-        let mut rest = Expr::seq([plains.pop()?, pad(end_anchored)]);
+        let mut rest = CharDfa::of(&Expr::seq([plains.pop()?, pad(end_anchored)]))?;
         while let (Some(look), Some(before)) = (looks.pop(), plains.pop()) {
-            rest = Expr::seq([before, intersect(&look, &rest)?]);
+            rest = CharDfa::seq(&[Part::Expr(&before), Part::Dfa(&look.intersect(&rest)?)])?;
         }
-        Some(Expr::seq([pad(start_anchored), rest]))
+        CharDfa::seq(&[Part::Expr(&pad(start_anchored)), Part::Dfa(&rest)])
     } else {
         plains.reverse();
         looks.reverse();
-        let mut done = Expr::seq([pad(start_anchored), plains.pop()?]);
+        let mut done = CharDfa::of(&Expr::seq([pad(start_anchored), plains.pop()?]))?;
         while let (Some(look), Some(after)) = (looks.pop(), plains.pop()) {
-            done = Expr::seq([intersect(&done, &look)?, after]);
+            done = CharDfa::seq(&[Part::Dfa(&done.intersect(&look)?), Part::Expr(&after)])?;
         }
-        Some(Expr::seq([done, pad(end_anchored)]))
+        CharDfa::seq(&[Part::Dfa(&done), Part::Expr(&pad(end_anchored))])
     }
 }
 
 /// The strings a look-around's body asserts of the text after (or before) its position.
-fn assertion(ahead: bool, negative: bool, body: &str) -> Option<Expr> {
+fn assertion(ahead: bool, negative: bool, body: &str) -> Option<CharDfa> {
     let mut body = body.to_string();
     let mut anchored = false;
     if ahead && body.ends_with('$') && !ends_escaped(&body) {
@@ -152,11 +156,8 @@ fn assertion(ahead: bool, negative: bool, body: &str) -> Option<Expr> {
     let e = plain(&body)?;
     let pad = if anchored { Expr::Empty } else { anything() };
     let e = if ahead { Expr::seq([e, pad]) } else { Expr::seq([pad, e]) };
-    if negative {
-        complement(&e)
-    } else {
-        Some(e)
-    }
+    let d = CharDfa::of(&e)?;
+    Some(if negative { d.complement() } else { d })
 }
 
 /// Whether `text` ends with an escaped character (`\$`).
@@ -294,9 +295,10 @@ mod tests {
     use crate::Limits;
 
     fn pda(pattern: &str) -> Pda {
-        let e = to_expr(pattern).unwrap_or_else(|| panic!("{pattern:?} not compiled"));
+        let d = to_dfa(pattern).unwrap_or_else(|| panic!("{pattern:?} not compiled"));
         let mut b = GrammarBuilder::new();
-        let root = b.add("root", e);
+        let body = d.to_rules(&mut b, "s", &|e| e.clone(), usize::MAX).expect("no budget");
+        let root = b.add("root", body);
         Pda::build(&b.build(root).expect("grammar"), &Limits::default()).expect("automaton")
     }
 
@@ -327,9 +329,14 @@ mod tests {
 
     #[test]
     fn look_aheads_and_look_behinds() {
-        let texts = ["", "a", "A1", "ab1Z", "abcd", "ABC1", "foo", "foobar", "barfoo", "xfoo", "fo", "1Zab", "a-b"];
+        let texts = [
+            "", "a", "A1", "ab1Z", "abcd", "ABC1", "foo", "foobar", "barfoo", "xfoo", "fo", "1Zab", "a-b", "abcdefG1",
+            "abcdefgh", "aB3aB3aB3aB3aB3aB3aB", "aB3aB3aB3aB3aB3aB3aB3", "aB3aB3a\nB3",
+        ];
         for p in [
             r"^(?=.*\d)(?=.*[A-Z]).{4,}$",
+            r"^(?=.*[0-9])(?=.*[A-Z]).{8,20}$",
+            r"^(?=.*[a-z])(?=.*[A-Z])(?=.*\d)(?=.*[@$!%*?&])[A-Za-z\d@$!%*?&]{8,64}$",
             r"^(?!foo)",
             r"^(?!.*foo$).*$",
             r"foo(?!bar)",

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod complement;
+pub mod dfa;
 pub mod gbnf;
 pub mod lookaround;
 pub mod regex;

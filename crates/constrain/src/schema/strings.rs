@@ -5,8 +5,25 @@
 use serde_json::{Map, Value};
 
 use super::{format, json, Compiler, Error, Note, SharedRule, JSON_TEXT};
+use crate::grammar::dfa::CharDfa;
 use crate::grammar::regex::{to_expr, RegexOptions};
 use crate::grammar::{Expr, GrammarBuilder};
+
+/// A regular constraint on a string's content: as an expression, or (look-arounds, which
+/// [`crate::grammar::lookaround`] compiles through automata) as an automaton.
+enum Lang {
+    Expr(Expr),
+    Dfa(CharDfa),
+}
+
+impl Lang {
+    fn to_dfa(&self) -> Option<CharDfa> {
+        match self {
+            Lang::Expr(e) => CharDfa::of(e),
+            Lang::Dfa(d) => Some(d.clone()),
+        }
+    }
+}
 
 impl<'a> Compiler<'a> {
     /// A `string` schema's expression: a quoted string under its lengths, `pattern` or
@@ -56,67 +73,133 @@ impl<'a> Compiler<'a> {
             let body = self.shared_rule(SharedRule::JsonText);
             return Ok(self.rule("string_c", Expr::seq([Expr::lit("\""), body, Expr::lit("\"")])));
         }
-        let content: Option<(Expr, &str)> = match (pattern, fmt) {
-            (Some(p), Some((f, _))) => {
-                self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
-                self.pattern_expr(p, ptr)?.map(|e| (e, "pattern"))
+        // The regular constraints on the content, each with its keyword.
+        let mut parts: Vec<(Lang, &str)> = Vec::new();
+        if let Some(p) = pattern {
+            if let Some(lang) = self.pattern_lang(p, ptr)? {
+                parts.push((lang, "pattern"));
             }
-            (Some(p), None) => self.pattern_expr(p, ptr)?.map(|e| (e, "pattern")),
-            (None, Some((_, e))) => Some((e, "format")),
-            (None, None) => None,
-        };
-        let body = match content {
-            None => {
-                if min == 0 && max.is_none() {
+        }
+        if let Some((_, e)) = &fmt {
+            parts.push((Lang::Expr(e.clone()), "format"));
+        }
+        let length = (min > 0 || max.is_some()).then_some((min, max));
+        let body = match parts.len() {
+            0 => {
+                if length.is_none() {
                     return Ok(self.shared_rule(SharedRule::String));
                 }
                 Expr::repeat(json::any_unit(), min, max)
             }
-            Some((e, keyword)) => {
-                let e = if min > 0 || max.is_some() {
-                    // Exactly if possible; otherwise the subset where an unanchored pattern
-                    // matches the whole string (e.g. `[0-9a-f]+` with length 12).
-                    let whole_match = || {
-                        let p = pattern.filter(|_| keyword == "pattern")?;
-                        to_expr(p, &RegexOptions { unanchored: false, ..RegexOptions::json_schema() }).ok()
-                    };
-                    match constrain_length(&e, min, max).or_else(|| constrain_length(&whole_match()?, min, max)) {
-                        Some(e) => e,
-                        None => {
-                            self.unsupported(
-                                ptr,
-                                keyword,
-                                &format!("{keyword} together with minLength/maxLength cannot be compiled exactly"),
-                            )?;
-                            e
-                        }
+            1 => {
+                let (lang, keyword) = parts.remove(0);
+                self.one_constraint(lang, keyword, pattern, length, ptr)?
+            }
+            _ => {
+                let both = parts.iter().map(|(l, _)| l.to_dfa()).collect::<Option<Vec<_>>>().and_then(|d| {
+                    let d = d[0].intersect(&d[1])?;
+                    match length {
+                        Some((min, max)) => d.with_length(min, max),
+                        None => Some(d),
                     }
-                } else {
-                    e
-                };
-                json::escape_expr(&e)
+                });
+                match both.and_then(|d| self.emit(&d)) {
+                    Some(out) => out,
+                    None => {
+                        let f = fmt.as_ref().map(|(f, _)| f.as_str()).unwrap_or_default();
+                        self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
+                        let (lang, keyword) = parts.remove(0);
+                        self.one_constraint(lang, keyword, pattern, length, ptr)?
+                    }
+                }
             }
         };
         let e = Expr::seq([Expr::lit("\""), body, Expr::lit("\"")]);
         Ok(self.rule("string_c", e))
     }
 
-    /// The grammar of `pattern`; `None` when the pattern has no regular form (backreferences,
+    /// The language of `pattern`; `None` when the pattern has no regular form (backreferences,
     /// look-arounds [`crate::grammar::lookaround`] cannot compile) and is left to a run-time
     /// check instead.
-    fn pattern_expr(&mut self, pattern: &str, ptr: &str) -> Result<Option<Expr>, Error> {
+    fn pattern_lang(&mut self, pattern: &str, ptr: &str) -> Result<Option<Lang>, Error> {
         let err = match to_expr(pattern, &RegexOptions::json_schema()) {
-            Ok(e) => return Ok(Some(e)),
+            Ok(e) => return Ok(Some(Lang::Expr(e))),
             Err(e) => e,
         };
-        if let Some(e) = crate::grammar::lookaround::to_expr(pattern) {
-            return Ok(Some(e));
+        if let Some(d) = crate::grammar::lookaround::to_dfa(pattern) {
+            return Ok(Some(Lang::Dfa(d)));
         }
         if self.relaxes("pattern") {
             self.relax(ptr, "pattern");
             return Ok(None);
         }
         Err(Error::new(ptr, "pattern", err.to_string()))
+    }
+
+    /// The content of a string under one regular constraint (from `keyword`) and `length`
+    /// (characters), JSON-escaped: exactly where the expression's shape allows or its
+    /// automaton fits the budgets; else, for an unanchored `pattern`, the subset where it
+    /// matches the whole string; else the length is left out and the keyword relaxed
+    /// ([`Compiler::unsupported`]).
+    fn one_constraint(
+        &mut self,
+        lang: Lang,
+        keyword: &str,
+        pattern: Option<&str>,
+        length: Option<(u32, Option<u32>)>,
+        ptr: &str,
+    ) -> Result<Expr, Error> {
+        let too_hard = format!("{keyword} together with minLength/maxLength cannot be compiled exactly");
+        let e = match lang {
+            Lang::Expr(e) => e,
+            Lang::Dfa(d) => {
+                if let Some((min, max)) = length {
+                    if let Some(out) = d.with_length(min, max).and_then(|cut| self.emit(&cut)) {
+                        return Ok(out);
+                    }
+                }
+                if let Some(out) = self.emit(&d) {
+                    if length.is_some() {
+                        self.unsupported(ptr, keyword, &too_hard)?;
+                    }
+                    return Ok(out);
+                }
+                // Exact but too big to write: the keyword is left out (to its run-time check).
+                self.unsupported(ptr, keyword, &format!("{keyword} compiles to a grammar over the size budget"))?;
+                let (min, max) = length.unwrap_or((0, None));
+                return Ok(Expr::repeat(json::any_unit(), min, max));
+            }
+        };
+        let Some((min, max)) = length else { return Ok(json::escape_expr(&e)) };
+        if let Some(cut) = constrain_length(&e, min, max) {
+            return Ok(json::escape_expr(&cut));
+        }
+        if let Some(out) = CharDfa::of(&e).and_then(|d| d.with_length(min, max)).and_then(|cut| self.emit(&cut)) {
+            return Ok(out);
+        }
+        // The subset where an unanchored pattern matches the whole string (e.g. `[0-9a-f]+`
+        // with length 12).
+        let whole = pattern
+            .filter(|_| keyword == "pattern")
+            .and_then(|p| to_expr(p, &RegexOptions { unanchored: false, ..RegexOptions::json_schema() }).ok())
+            .and_then(|w| constrain_length(&w, min, max));
+        if let Some(cut) = whole {
+            return Ok(json::escape_expr(&cut));
+        }
+        self.unsupported(ptr, keyword, &too_hard)?;
+        Ok(json::escape_expr(&e))
+    }
+
+    /// A string content automaton in the grammar, JSON-escaped: one expression when it is
+    /// small, else one rule per state ([`CharDfa::to_rules`]); `None` when both are too big.
+    fn emit(&mut self, d: &CharDfa) -> Option<Expr> {
+        /// Largest escaped grammar kept for one string: every character class grows by its
+        /// escapes (`\S` is most of Unicode, each character also spelled `\uXXXX`).
+        const MAX_ESCAPED_SIZE: usize = 50_000;
+        if let Some(e) = d.to_expr().map(|e| json::escape_expr(&e)).filter(|e| e.size() <= MAX_ESCAPED_SIZE) {
+            return Some(e);
+        }
+        d.to_rules(&mut self.b, "string_state", &json::escape_expr, MAX_ESCAPED_SIZE)
     }
 
     /// The key of an object member whose name is none of `excluded` (a JSON string, quotes

@@ -185,12 +185,25 @@ fn patterns_unanchored_and_escaped() {
     check(json!({"type": "string", "pattern": "\\d{3}"}), &["\"ab123cd\"", "\"a\\\"123\""], &["\"12\""]);
     check(json!({"type": "string", "pattern": "^a.b$"}), &["\"a\\\"b\"", "\"a\\\\b\""], &["\"a\\nb\""]);
     check(json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}), &["\"abc\""], &["\"abcd\""]);
-    // Unanchored pattern with a length: the whole-match subset.
+    // Unanchored pattern with a length: exactly, through the automaton (`grammar::dfa`).
     check(
         json!({"type": "string", "pattern": "[0-9a-f]+", "minLength": 4, "maxLength": 4}),
-        &["\"00ff\""],
-        &["\"0ff\"", "\"00fff\"", "\"00fg\""],
+        &["\"00ff\"", "\"00fg\"", "\"xyz0\""],
+        &["\"0ff\"", "\"00fff\"", "\"ghij\""],
     );
+    // A look-around pattern with a length, and a pattern with a format: exactly as well.
+    check(
+        json!({"type": "string", "pattern": "^(?=.*[0-9])(?=.*[A-Z]).{8,}$", "maxLength": 20}),
+        &["\"abcdefG1\"", "\"aB3aB3aB3aB3aB3aB3aB\""],
+        &["\"abcdefgh\"", "\"abcG1\"", "\"aB3aB3aB3aB3aB3aB3aB3\""],
+    );
+    check(
+        json!({"type": "string", "format": "date", "pattern": "^2020-"}),
+        &["\"2020-01-31\""],
+        &["\"2021-01-31\"", "\"2020-02-31\""],
+    );
+    assert_eq!(error_keyword(json!({"type": "string", "format": "date", "pattern": "^2020-"})), "");
+    assert_eq!(error_keyword(json!({"type": "string", "format": "time", "maxLength": 2})), "");
     // A look-around compiles exactly (`grammar::lookaround`); a back-reference cannot.
     check(json!({"type": "string", "pattern": "(?=a)"}), &["\"xa\""], &["\"x\""]);
     assert_eq!(error_keyword(json!({"type": "string", "pattern": "(a)\\1"})), "pattern");

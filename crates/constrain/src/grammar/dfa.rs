@@ -1,0 +1,930 @@
+//! Regular languages over characters as minimal deterministic automata ([`CharDfa`]): built
+//! from expressions, complemented, intersected, joined, concatenated, cut to a length range,
+//! and written back as an [`Expr`] or as grammar rules.
+//!
+//! Why: a JSON Schema string can be under several regular constraints at once: a `pattern`
+//! (with look-arounds, [`super::lookaround`]), a `format`, `minLength`/`maxLength`. The
+//! grammar states their intersection exactly only if something computes it; otherwise a
+//! keyword is left to a run-time check, and a model can write a string that no ending makes
+//! pass (a dead end, issue 37). Object keys need the complement ([`super::complement`]).
+//!
+//! How: the characters are split into classes that no part tells apart; a Thompson automaton
+//! over those classes is determinised (subset construction) and minimised (Moore).
+//! Intersection, union and length ranges are product constructions; complement flips the
+//! accepting states of the complete automaton. Back to the grammar:
+//! - [`CharDfa::to_expr`]: state elimination, for small automata whose expression stays small;
+//! - [`CharDfa::to_rules`]: one rule per state (a right-linear grammar), whose size is the
+//!   automaton's, for the rest: `(?=.*\d)(?=.*[A-Z]).{8,20}` is 84 states, whose expression
+//!   would run to hundreds of thousands of nodes.
+//!
+//! Each step has a budget; past one the answer is `None` and the caller keeps its other
+//! route (a refusal or a run-time check), never an approximation.
+//!
+//! ```rust
+//! use constrain::grammar::dfa::CharDfa;
+//! use constrain::grammar::regex::{to_expr, RegexOptions};
+//!
+//! let digit = CharDfa::of(&to_expr(r"\d", &RegexOptions::json_schema())?).expect("small");
+//! let upper = CharDfa::of(&to_expr("[A-Z]", &RegexOptions::json_schema())?).expect("small");
+//! let password = digit.intersect(&upper).and_then(|d| d.with_length(8, Some(20))).expect("small");
+//! let mut b = constrain::grammar::GrammarBuilder::new();
+//! let body = password.to_rules(&mut b, "password", &|e| e.clone(), 10_000).expect("small");
+//! let root = b.add("root", body);
+//! let pda = constrain::automaton::Pda::build(&b.build(root)?, &constrain::Limits::default())?;
+//! assert!(pda.matches(b"abcdefG1") && !pda.matches(b"abcdefgh") && !pda.matches(b"abcdG1"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use super::gbnf::charset;
+use super::{Expr, GrammarBuilder, RuleId};
+use rustc_hash::FxHashMap as HashMap;
+
+/// Most distinct character classes one automaton may tell apart.
+const MAX_CLASSES: usize = 64;
+/// Most states of the Thompson automaton behind one determinisation.
+const MAX_NFA_STATES: usize = 8_000;
+/// Most states of a deterministic automaton (before minimising).
+const MAX_DFA_STATES: usize = 2_048;
+/// Most states [`CharDfa::to_expr`] eliminates: elimination is cubic, and past this its
+/// expression is too big anyway.
+const MAX_ELIMINATED_STATES: usize = 256;
+/// Largest expression [`CharDfa::to_expr`] returns (see [`Expr::size`]).
+const MAX_RESULT_SIZE: usize = 20_000;
+/// Deepest nesting of [`CharDfa::to_expr`]'s expression: elimination over a long chain of
+/// states (`[a-z]{0,250}`) nests once per state, and every later pass over the grammar
+/// recurses that deep.
+const MAX_RESULT_DEPTH: usize = 64;
+
+/// A complete deterministic automaton over character classes, minimal, state 0 the start.
+/// Every class is a set of Unicode scalar values and the classes partition them all, so each
+/// step reads one character.
+#[derive(Clone, Debug)]
+pub struct CharDfa {
+    classes: Classes,
+    /// `next[state][class]`.
+    next: Vec<Vec<u32>>,
+    accepting: Vec<bool>,
+}
+
+/// One part of a concatenation ([`CharDfa::seq`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Part<'a> {
+    /// The strings an expression over characters matches.
+    Expr(&'a Expr),
+    /// The strings an automaton accepts.
+    Dfa(&'a CharDfa),
+}
+
+impl CharDfa {
+    /// The strings `e` matches; `None` when `e` is not a plain expression over characters (it
+    /// holds a rule reference or non-ASCII byte ranges) or outgrows the budgets.
+    pub fn of(e: &Expr) -> Option<CharDfa> {
+        Self::seq(&[Part::Expr(e)])
+    }
+
+    /// The concatenation of `parts`, in order.
+    pub fn seq(parts: &[Part<'_>]) -> Option<CharDfa> {
+        let mut sets: Vec<Vec<(u32, u32)>> = Vec::new();
+        for p in parts {
+            match p {
+                Part::Expr(e) => collect_sets(e, &mut sets, 0)?,
+                Part::Dfa(d) => sets.extend(d.classes.ranges.iter().cloned()),
+            }
+        }
+        let classes = Classes::of_sets(sets)?;
+        let mut nfa = Nfa::default();
+        let start = nfa.state()?;
+        let mut at = start;
+        for p in parts {
+            at = match p {
+                Part::Expr(e) => nfa.build(e, at, &classes, 0)?,
+                Part::Dfa(d) => nfa.embed(d, &d.columns(&classes)?, at)?,
+            };
+        }
+        Some(Self::determinise(&nfa, start, at, classes)?.minimise())
+    }
+
+    /// The strings this automaton rejects.
+    pub fn complement(&self) -> CharDfa {
+        let accepting = self.accepting.iter().map(|a| !a).collect();
+        CharDfa { classes: self.classes.clone(), next: self.next.clone(), accepting }
+    }
+
+    /// The strings both automata accept.
+    pub fn intersect(&self, other: &CharDfa) -> Option<CharDfa> {
+        self.product(other, |a, b| a && b)
+    }
+
+    /// The strings either automaton accepts.
+    pub fn union(&self, other: &CharDfa) -> Option<CharDfa> {
+        self.product(other, |a, b| a || b)
+    }
+
+    /// The strings this automaton accepts that have at least `min` and at most `max`
+    /// characters.
+    pub fn with_length(&self, min: u32, max: Option<u32>) -> Option<CharDfa> {
+        // Counts run to `cap`; without a maximum they stay there once `min` is reached.
+        let cap = max.unwrap_or(min);
+        if cap as usize >= MAX_DFA_STATES {
+            return None;
+        }
+        let n_classes = self.classes.len();
+        let mut ids: HashMap<(u32, u32), u32> = HashMap::default();
+        let mut states: Vec<(u32, u32)> = vec![(0, 0)];
+        ids.insert((0, 0), 0);
+        let mut next: Vec<Vec<u32>> = Vec::new();
+        let mut dead: Option<u32> = None;
+        let mut i = 0;
+        while i < states.len() {
+            let (s, k) = states[i];
+            let mut row = Vec::with_capacity(n_classes);
+            for class in 0..n_classes {
+                // The sink (`u32::MAX` count) stays the sink.
+                let to = if k == u32::MAX || (max.is_some() && k == cap) {
+                    *dead.get_or_insert_with(|| {
+                        states.push((0, u32::MAX));
+                        states.len() as u32 - 1
+                    })
+                } else {
+                    let key = (self.next[s as usize][class], (k + 1).min(cap));
+                    match ids.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            states.push(key);
+                            let id = states.len() as u32 - 1;
+                            ids.insert(key, id);
+                            id
+                        }
+                    }
+                };
+                row.push(to);
+            }
+            if states.len() > MAX_DFA_STATES {
+                return None;
+            }
+            next.push(row);
+            i += 1;
+        }
+        let accepting = states.iter().map(|&(s, k)| k != u32::MAX && k >= min && self.accepting[s as usize]).collect();
+        Some(CharDfa { classes: self.classes.clone(), next, accepting }.minimise())
+    }
+
+    /// Whether the automaton accepts no string at all.
+    pub fn is_empty(&self) -> bool {
+        !self.live()[0]
+    }
+
+    /// One of the shortest accepted strings, each character the plainest of its class
+    /// (a letter or digit where the class has one, else printable ASCII); `None` for the
+    /// empty language.
+    pub fn shortest(&self) -> Option<String> {
+        let n = self.next.len();
+        // Breadth-first from the start: per state, the state and class it was reached by.
+        let mut from: Vec<Option<(u32, usize)>> = vec![None; n];
+        let mut seen = vec![false; n];
+        seen[0] = true;
+        let mut queue = std::collections::VecDeque::from([0u32]);
+        let mut end = None;
+        while let Some(s) = queue.pop_front() {
+            if self.accepting[s as usize] {
+                end = Some(s);
+                break;
+            }
+            for (class, &t) in self.next[s as usize].iter().enumerate() {
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    from[t as usize] = Some((s, class));
+                    queue.push_back(t);
+                }
+            }
+        }
+        let mut at = end?;
+        let mut out: Vec<char> = Vec::new();
+        while let Some((s, class)) = from[at as usize] {
+            out.push(self.classes.plainest(class)?);
+            at = s;
+        }
+        Some(out.into_iter().rev().collect())
+    }
+
+    /// Number of states (the sink included): the size of [`CharDfa::to_rules`]'s grammar.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.next.len()
+    }
+
+    /// The accepted strings as one expression, by state elimination; `None` when the
+    /// automaton or the expression is over budget ([`CharDfa::to_rules`] always works).
+    pub fn to_expr(&self) -> Option<Expr> {
+        if self.next.len() > MAX_ELIMINATED_STATES {
+            return None;
+        }
+        let out = eliminate(&self.next, &self.accepting, &self.classes)?;
+        (out.size() <= MAX_RESULT_SIZE && depth(&out, 0) <= MAX_RESULT_DEPTH).then_some(out)
+    }
+
+    /// The accepted strings as rules of `b`, one per state that can still reach an accepting
+    /// one (named after `base`): a state's rule loops over its own characters, then may end
+    /// (if accepting) or reads a character and continues with the next state's rule. `edge`
+    /// turns one character class (an [`Expr::Chars`]) into what the grammar reads for it: the
+    /// class itself, or its JSON escapes inside a string. Returns the start's reference
+    /// ([`Expr::Nothing`] for the empty language), or `None`, adding nothing, when the rules
+    /// would be larger than `max_size` ([`Expr::size`] summed).
+    pub fn to_rules(
+        &self,
+        b: &mut GrammarBuilder,
+        base: &str,
+        edge: &dyn Fn(&Expr) -> Expr,
+        max_size: usize,
+    ) -> Option<Expr> {
+        let live = self.live();
+        if !live[0] {
+            return Some(Expr::Nothing);
+        }
+        // Per live state: its loop and its (target, read) edges, each class set read once.
+        let mut reads: HashMap<Vec<usize>, Expr> = HashMap::default();
+        let mut size = 0usize;
+        let mut shapes: Vec<(usize, Option<Expr>, Vec<(u32, Expr)>)> = Vec::new();
+        for (s, row) in self.next.iter().enumerate() {
+            if !live[s] {
+                continue;
+            }
+            // Classes by target, in the order the targets first appear (deterministic).
+            let mut targets: Vec<(u32, Vec<usize>)> = Vec::new();
+            for (class, &t) in row.iter().enumerate() {
+                if !live[t as usize] {
+                    continue;
+                }
+                match targets.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, set)) => set.push(class),
+                    None => targets.push((t, vec![class])),
+                }
+            }
+            let mut looped = None;
+            let mut out = Vec::with_capacity(targets.len());
+            for (t, set) in targets {
+                let read = reads.entry(set).or_insert_with_key(|set| edge(&self.classes.chars(set))).clone();
+                size += read.size() + 2;
+                if size > max_size {
+                    return None;
+                }
+                if t as usize == s {
+                    looped = Some(read);
+                } else {
+                    out.push((t, read));
+                }
+            }
+            shapes.push((s, looped, out));
+        }
+        let ids: Vec<Option<RuleId>> = live
+            .iter()
+            .map(|&l| {
+                l.then(|| {
+                    let name = b.fresh_name(base);
+                    b.declare(&name)
+                })
+            })
+            .collect();
+        for (s, looped, out) in shapes {
+            let mut alts = Vec::with_capacity(out.len() + 1);
+            if self.accepting[s] {
+                alts.push(Expr::Empty);
+            }
+            for (t, read) in out {
+                if let Some(next) = ids[t as usize] {
+                    alts.push(Expr::seq([read, Expr::Ref(next)]));
+                }
+            }
+            let body = Expr::seq([looped.map_or(Expr::Empty, Expr::star), Expr::alt(alts)]);
+            if let Some(id) = ids[s] {
+                b.define(id, body);
+            }
+        }
+        Some(ids[0].map_or(Expr::Nothing, Expr::Ref))
+    }
+
+    /// Per state, whether some accepting state is reachable from it.
+    fn live(&self) -> Vec<bool> {
+        let mut live = self.accepting.clone();
+        loop {
+            let mut changed = false;
+            for s in 0..self.next.len() {
+                if !live[s] && self.next[s].iter().any(|&t| live[t as usize]) {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return live;
+            }
+        }
+    }
+
+    /// Per class of `finer` (a refinement of this automaton's classes), the class of this
+    /// automaton it lies in.
+    fn columns(&self, finer: &Classes) -> Option<Vec<usize>> {
+        finer.ranges.iter().map(|r| self.classes.class_of(r.first()?.0)).collect()
+    }
+
+    /// The product automaton, accepting where `accept` says of the two states.
+    fn product(&self, other: &CharDfa, accept: fn(bool, bool) -> bool) -> Option<CharDfa> {
+        let sets = self.classes.ranges.iter().chain(&other.classes.ranges).cloned().collect();
+        let classes = Classes::of_sets(sets)?;
+        let (ca, cb) = (self.columns(&classes)?, other.columns(&classes)?);
+        let mut ids: HashMap<(u32, u32), u32> = HashMap::default();
+        let mut pairs: Vec<(u32, u32)> = vec![(0, 0)];
+        ids.insert((0, 0), 0);
+        let mut next: Vec<Vec<u32>> = Vec::new();
+        let mut i = 0;
+        while i < pairs.len() {
+            let (s, t) = pairs[i];
+            let mut row = Vec::with_capacity(classes.len());
+            for k in 0..classes.len() {
+                let key = (self.next[s as usize][ca[k]], other.next[t as usize][cb[k]]);
+                let id = match ids.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        if pairs.len() >= MAX_DFA_STATES {
+                            return None;
+                        }
+                        pairs.push(key);
+                        let id = pairs.len() as u32 - 1;
+                        ids.insert(key, id);
+                        id
+                    }
+                };
+                row.push(id);
+            }
+            next.push(row);
+            i += 1;
+        }
+        let accepting =
+            pairs.iter().map(|&(s, t)| accept(self.accepting[s as usize], other.accepting[t as usize])).collect();
+        Some(CharDfa { classes, next, accepting }.minimise())
+    }
+
+    fn determinise(nfa: &Nfa, start: u32, end: u32, classes: Classes) -> Option<CharDfa> {
+        let n_classes = classes.len();
+        let mut seen = vec![false; nfa.eps.len()];
+        let mut first = vec![start];
+        nfa.closure(&mut first, &mut seen);
+        let mut ids: HashMap<Vec<u32>, u32> = HashMap::default();
+        let mut sets = vec![first.clone()];
+        ids.insert(first, 0);
+        let mut next: Vec<Vec<u32>> = Vec::new();
+        let mut i = 0;
+        while i < sets.len() {
+            let mut row = Vec::with_capacity(n_classes);
+            for class in 0..n_classes {
+                let mut to: Vec<u32> = Vec::new();
+                for &s in &sets[i] {
+                    for (set, t) in &nfa.moves[s as usize] {
+                        if set.binary_search(&class).is_ok() && !seen[*t as usize] {
+                            seen[*t as usize] = true;
+                            to.push(*t);
+                        }
+                    }
+                }
+                for &t in &to {
+                    seen[t as usize] = false;
+                }
+                nfa.closure(&mut to, &mut seen);
+                let id = match ids.get(&to) {
+                    Some(&id) => id,
+                    None => {
+                        if sets.len() >= MAX_DFA_STATES {
+                            return None;
+                        }
+                        let id = sets.len() as u32;
+                        ids.insert(to.clone(), id);
+                        sets.push(to);
+                        id
+                    }
+                };
+                row.push(id);
+            }
+            next.push(row);
+            i += 1;
+        }
+        let accepting = sets.iter().map(|s| s.binary_search(&end).is_ok()).collect();
+        Some(CharDfa { classes, next, accepting })
+    }
+
+    /// Merges equivalent states (Moore's partition refinement) and drops unreachable ones.
+    fn minimise(self) -> CharDfa {
+        let n = self.next.len();
+        let mut block: Vec<u32> = self.accepting.iter().map(|&a| a as u32).collect();
+        let mut blocks = block.iter().collect::<std::collections::HashSet<_>>().len();
+        loop {
+            let mut ids: HashMap<(u32, Vec<u32>), u32> = HashMap::default();
+            let mut fresh = vec![0u32; n];
+            for s in 0..n {
+                let key = (block[s], self.next[s].iter().map(|&t| block[t as usize]).collect::<Vec<u32>>());
+                let len = ids.len() as u32;
+                fresh[s] = *ids.entry(key).or_insert(len);
+            }
+            let stable = ids.len() == blocks;
+            blocks = ids.len();
+            block = fresh;
+            if stable {
+                break;
+            }
+        }
+        // Renumber so that the start's block is 0.
+        let mut order: Vec<u32> = vec![u32::MAX; n];
+        let mut reps: Vec<usize> = Vec::new();
+        let mut queue = vec![0usize];
+        while let Some(s) = queue.pop() {
+            let b = block[s] as usize;
+            if order[b] != u32::MAX {
+                continue;
+            }
+            order[b] = reps.len() as u32;
+            reps.push(s);
+            for &t in self.next[s].iter().rev() {
+                queue.push(t as usize);
+            }
+        }
+        let next =
+            reps.iter().map(|&s| self.next[s].iter().map(|&t| order[block[t as usize] as usize]).collect()).collect();
+        let accepting = reps.iter().map(|&s| self.accepting[s]).collect();
+        CharDfa { classes: self.classes, next, accepting }
+    }
+}
+
+/// How deeply `e` nests (stops counting past [`MAX_RESULT_DEPTH`]).
+fn depth(e: &Expr, at: usize) -> usize {
+    if at > MAX_RESULT_DEPTH {
+        return at;
+    }
+    match e {
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().map(|x| depth(x, at + 1)).max().unwrap_or(at),
+        Expr::Repeat { expr, .. } => depth(expr, at + 1),
+        _ => at,
+    }
+}
+
+/// A partition of the scalar values into classes: two values share a class when every
+/// character set it was made from holds both or neither.
+#[derive(Clone, Debug)]
+struct Classes {
+    /// Each class's ranges (normalised scalar ranges).
+    ranges: Vec<Vec<(u32, u32)>>,
+    /// Elementary intervals (start, end, class), sorted: the map from a range to classes.
+    intervals: Vec<(u32, u32, usize)>,
+}
+
+impl Classes {
+    /// The coarsest partition that tells apart what each of `sets` holds.
+    fn of_sets(mut sets: Vec<Vec<(u32, u32)>>) -> Option<Classes> {
+        // A set written twice tells nothing new apart.
+        sets.sort_unstable();
+        sets.dedup();
+        let mut cuts: Vec<u32> = vec![0, 0xD800, 0xE000, 0x11_0000];
+        for s in &sets {
+            for &(a, b) in s {
+                cuts.push(a);
+                cuts.push(b + 1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut by_signature: HashMap<Vec<u32>, usize> = HashMap::default();
+        let mut ranges: Vec<Vec<(u32, u32)>> = Vec::new();
+        let mut intervals = Vec::new();
+        for w in cuts.windows(2) {
+            let (a, b) = (w[0], w[1] - 1);
+            if (0xD800..0xE000).contains(&a) {
+                continue;
+            }
+            let signature: Vec<u32> = sets
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.iter().any(|&(x, y)| x <= a && a <= y))
+                .map(|(i, _)| i as u32)
+                .collect();
+            let next = ranges.len();
+            let class = *by_signature.entry(signature).or_insert(next);
+            if class == next {
+                if next == MAX_CLASSES {
+                    return None;
+                }
+                ranges.push(Vec::new());
+            }
+            ranges[class].push((a, b));
+            intervals.push((a, b, class));
+        }
+        for r in &mut ranges {
+            *r = charset::normalize(std::mem::take(r));
+        }
+        Some(Classes { ranges, intervals })
+    }
+
+    fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// The class of the scalar value `c`.
+    fn class_of(&self, c: u32) -> Option<usize> {
+        let i = self.intervals.partition_point(|&(_, b, _)| b < c);
+        self.intervals.get(i).filter(|&&(a, _, _)| a <= c).map(|&(_, _, class)| class)
+    }
+
+    /// The plainest character of `class`: its first ASCII letter or digit, else its first
+    /// printable ASCII character other than `"` and `\\`, else its first character.
+    fn plainest(&self, class: usize) -> Option<char> {
+        let ranges = self.ranges.get(class)?;
+        let first_in = |lo: u32, hi: u32| {
+            ranges.iter().find_map(|&(a, b)| {
+                let (a, b) = (a.max(lo), b.min(hi));
+                (a <= b).then_some(a)
+            })
+        };
+        let pick = [('A', 'Z'), ('a', 'z'), ('0', '9')]
+            .iter()
+            .filter_map(|&(lo, hi)| first_in(lo as u32, hi as u32))
+            .next()
+            .or_else(|| (0x20..0x7F).find(|&c| c != 0x22 && c != 0x5C && first_in(c, c).is_some()))
+            .or_else(|| ranges.first().map(|r| r.0))?;
+        char::from_u32(pick)
+    }
+
+    /// The classes a character set covers (the partition makes it a union of classes).
+    fn covering(&self, set: &[(u32, u32)]) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .intervals
+            .iter()
+            .filter(|&&(a, _, _)| set.iter().any(|&(x, y)| x <= a && a <= y))
+            .map(|&(_, _, c)| c)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The expression of one character out of the classes `set`.
+    fn chars(&self, set: &[usize]) -> Expr {
+        let all: Vec<(u32, u32)> = set.iter().flat_map(|&c| self.ranges[c].iter().copied()).collect();
+        let all = charset::normalize(all);
+        if all.is_empty() {
+            Expr::Nothing
+        } else {
+            Expr::Chars(charset::to_chars(&all))
+        }
+    }
+}
+
+/// The character sets of `e` (as normalised scalar ranges).
+fn collect_sets(e: &Expr, out: &mut Vec<Vec<(u32, u32)>>, depth: usize) -> Option<()> {
+    if depth > 200 {
+        return None;
+    }
+    match e {
+        Expr::Empty | Expr::Nothing => {}
+        Expr::Literal(b) => {
+            for c in std::str::from_utf8(b).ok()?.chars() {
+                out.push(vec![(c as u32, c as u32)]);
+            }
+        }
+        Expr::Chars(_) | Expr::Bytes(_) => out.push(char_ranges(e)?),
+        Expr::Seq(v) | Expr::Alt(v) => {
+            for x in v {
+                collect_sets(x, out, depth + 1)?;
+            }
+        }
+        Expr::Repeat { expr, .. } => collect_sets(expr, out, depth + 1)?,
+        Expr::Ref(_) => return None,
+    }
+    Some(())
+}
+
+/// The characters one `Chars` or (ASCII) `Bytes` expression matches, as normalised scalar
+/// ranges; `None` for any other expression, or bytes that are not whole characters.
+fn char_ranges(e: &Expr) -> Option<Vec<(u32, u32)>> {
+    let raw: Vec<(u32, u32)> = match e {
+        Expr::Chars(r) => r.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        Expr::Bytes(r) if r.iter().all(|&(_, b)| b < 0x80) => r.iter().map(|&(a, b)| (a as u32, b as u32)).collect(),
+        _ => return None,
+    };
+    Some(charset::normalize(raw))
+}
+
+/// A Thompson automaton over classes: per state, its ε-moves and its class moves.
+#[derive(Default)]
+struct Nfa {
+    eps: Vec<Vec<u32>>,
+    moves: Vec<Vec<(Vec<usize>, u32)>>,
+}
+
+impl Nfa {
+    fn state(&mut self) -> Option<u32> {
+        if self.eps.len() >= MAX_NFA_STATES {
+            return None;
+        }
+        self.eps.push(Vec::new());
+        self.moves.push(Vec::new());
+        Some(self.eps.len() as u32 - 1)
+    }
+
+    /// Adds `e` from state `from`; returns the state its matches end in.
+    fn build(&mut self, e: &Expr, from: u32, classes: &Classes, depth: usize) -> Option<u32> {
+        if depth > 200 {
+            return None;
+        }
+        Some(match e {
+            Expr::Empty => from,
+            Expr::Nothing => self.state()?,
+            Expr::Literal(b) => {
+                let mut at = from;
+                for c in std::str::from_utf8(b).ok()?.chars() {
+                    let set = classes.covering(&[(c as u32, c as u32)]);
+                    at = self.step(at, set)?;
+                }
+                at
+            }
+            Expr::Chars(_) | Expr::Bytes(_) => {
+                let set = char_ranges(e)?;
+                self.step(from, classes.covering(&set))?
+            }
+            Expr::Seq(v) => {
+                let mut at = from;
+                for x in v {
+                    at = self.build(x, at, classes, depth + 1)?;
+                }
+                at
+            }
+            Expr::Alt(v) => {
+                let end = self.state()?;
+                for x in v {
+                    let s = self.state()?;
+                    self.eps[from as usize].push(s);
+                    let t = self.build(x, s, classes, depth + 1)?;
+                    self.eps[t as usize].push(end);
+                }
+                end
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut at = from;
+                for _ in 0..*min {
+                    let s = self.state()?;
+                    self.eps[at as usize].push(s);
+                    at = self.build(expr, s, classes, depth + 1)?;
+                }
+                match max {
+                    None => {
+                        // at → loop → (body → loop) → end
+                        let lp = self.state()?;
+                        self.eps[at as usize].push(lp);
+                        let s = self.state()?;
+                        self.eps[lp as usize].push(s);
+                        let t = self.build(expr, s, classes, depth + 1)?;
+                        self.eps[t as usize].push(lp);
+                        lp
+                    }
+                    Some(max) => {
+                        let end = self.state()?;
+                        self.eps[at as usize].push(end);
+                        for _ in *min..*max {
+                            let s = self.state()?;
+                            self.eps[at as usize].push(s);
+                            at = self.build(expr, s, classes, depth + 1)?;
+                            self.eps[at as usize].push(end);
+                        }
+                        end
+                    }
+                }
+            }
+            Expr::Ref(_) => return None,
+        })
+    }
+
+    /// Adds the automaton `d` from state `from`, reading class `k` of this automaton as
+    /// `d`'s class `columns[k]`; returns the state its accepted strings end in. States that
+    /// cannot accept are left out.
+    fn embed(&mut self, d: &CharDfa, columns: &[usize], from: u32) -> Option<u32> {
+        let live = d.live();
+        let end = self.state()?;
+        let mut ids: Vec<u32> = Vec::with_capacity(d.next.len());
+        for &l in &live {
+            ids.push(if l { self.state()? } else { u32::MAX });
+        }
+        if live[0] {
+            self.eps[from as usize].push(ids[0]);
+        }
+        for (s, row) in d.next.iter().enumerate() {
+            if !live[s] {
+                continue;
+            }
+            if d.accepting[s] {
+                self.eps[ids[s] as usize].push(end);
+            }
+            let mut targets: Vec<(u32, Vec<usize>)> = Vec::new();
+            for (k, &c) in columns.iter().enumerate() {
+                let t = row[c];
+                if !live[t as usize] {
+                    continue;
+                }
+                match targets.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, set)) => set.push(k),
+                    None => targets.push((t, vec![k])),
+                }
+            }
+            for (t, set) in targets {
+                self.moves[ids[s] as usize].push((set, ids[t as usize]));
+            }
+        }
+        Some(end)
+    }
+
+    fn step(&mut self, from: u32, set: Vec<usize>) -> Option<u32> {
+        let to = self.state()?;
+        self.moves[from as usize].push((set, to));
+        Some(to)
+    }
+
+    /// The ε-closure of `states` (distinct), sorted; `seen` is all false on entry and exit.
+    fn closure(&self, states: &mut Vec<u32>, seen: &mut [bool]) {
+        for &s in states.iter() {
+            seen[s as usize] = true;
+        }
+        let mut i = 0;
+        while i < states.len() {
+            let s = states[i] as usize;
+            for &t in &self.eps[s] {
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    states.push(t);
+                }
+            }
+            i += 1;
+        }
+        for &s in states.iter() {
+            seen[s as usize] = false;
+        }
+        states.sort_unstable();
+    }
+}
+
+/// State elimination: the expression of the words that `next` leads from state 0 to an
+/// accepting state.
+fn eliminate(next: &[Vec<u32>], accepting: &[bool], classes: &Classes) -> Option<Expr> {
+    let n = next.len();
+    // Only states on some path from the start to an accepting state matter.
+    let mut live = accepting.to_vec();
+    loop {
+        let mut changed = false;
+        for s in 0..n {
+            if !live[s] && next[s].iter().any(|&t| live[t as usize]) {
+                live[s] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if !live[0] {
+        return Some(Expr::Nothing);
+    }
+    // Generalised automaton: nodes 0..n are the states, n is the final node. The start node
+    // is state 0 itself, entered from outside by ε; it is kept to the end, with its loop.
+    let fin = n;
+    let mut edge: HashMap<(usize, usize), Expr> = HashMap::default();
+    for s in (0..n).filter(|&s| live[s]) {
+        let mut by_target: HashMap<u32, Vec<usize>> = HashMap::default();
+        for (class, &t) in next[s].iter().enumerate() {
+            if live[t as usize] {
+                by_target.entry(t).or_default().push(class);
+            }
+        }
+        for (t, set) in by_target {
+            edge.insert((s, t as usize), classes.chars(&set));
+        }
+        if accepting[s] {
+            edge.insert((s, fin), Expr::Empty);
+        }
+    }
+    let mut remaining: Vec<usize> = (1..n).filter(|&s| live[s]).collect();
+    while !remaining.is_empty() {
+        // Eliminate the state with the fewest paths through it.
+        let cost = |k: usize| {
+            let ins = edge.keys().filter(|&&(a, b)| b == k && a != k).count();
+            let outs = edge.keys().filter(|&&(a, b)| a == k && b != k).count();
+            ins * outs
+        };
+        let (pos, &k) = remaining.iter().enumerate().min_by_key(|&(_, &k)| cost(k))?;
+        remaining.swap_remove(pos);
+        let lp = edge.remove(&(k, k)).map(Expr::star).unwrap_or(Expr::Empty);
+        let ins: Vec<(usize, Expr)> =
+            edge.iter().filter(|(&(_, b), _)| b == k).map(|(&(a, _), e)| (a, e.clone())).collect();
+        let outs: Vec<(usize, Expr)> =
+            edge.iter().filter(|(&(a, _), _)| a == k).map(|(&(_, b), e)| (b, e.clone())).collect();
+        edge.retain(|&(a, b), _| a != k && b != k);
+        for (a, ea) in &ins {
+            for (b, eb) in &outs {
+                let through = Expr::seq([ea.clone(), lp.clone(), eb.clone()]);
+                let merged = match edge.remove(&(*a, *b)) {
+                    Some(old) => Expr::alt([old, through]),
+                    None => through,
+                };
+                if merged.size() > MAX_RESULT_SIZE {
+                    return None;
+                }
+                edge.insert((*a, *b), merged);
+            }
+        }
+    }
+    let lp = edge.remove(&(0, 0)).map(Expr::star).unwrap_or(Expr::Empty);
+    let out = edge.remove(&(0, fin)).unwrap_or(Expr::Nothing);
+    Some(Expr::seq([lp, out]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::automaton::Pda;
+    use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
+    use crate::Limits;
+
+    fn dfa(pattern: &str) -> CharDfa {
+        CharDfa::of(&to_expr(pattern, &RegexOptions::json_schema()).expect("pattern")).expect("small")
+    }
+
+    /// Both ways back to the grammar, as automata.
+    fn pdas(d: &CharDfa) -> Vec<Pda> {
+        let mut out = Vec::new();
+        let mut b = GrammarBuilder::new();
+        let body = d.to_rules(&mut b, "s", &|e| e.clone(), usize::MAX).expect("no budget");
+        let root = b.add("root", body);
+        out.push(Pda::build(&b.build(root).expect("grammar"), &Limits::default()).expect("builds"));
+        if let Some(e) = d.to_expr() {
+            let mut b = GrammarBuilder::new();
+            let root = b.add("root", e);
+            out.push(Pda::build(&b.build(root).expect("grammar"), &Limits::default()).expect("builds"));
+        }
+        out
+    }
+
+    /// Every string of `alphabet` up to length `n`.
+    fn strings(alphabet: &[char], n: usize) -> Vec<String> {
+        let mut out = vec![String::new()];
+        let mut layer = vec![String::new()];
+        for _ in 0..n {
+            layer = layer.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+            out.extend(layer.iter().cloned());
+        }
+        out
+    }
+
+    #[test]
+    fn operations_agree_with_the_regexes() {
+        let alphabet = ['a', 'b', '1', 'é', '-'];
+        let (p, q) = ("^[a-z]+1?$", "b");
+        let (dp, dq) = (dfa(p), dfa(q));
+        let cases: Vec<(&str, CharDfa, Box<dyn Fn(&str) -> bool>)> = vec![
+            ("and", dp.intersect(&dq).expect("small"), Box::new(move |s| ecma(p, s) && ecma(q, s))),
+            ("or", dp.union(&dq).expect("small"), Box::new(move |s| ecma(p, s) || ecma(q, s))),
+            ("not", dp.complement(), Box::new(move |s| !ecma(p, s))),
+            (
+                "length",
+                dq.with_length(2, Some(3)).expect("small"),
+                Box::new(move |s| ecma(q, s) && (2..=3).contains(&s.chars().count())),
+            ),
+            ("at least", dq.with_length(2, None).expect("small"), Box::new(move |s| ecma(q, s) && s.chars().count() >= 2)),
+            (
+                "then",
+                CharDfa::seq(&[Part::Expr(&Expr::lit("-")), Part::Dfa(&dp)]).expect("small"),
+                Box::new(move |s| s.strip_prefix('-').is_some_and(|r| ecma(p, r))),
+            ),
+        ];
+        for (name, d, truth) in cases {
+            for pda in pdas(&d) {
+                for s in strings(&alphabet, 4) {
+                    assert_eq!(pda.matches(s.as_bytes()), truth(&s), "{name} on {s:?}");
+                }
+            }
+        }
+    }
+
+    fn ecma(pattern: &str, s: &str) -> bool {
+        ecma_is_match(pattern, s).expect("pattern")
+    }
+
+    #[test]
+    fn big_automata_become_rules() {
+        // Eight to sixty-four characters with a lower-case letter, a digit and a capital.
+        let d = dfa("[a-z]")
+            .intersect(&dfa(r"\d"))
+            .and_then(|d| d.intersect(&dfa("[A-Z]")))
+            .and_then(|d| d.with_length(8, Some(64)))
+            .expect("small");
+        assert!(d.len() > MAX_ELIMINATED_STATES && d.to_expr().is_none(), "{} states", d.len());
+        let pda = pdas(&d).remove(0);
+        assert!(pda.matches(b"abcdefG1") && pda.matches("é1Aaé1Aé1Aé1Aé1Aé1Aéé".as_bytes()));
+        assert!(!pda.matches(b"abcdefgh") && !pda.matches(b"abcdG1") && !pda.matches(b"ABCDEFG1"));
+        assert!(pda.matches(&[b"aB3".repeat(21), b"x".to_vec()].concat()));
+        assert!(!pda.matches(&[b"aB3".repeat(21), b"xy".to_vec()].concat()));
+        assert!(dfa("^a$").with_length(2, None).expect("small").is_empty());
+        assert!(!dfa("^a$").is_empty());
+    }
+}
