@@ -241,10 +241,12 @@ impl CharDfa {
         if !live[0] {
             return Some(Expr::Nothing);
         }
-        // Per live state: its loop and its (target, read) edges, each class set read once.
+        // Per live state: (state, what it loops on, (target, read) edges), each class set
+        // read once.
+        type Shape = (usize, Option<Expr>, Vec<(u32, Expr)>);
+        let mut shapes: Vec<Shape> = Vec::new();
         let mut reads: HashMap<Vec<usize>, Expr> = HashMap::default();
         let mut size = 0usize;
-        let mut shapes: Vec<(usize, Option<Expr>, Vec<(u32, Expr)>)> = Vec::new();
         for (s, row) in self.next.iter().enumerate() {
             if !live[s] {
                 continue;
@@ -881,7 +883,8 @@ mod tests {
         let alphabet = ['a', 'b', '1', 'é', '-'];
         let (p, q) = ("^[a-z]+1?$", "b");
         let (dp, dq) = (dfa(p), dfa(q));
-        let cases: Vec<(&str, CharDfa, Box<dyn Fn(&str) -> bool>)> = vec![
+        type Case = (&'static str, CharDfa, Box<dyn Fn(&str) -> bool>);
+        let cases: Vec<Case> = vec![
             ("and", dp.intersect(&dq).expect("small"), Box::new(move |s| ecma(p, s) && ecma(q, s))),
             ("or", dp.union(&dq).expect("small"), Box::new(move |s| ecma(p, s) || ecma(q, s))),
             ("not", dp.complement(), Box::new(move |s| !ecma(p, s))),
