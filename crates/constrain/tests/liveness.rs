@@ -305,11 +305,10 @@ fn jsonschemabench_sample_is_live() {
     assert!(tally.schemas >= 150, "only {} sample schemas compiled", tally.schemas);
     // Measured with the mask alone before the fixes of issue 37: 1383 (3 walks a schema
     // and budget); 316 once strict objects' names were a trie and unsatisfiable `oneOf`s
-    // matched nothing. With the liveness proofs and checked closing in the walk, 2 walks:
-    // 18, all in one schema (o69586: non-strict objects under a `oneOf` whose required
-    // names the proof's walk does not know to write, so no plan is proved and closing
-    // falls back on the grammar's distance). A ceiling until it is 0.
-    assert!(tally.dead_ends <= 18, "{} dead ends in the JSONSchemaBench sample", tally.dead_ends);
+    // matched nothing; 18 with the liveness proofs and checked closing, all in o69586
+    // (non-strict objects under a `oneOf` whose required names no byte search writes, so no
+    // plan was proved); 0 once proofs tried witness documents and required members.
+    assert_eq!(tally.dead_ends, 0, "dead ends in the JSONSchemaBench sample");
 }
 
 #[test]
@@ -332,6 +331,35 @@ fn random_schemas_are_live() {
     // once strings under several regular constraints compiled as one automaton (a time of
     // at most 2 characters is now refused). A ceiling until it is 0.
     assert!(tally.dead_ends <= 54, "{} dead ends in random schemas", tally.dead_ends);
+}
+
+/// `Github_hard/o69586`: a `oneOf` of three open objects of 11 to 15 required properties
+/// each. A byte search cannot write that many members; the greedy repair inserts the
+/// required members the schema spells out, one per step, so every prefix below is proved
+/// live with the default fuel, and from the start a witness document does it too.
+#[test]
+fn proofs_write_required_members() {
+    let tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).chain([Vec::new()]).collect();
+    let vocab = Vocabulary::new(tokens, &[], &[TokenId(256)]).expect("vocabulary");
+    let index = TokenIndex::new(vocab);
+    let grammar = schema::compile(&sample("Github_hard/o69586.json"), &Options::default()).expect("compiles");
+    let constraint = Constraint::new(&grammar, index, &Limits::default()).expect("constraint");
+    let validator = jsonschema::validator_for(&sample("Github_hard/o69586.json")).expect("validator");
+    for prefix in [
+        "",
+        "{",
+        "{\"message_type\":\"reload_instance\"",
+        "{\"message_type\":\"reload_instance\",\"hostname\":\"x",
+        "{\"hostname\":\"x\",\"delays\":\"1\"",
+    ] {
+        let mut m = constraint.matcher();
+        m.accept_bytes(prefix.as_bytes()).expect("a prefix of the schema");
+        let mut completion = Vec::new();
+        let live = m.prove_live_into(constrain::closing::PROOF_FUEL, &mut completion).expect("no limit");
+        assert_eq!(live, constrain::Liveness::Live, "{prefix:?}");
+        let whole: Value = serde_json::from_slice(&[prefix.as_bytes(), &completion].concat()).expect("JSON");
+        assert!(validator.is_valid(&whole), "{whole}");
+    }
 }
 
 /// A JSONSchemaBench sample schema, parsed.

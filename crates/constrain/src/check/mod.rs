@@ -60,6 +60,7 @@
 //! ```
 
 pub(crate) mod tracker;
+mod witness;
 
 use crate::util::hash128;
 use rustc_hash::FxHashMap as HashMap;
@@ -204,6 +205,8 @@ pub struct ValueChecks {
     whole: Option<jsonschema::Validator>,
     /// JSON texts the schema names ([`ValueChecks::hints`]).
     hints: Vec<Vec<u8>>,
+    /// Candidate documents built from the schema ([`ValueChecks::witnesses`]).
+    witnesses: Vec<Vec<u8>>,
 }
 
 impl std::fmt::Debug for ValueChecks {
@@ -444,17 +447,30 @@ impl ValueChecks {
         let keys_decide_all = out_relaxed.iter().all(|r| r.keyword == "properties")
             && nodes.iter().all(|n| !n.needs || n.keyset.is_some());
         let whole = if keys_decide_all { None } else { Some(whole_validator(original, draft)?) };
-        let hints = collect_hints(doc);
-        Ok(ValueChecks { nodes, root, relaxed: out_relaxed, validators, whole, hints })
+        // Required members first: a repair that inserts them in turn satisfies a `required`.
+        let mut hints = witness::required_members(doc, MAX_HINTS / 2, MAX_HINT_BYTES);
+        let others: Vec<Vec<u8>> = collect_hints(doc).into_iter().filter(|h| !hints.contains(h)).collect();
+        hints.extend(others);
+        hints.truncate(MAX_HINTS);
+        let witnesses = witness::documents(doc);
+        Ok(ValueChecks { nodes, root, relaxed: out_relaxed, validators, whole, hints, witnesses })
     }
 
-    /// JSON texts the schema names, compact: every `const` and `enum` value and every
-    /// property name (in `properties` or `required`, quoted), shortest first, at most
-    /// [`MAX_HINTS`] of at most [`MAX_HINT_BYTES`] bytes. A liveness proof tries them where
+    /// JSON texts the schema names, compact: first the members an object's `required`
+    /// asks for (`"name":value` and `,"name":value`, with a witness value), then every
+    /// `const` and `enum` value and every property name (in `properties` or `required`,
+    /// quoted), shortest first; at most [`MAX_HINTS`] of at most [`MAX_HINT_BYTES`] bytes. A liveness proof tries them where
     /// the checks refused its walk: the value a `contains` wants, the names a `oneOf`
     /// branch requires. Guidance only: the matcher still judges every byte.
     pub(crate) fn hints(&self) -> &[Vec<u8>] {
         &self.hints
+    }
+
+    /// Candidate whole documents built from the schema, compact (see `check/witness.rs`). A
+    /// liveness proof from the start of the output tries them when its searches run out of
+    /// fuel. Guidance only: the matcher still judges every byte.
+    pub(crate) fn witnesses(&self) -> &[Vec<u8>] {
+        &self.witnesses
     }
 
     /// The keywords left to run-time checks, with their pointers in the schema as written.

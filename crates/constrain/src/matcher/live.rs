@@ -30,6 +30,11 @@
 //! a search can prove a prefix dead only where the choices left are finite (a key that can
 //! only repeat a name written already, the last items of a `uniqueItems` enum array).
 //! Callers treat `Unknown` as not proved live.
+//!
+//! Where that search runs out of fuel, the walk is *repaired*: greedily first (the first of
+//! the schema's hints that fits where a JSON token begins or ends, kept, and a walk again:
+//! one step per member a `required` names), then in rounds of 1, 2, 4, … changes. At the
+//! start of the output, last, the schema's witness documents are tried (`check/witness.rs`).
 use super::{Error, Matcher};
 use crate::automaton::distance::UNREACHABLE;
 
@@ -124,7 +129,17 @@ impl Matcher {
         // bytes back decides, an object short of `minProperties`). Repair it there instead.
         // Rounds of more and more changes (one, two, four, ...): the few changes a check
         // wants are found before a deep search below a wrong first change eats the fuel.
-        let mut fuel = repair_fuel;
+        // First greedily, for half: where the checks want many parts (the members a
+        // `required` names), inserting the first hint that fits, again and again, finds
+        // them at the cost of one walk each, where the rounds below would spend all their
+        // fuel on the first few.
+        let mut fuel = repair_fuel / 2;
+        path.clear();
+        if self.repair_greedily(&mut fuel, &mut path)? {
+            completion.extend_from_slice(&path);
+            return Ok(Liveness::Live);
+        }
+        let mut fuel = repair_fuel - repair_fuel / 2 + fuel;
         let mut repairs = 1;
         let found = loop {
             path.clear();
@@ -138,8 +153,41 @@ impl Matcher {
         self.rollback(back)?;
         if matches!(found, Ok(Liveness::Live)) {
             completion.extend_from_slice(&path);
+            return found;
+        }
+        // At the start of the output, the documents the schema spells out.
+        if before == 0 && matches!(found, Ok(Liveness::Unknown)) && self.try_witnesses(completion)? {
+            return Ok(Liveness::Live);
         }
         found
+    }
+
+    /// Whether one of the schema's witnesses ([`crate::check::ValueChecks::witnesses`]),
+    /// spelled with single-byte tokens, completes the output here; it is then `completion`.
+    /// The matcher is left where it was.
+    fn try_witnesses(&mut self, completion: &mut Vec<u8>) -> Result<bool, Error> {
+        let constraint = self.constraint.clone();
+        let Some(checks) = constraint.checks() else { return Ok(false) };
+        let single = *constraint.single_byte_tokens();
+        for w in checks.witnesses() {
+            if w.iter().any(|&b| !single[b as usize]) {
+                continue;
+            }
+            let before = self.num_tokens();
+            let done = match self.accept_bytes(w) {
+                Ok(()) => self.level().accepting,
+                Err(Error::RejectedBytes | Error::Limit(_)) => false,
+                Err(e) => return Err(e),
+            };
+            let back = self.num_tokens() - before;
+            self.rollback(back)?;
+            if done {
+                completion.clear();
+                completion.extend_from_slice(w);
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The repair search of [`Matcher::prove_live`] from the current prefix (left where it
@@ -207,6 +255,75 @@ impl Matcher {
             }
         }
         Ok(Liveness::Unknown)
+    }
+
+    /// The greedy repair of [`Matcher::prove_live`] from the current prefix (left where it
+    /// was): the shortest walk, and while the checks refuse it, the first of the schema's
+    /// hints ([`crate::check::ValueChecks::hints`]) that the matcher accepts somewhere along
+    /// the walk (latest position first) with a way to the end left, kept, and a walk again;
+    /// at most [`MAX_REPAIRS`] hints. True with the whole completion in `path` when a walk
+    /// passed.
+    fn repair_greedily(&mut self, fuel: &mut usize, path: &mut Vec<u8>) -> Result<bool, Error> {
+        let constraint = self.constraint.clone();
+        let Some(checks) = constraint.checks() else { return Ok(false) };
+        let single = *constraint.single_byte_tokens();
+        let before = self.num_tokens();
+        let mut live = false;
+        let mut walk = Vec::new();
+        'steps: for _ in 0..MAX_REPAIRS {
+            if *fuel == 0 || self.checker.as_ref().is_some_and(|c| c.document_done()) {
+                break;
+            }
+            let complete = self.attempt_completion(&mut walk)?;
+            *fuel = fuel.saturating_sub(walk.len().max(1));
+            if complete {
+                path.extend_from_slice(&walk);
+                live = true;
+                break;
+            }
+            // Hints are whole values, names and members: they fit only where a JSON token
+            // begins or ends (after `{`, `[`, `,` or `:`; before `,`, `}` or `]`).
+            let fits = |j: usize| {
+                j == 0 || matches!(walk[j - 1], b'{' | b'[' | b',' | b':') || matches!(walk.get(j), Some(b',' | b'}' | b']'))
+            };
+            for j in (0..=walk.len()).rev().filter(|&j| fits(j)) {
+                let lead = &walk[..j];
+                if !lead.is_empty() {
+                    self.accept_bytes(lead)?;
+                }
+                for hint in checks.hints() {
+                    if *fuel == 0 {
+                        break 'steps;
+                    }
+                    if hint.iter().any(|&b| !single[b as usize]) {
+                        continue;
+                    }
+                    *fuel -= 1;
+                    match self.accept_bytes(hint) {
+                        Ok(()) => {}
+                        Err(Error::RejectedBytes | Error::Limit(_)) => continue,
+                        Err(e) => return Err(e),
+                    }
+                    *fuel = fuel.saturating_sub(hint.len());
+                    if self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE) != UNREACHABLE {
+                        path.extend_from_slice(lead);
+                        path.extend_from_slice(hint);
+                        continue 'steps;
+                    }
+                    self.rollback(1)?;
+                }
+                if !lead.is_empty() {
+                    self.rollback(1)?;
+                }
+            }
+            break;
+        }
+        let back = self.num_tokens() - before;
+        self.rollback(back)?;
+        if !live {
+            path.clear();
+        }
+        Ok(live)
     }
 
     /// The search of [`Matcher::prove_live`] from the current prefix (left where it was),
