@@ -329,8 +329,11 @@ fn random_schemas_are_live() {
     // at most 2 characters) that the presence analysis does not refuse yet, and in checks
     // whose completion the proof's repair misses (a `contains` string with a pattern). 54
     // once strings under several regular constraints compiled as one automaton (a time of
-    // at most 2 characters is now refused). A ceiling until it is 0.
-    assert!(tally.dead_ends <= 54, "{} dead ends in random schemas", tally.dead_ends);
+    // at most 2 characters is now refused); 36 once `if` decided by type left out the types
+    // its branch admits none of. The 36 are one schema no value satisfies (#109: a
+    // `contains` object in an array whose two items can only be booleans or strings), which
+    // the compiler does not refuse yet. A ceiling until it is 0.
+    assert!(tally.dead_ends <= 36, "{} dead ends in random schemas", tally.dead_ends);
 }
 
 /// `Github_hard/o69586`: a `oneOf` of three open objects of 11 to 15 required properties

@@ -957,7 +957,19 @@ impl<'a> Compiler<'a> {
 
     /// A schema without `$ref`/combinators/`enum`: one alternative per allowed type.
     fn compile_typed(&mut self, map: &Map<String, Value>, ptr: &str) -> Result<Expr, Error> {
-        let types = allowed_types(map);
+        let mut types = allowed_types(map);
+        let excluded = presence::if_excludes(map, &types, self.opts.strict);
+        if !excluded.is_empty() {
+            types.retain(|t| !excluded.contains(t));
+            self.notes.push(Note::warning(
+                ptr,
+                "if",
+                format!(
+                    "no value of type {} can satisfy if/then/else: `if` decides the branch for every such value, and that branch admits none",
+                    excluded.join(", ")
+                ),
+            ));
+        }
         if let Some(t) = map.get("type") {
             if !matches!(t, Value::String(_) | Value::Array(_)) {
                 return Err(Error::new(ptr, "type", "type must be a string or an array of strings"));

@@ -298,6 +298,123 @@ impl Eval<'_, '_> {
     }
 }
 
+/// The JSON type whose values a keyword constrains (values of other types pass it), for the
+/// keywords that have one.
+fn keyword_type(k: &str) -> Option<&'static str> {
+    Some(match k {
+        "required" | "properties" | "additionalProperties" | "patternProperties" | "minProperties"
+        | "maxProperties" | "dependentRequired" | "dependentSchemas" | "dependencies" | "propertyNames"
+        | "unevaluatedProperties" => "object",
+        "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "uniqueItems" | "contains"
+        | "minContains" | "maxContains" | "unevaluatedItems" => "array",
+        "minLength" | "maxLength" | "pattern" | "format" | "contentEncoding" | "contentMediaType" => "string",
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => "number",
+        _ => return None,
+    })
+}
+
+/// Whether some value has both type `a` and type `b` (`integer` values are `number`s).
+fn overlap(a: &str, b: &str) -> bool {
+    a == b || matches!((a, b), ("integer", "number") | ("number", "integer"))
+}
+
+/// The value of `schema` over every value of type `t`: Never when its `type` excludes `t`;
+/// Always when each of its keywords constrains only other types (or its `type` admits all
+/// of `t`); Unknown otherwise.
+fn on_type(schema: &Value, t: &str) -> Presence {
+    let m = match schema {
+        Value::Bool(b) => return if *b { Presence::Always } else { Presence::Never },
+        Value::Object(m) => m,
+        _ => return Presence::Unknown,
+    };
+    let mut all = true;
+    for k in m.keys().filter(|k| is_constraint_keyword(k)) {
+        match (k.as_str(), keyword_type(k)) {
+            ("type", _) => {
+                let list = type_list(m.get("type"));
+                if !list.iter().any(|x| overlap(t, x)) {
+                    return Presence::Never;
+                }
+                // `integer` admits only some numbers.
+                all &= list.iter().any(|x| *x == t || (*x == "number" && t == "integer"));
+            }
+            (_, Some(kt)) if !overlap(t, kt) => {}
+            _ => all = false,
+        }
+    }
+    if all {
+        Presence::Always
+    } else {
+        Presence::Unknown
+    }
+}
+
+/// The types some value satisfying `schema` may have: a superset, from `type`, `enum`,
+/// `const` and the combinators (anything else admits every type).
+fn admitted_types(schema: &Value, depth: usize) -> Vec<&'static str> {
+    let m = match schema {
+        Value::Bool(false) => return Vec::new(),
+        Value::Object(m) if depth < MAX_DEPTH => m,
+        _ => return super::TYPES.to_vec(),
+    };
+    let mut out: Vec<&'static str> = match m.get("type") {
+        Some(t) => type_list(Some(t)),
+        None => super::TYPES.to_vec(),
+    };
+    let keep = |out: &mut Vec<&'static str>, allowed: &[&'static str]| {
+        out.retain(|t| allowed.iter().any(|a| overlap(t, a)));
+    };
+    if let Some(c) = m.get("const") {
+        keep(&mut out, &[super::json_type(c)]);
+    }
+    if let Some(Value::Array(vs)) = m.get("enum") {
+        let types: Vec<&'static str> = vs.iter().map(super::json_type).collect();
+        keep(&mut out, &types);
+    }
+    if let Some(Value::Array(all)) = m.get("allOf") {
+        for b in all {
+            keep(&mut out, &admitted_types(b, depth + 1));
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(bs)) = m.get(key) {
+            let union: Vec<&'static str> = bs.iter().flat_map(|b| admitted_types(b, depth + 1)).collect();
+            keep(&mut out, &union);
+        }
+    }
+    out
+}
+
+/// The types among `types` that no value of satisfies the `if`/`then`/`else` of `map`:
+/// those over which `if` is proved Always and `then` admits none of, or proved Never and
+/// `else` admits none of. Over objects, `if` is also read against the siblings
+/// ([`Siblings`], as if `type` were `object`). `strict`: [`Options::strict`](super::Options::strict).
+pub(super) fn if_excludes(map: &Map<String, Value>, types: &[&'static str], strict: bool) -> Vec<&'static str> {
+    let Some(cond) = map.get("if") else { return Vec::new() };
+    let yes = Value::Bool(true);
+    let then = map.get("then").unwrap_or(&yes);
+    let other = map.get("else").unwrap_or(&yes);
+    let mut as_object = map.clone();
+    as_object.insert("type".into(), Value::String("object".into()));
+    let siblings = Siblings::read(&as_object, strict);
+    let mut out = Vec::new();
+    for &t in types {
+        let holds = match (on_type(cond, t), &siblings) {
+            (Presence::Unknown, Some(s)) if t == "object" => s.eval(cond),
+            (p, _) => p,
+        };
+        let branch = match holds {
+            Presence::Always => then,
+            Presence::Never => other,
+            Presence::Unknown => continue,
+        };
+        if !admitted_types(branch, 0).iter().any(|a| overlap(t, a)) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 /// The warning for an applicator `key` (`anyOf`, `oneOf` or `not`) proved Never, from its
 /// branches' `values` (none for `not`): no value can satisfy the schema holding it, and why.
 pub(super) fn unsatisfiable(key: &str, values: &[Presence]) -> String {
@@ -413,6 +530,30 @@ mod tests {
         assert_eq!(eval(r(), json!({"enum": [{}]}), false), Unknown);
         // … but one proved Never conjunct decides.
         assert_eq!(eval(r(), json!({"minProperties": 2, "not": {"required": ["a"]}}), false), Never);
+    }
+
+    #[test]
+    fn if_then_else_excludes_types() {
+        let types = crate::schema::TYPES;
+        // Non-objects pass `required`, so `then` applies to them, and it admits only objects.
+        let m = json!({"if": {"required": ["a"]}, "then": {"type": "object"}});
+        let out = if_excludes(m.as_object().expect("map"), &types, false);
+        assert_eq!(out, ["null", "boolean", "array", "string", "number", "integer"]);
+        // Objects cannot have `a`: `else` applies, and admits no object.
+        let m = json!({
+            "properties": {"x": true}, "additionalProperties": false,
+            "if": {"required": ["a"]}, "then": {"type": "object"},
+            "else": {"anyOf": [{"type": "integer"}, {"type": "array"}]}
+        });
+        let out = if_excludes(m.as_object().expect("map"), &types, false);
+        assert_eq!(out, types.to_vec());
+        // Undecided `if`: nothing excluded.
+        let m = json!({"if": {"minLength": 2}, "then": {"const": "y"}, "else": {"const": "x"}});
+        let out = if_excludes(m.as_object().expect("map"), &["string", "integer"], false);
+        assert_eq!(out, ["integer"]);
+        let m = json!({"if": {"type": "integer"}, "then": {"type": "number"}, "else": {"type": "string"}});
+        let out = if_excludes(m.as_object().expect("map"), &["number", "integer", "string", "null"], false);
+        assert_eq!(out, ["null"]);
     }
 
     #[test]
