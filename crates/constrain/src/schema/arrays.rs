@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{count, Compiler, Error, SharedRule};
+use super::{count, presence, Compiler, Error, Note, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -30,6 +30,26 @@ impl<'a> Compiler<'a> {
                 (_, Some(Value::Array(p))) => (p.clone(), "items", map.get("additionalItems"), "additionalItems"),
                 (_, items) => (vec![], "prefixItems", items, "items"),
             };
+        // A `contains` that no item can match by type: no array satisfies it.
+        let contains = map.get("contains").filter(|_| map.get("minContains").and_then(Value::as_u64) != Some(0));
+        if let Some(c) = contains {
+            let wanted = presence::admitted_types(c, 0);
+            let k = prefix.len() as u32;
+            let mut slots: Vec<&Value> = prefix.iter().take(max.unwrap_or(u32::MAX) as usize).collect();
+            let any = Value::Bool(true);
+            if max.is_none_or(|m| m > k) {
+                slots.push(rest.unwrap_or(&any));
+            }
+            let fits = |s: &&Value| presence::admitted_types(s, 0).iter().any(|t| wanted.iter().any(|w| presence::overlap(t, w)));
+            if !slots.iter().any(fits) {
+                self.notes.push(Note::warning(
+                    ptr,
+                    "contains",
+                    "no array can satisfy this schema: no item it allows has a type the schema of contains admits",
+                ));
+                return Ok(Expr::Nothing);
+            }
+        }
         let mut prefix_exprs = Vec::new();
         for (i, p) in prefix.iter().enumerate() {
             prefix_exprs.push(self.compile_value(p, &format!("{ptr}/{prefix_key}/{i}"))?);

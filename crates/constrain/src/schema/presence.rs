@@ -314,7 +314,7 @@ fn keyword_type(k: &str) -> Option<&'static str> {
 }
 
 /// Whether some value has both type `a` and type `b` (`integer` values are `number`s).
-fn overlap(a: &str, b: &str) -> bool {
+pub(super) fn overlap(a: &str, b: &str) -> bool {
     a == b || matches!((a, b), ("integer", "number") | ("number", "integer"))
 }
 
@@ -351,7 +351,7 @@ fn on_type(schema: &Value, t: &str) -> Presence {
 
 /// The types some value satisfying `schema` may have: a superset, from `type`, `enum`,
 /// `const` and the combinators (anything else admits every type).
-fn admitted_types(schema: &Value, depth: usize) -> Vec<&'static str> {
+pub(super) fn admitted_types(schema: &Value, depth: usize) -> Vec<&'static str> {
     let m = match schema {
         Value::Bool(false) => return Vec::new(),
         Value::Object(m) if depth < MAX_DEPTH => m,

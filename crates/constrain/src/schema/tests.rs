@@ -168,6 +168,17 @@ fn arrays_items_prefix_counts() {
     );
     assert_eq!(error_keyword(json!({"type": "array", "uniqueItems": true})), "uniqueItems");
     assert_eq!(error_keyword(json!({"type": "array", "contains": {"type": "integer"}})), "contains");
+    // A `contains` no allowed item can match by type: no array, and only the null is left.
+    check(
+        json!({"type": ["array", "null"], "prefixItems": [{"type": "string"}], "items": false, "contains": {"type": "object"}}),
+        &["null"],
+        &["[]", "[\"a\"]", "[{}]"],
+    );
+    check(
+        json!({"type": "array", "prefixItems": [{"type": "string"}], "contains": {"type": "object"}}),
+        &["[\"a\", {}]"],
+        &["[]", "[\"a\"]"],
+    );
 }
 
 #[test]
