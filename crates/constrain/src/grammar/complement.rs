@@ -38,6 +38,7 @@ pub fn complement(e: &Expr) -> Option<Expr> {
 mod tests {
     use super::*;
     use crate::automaton::Pda;
+    use crate::grammar::dfa::tests::strings;
     use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
     use crate::grammar::GrammarBuilder;
     use crate::Limits;
@@ -46,17 +47,6 @@ mod tests {
         let mut b = GrammarBuilder::new();
         let root = b.add("root", e);
         Pda::build(&b.build(root).expect("grammar"), &Limits::default()).expect("builds")
-    }
-
-    /// Every string of `alphabet` up to length `n`.
-    fn strings(alphabet: &[char], n: usize) -> Vec<String> {
-        let mut out = vec![String::new()];
-        let mut layer = vec![String::new()];
-        for _ in 0..n {
-            layer = layer.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
-            out.extend(layer.iter().cloned());
-        }
-        out
     }
 
     #[test]

@@ -842,7 +842,7 @@ fn eliminate(next: &[Vec<u32>], accepting: &[bool], classes: &Classes) -> Option
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::automaton::Pda;
     use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
@@ -868,7 +868,7 @@ mod tests {
     }
 
     /// Every string of `alphabet` up to length `n`.
-    fn strings(alphabet: &[char], n: usize) -> Vec<String> {
+    pub(crate) fn strings(alphabet: &[char], n: usize) -> Vec<String> {
         let mut out = vec![String::new()];
         let mut layer = vec![String::new()];
         for _ in 0..n {

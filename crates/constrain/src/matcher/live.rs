@@ -295,14 +295,9 @@ impl Matcher {
                     if *fuel == 0 {
                         break 'steps;
                     }
-                    if hint.iter().any(|&b| !single[b as usize]) {
-                        continue;
-                    }
                     *fuel -= 1;
-                    match self.accept_bytes(hint) {
-                        Ok(()) => {}
-                        Err(Error::RejectedBytes | Error::Limit(_)) => continue,
-                        Err(e) => return Err(e),
+                    if !self.accept_hint(hint, &single)? {
+                        continue;
                     }
                     *fuel = fuel.saturating_sub(hint.len());
                     if self.min_bytes_to_finish_checked()?.unwrap_or(UNREACHABLE) != UNREACHABLE {
@@ -428,6 +423,20 @@ impl Matcher {
         Ok(whole)
     }
 
+    /// Accepts `hint` here, as one step (taken back with `rollback(1)`), when each of its
+    /// bytes has a single-byte token (`single`) and the matcher takes it; false, with the
+    /// matcher unchanged, otherwise.
+    fn accept_hint(&mut self, hint: &[u8], single: &[bool; 256]) -> Result<bool, Error> {
+        if hint.iter().any(|&b| !single[b as usize]) {
+            return Ok(false);
+        }
+        match self.accept_bytes(hint) {
+            Ok(()) => Ok(true),
+            Err(Error::RejectedBytes | Error::Limit(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The hints step of [`Matcher::repair`] at the prefix reached by `lead` (accepted):
     /// each of the schema's hints ([`crate::check::ValueChecks::hints`]) the matcher accepts
     /// here, spelled with single-byte tokens, searched on. `path` gains `lead`, the hint and
@@ -446,13 +455,8 @@ impl Matcher {
             if *fuel == 0 {
                 break;
             }
-            if hint.iter().any(|&b| !single[b as usize]) {
+            if !self.accept_hint(hint, &single)? {
                 continue;
-            }
-            match self.accept_bytes(hint) {
-                Ok(()) => {}
-                Err(Error::RejectedBytes | Error::Limit(_)) => continue,
-                Err(e) => return Err(e),
             }
             *fuel = fuel.saturating_sub(hint.len());
             let mark = path.len();
