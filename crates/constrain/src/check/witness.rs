@@ -68,7 +68,9 @@ pub(crate) fn required_members(doc: &Value, max: usize, max_bytes: usize) -> Vec
                 if let (Some(Value::Array(req)), props) = (m.get("required"), m.get("properties")) {
                     for name in req.iter().filter_map(Value::as_str) {
                         let schema = props.and_then(|p| p.get(name)).unwrap_or(&Value::Bool(true));
-                        let (Some(value), Ok(key)) = (g.value(schema, 1), serde_json::to_string(name)) else { continue };
+                        let (Some(value), Ok(key)) = (g.value(schema, 1), serde_json::to_string(name)) else {
+                            continue;
+                        };
                         let Ok(value) = serde_json::to_string(&value) else { continue };
                         let member = format!("{key}:{value}");
                         for text in [format!(",{member}"), member] {

@@ -893,7 +893,11 @@ pub(crate) mod tests {
                 dq.with_length(2, Some(3)).expect("small"),
                 Box::new(move |s| ecma(q, s) && (2..=3).contains(&s.chars().count())),
             ),
-            ("at least", dq.with_length(2, None).expect("small"), Box::new(move |s| ecma(q, s) && s.chars().count() >= 2)),
+            (
+                "at least",
+                dq.with_length(2, None).expect("small"),
+                Box::new(move |s| ecma(q, s) && s.chars().count() >= 2),
+            ),
             (
                 "then",
                 CharDfa::seq(&[Part::Expr(&Expr::lit("-")), Part::Dfa(&dp)]).expect("small"),

@@ -330,8 +330,24 @@ mod tests {
     #[test]
     fn look_aheads_and_look_behinds() {
         let texts = [
-            "", "a", "A1", "ab1Z", "abcd", "ABC1", "foo", "foobar", "barfoo", "xfoo", "fo", "1Zab", "a-b", "abcdefG1",
-            "abcdefgh", "aB3aB3aB3aB3aB3aB3aB", "aB3aB3aB3aB3aB3aB3aB3", "aB3aB3a\nB3",
+            "",
+            "a",
+            "A1",
+            "ab1Z",
+            "abcd",
+            "ABC1",
+            "foo",
+            "foobar",
+            "barfoo",
+            "xfoo",
+            "fo",
+            "1Zab",
+            "a-b",
+            "abcdefG1",
+            "abcdefgh",
+            "aB3aB3aB3aB3aB3aB3aB",
+            "aB3aB3aB3aB3aB3aB3aB3",
+            "aB3aB3a\nB3",
         ];
         for p in [
             r"^(?=.*\d)(?=.*[A-Z]).{4,}$",

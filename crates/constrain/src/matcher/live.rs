@@ -284,7 +284,9 @@ impl Matcher {
             // Hints are whole values, names and members: they fit only where a JSON token
             // begins or ends (after `{`, `[`, `,` or `:`; before `,`, `}` or `]`).
             let fits = |j: usize| {
-                j == 0 || matches!(walk[j - 1], b'{' | b'[' | b',' | b':') || matches!(walk.get(j), Some(b',' | b'}' | b']'))
+                j == 0
+                    || matches!(walk[j - 1], b'{' | b'[' | b',' | b':')
+                    || matches!(walk.get(j), Some(b',' | b'}' | b']'))
             };
             for j in (0..=walk.len()).rev().filter(|&j| fits(j)) {
                 let lead = &walk[..j];

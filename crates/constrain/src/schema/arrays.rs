@@ -40,7 +40,9 @@ impl<'a> Compiler<'a> {
             if max.is_none_or(|m| m > k) {
                 slots.push(rest.unwrap_or(&any));
             }
-            let fits = |s: &&Value| presence::admitted_types(s, 0).iter().any(|t| wanted.iter().any(|w| presence::overlap(t, w)));
+            let fits = |s: &&Value| {
+                presence::admitted_types(s, 0).iter().any(|t| wanted.iter().any(|w| presence::overlap(t, w)))
+            };
             if !slots.iter().any(fits) {
                 self.notes.push(Note::warning(
                     ptr,

@@ -302,8 +302,16 @@ impl Eval<'_, '_> {
 /// keywords that have one.
 fn keyword_type(k: &str) -> Option<&'static str> {
     Some(match k {
-        "required" | "properties" | "additionalProperties" | "patternProperties" | "minProperties"
-        | "maxProperties" | "dependentRequired" | "dependentSchemas" | "dependencies" | "propertyNames"
+        "required"
+        | "properties"
+        | "additionalProperties"
+        | "patternProperties"
+        | "minProperties"
+        | "maxProperties"
+        | "dependentRequired"
+        | "dependentSchemas"
+        | "dependencies"
+        | "propertyNames"
         | "unevaluatedProperties" => "object",
         "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "uniqueItems" | "contains"
         | "minContains" | "maxContains" | "unevaluatedItems" => "array",

@@ -107,7 +107,11 @@ impl<'a> Compiler<'a> {
                     Some(out) => out,
                     None => {
                         let f = fmt.as_ref().map(|(f, _)| f.as_str()).unwrap_or_default();
-                        self.unsupported(ptr, "format", &format!("format {f:?} together with pattern cannot be compiled"))?;
+                        self.unsupported(
+                            ptr,
+                            "format",
+                            &format!("format {f:?} together with pattern cannot be compiled"),
+                        )?;
                         let (lang, keyword) = parts.remove(0);
                         self.one_constraint(lang, keyword, pattern, length, ptr)?
                     }
