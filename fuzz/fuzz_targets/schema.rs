@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let limits = small_limits();
     for options in [constrain::schema::Options::default(), constrain::schema::Options { lenient: true, ..Default::default() }] {
         if let Ok(g) = constrain::schema::compile(&value, &options) {
-            let _ = constrain::automaton::Pda::build(&g, &limits);
+            let _ = constrain::automaton::Pda::build(g.grammar(), &limits);
         }
     }
 });

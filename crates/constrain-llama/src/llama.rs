@@ -2,7 +2,7 @@
 use super::sequence::{Next, Sequence, SequenceSettings, STREAM_HOLD};
 use super::{Error, GeneratorSettings, Output, Prompt, SchemaInPrompt};
 use constrain::mask::TokenIndex;
-use constrain::matcher::Constraint;
+use constrain::matcher::{Constraint, ConstraintSource};
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::Limits;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -103,9 +103,10 @@ impl Generator {
         self.load_time
     }
 
-    /// Compiles a grammar against this model's vocabulary.
-    pub fn constraint(&self, grammar: &constrain::grammar::Grammar) -> Result<Constraint, Error> {
-        Constraint::new(grammar, self.index.clone(), &Limits::default()).map_err(Error::Constraint)
+    /// Compiles a grammar (or a compile result with run-time checks, such as
+    /// [`constrain::schema::Compiled`]) against this model's vocabulary.
+    pub fn constraint<S: ConstraintSource + ?Sized>(&self, source: &S) -> Result<Constraint, Error> {
+        Constraint::new(source, self.index.clone(), &Limits::default()).map_err(Error::Constraint)
     }
 
     /// Compiles a JSON Schema against this model's vocabulary for generation: compact
@@ -116,8 +117,8 @@ impl Generator {
     /// [`Generator::constraint`].
     pub fn schema_constraint(&self, schema: &serde_json::Value) -> Result<Constraint, Error> {
         let options = generation_options();
-        let grammar = constrain::schema::compile(schema, &options)?;
-        Ok(self.constraint(&grammar)?.with_schema_order_hint(schema, &options))
+        let compiled = constrain::schema::compile(schema, &options)?;
+        Ok(constrain::schema::with_order_hint(self.constraint(&compiled)?, schema, &options))
     }
 
     /// Generates text matching `constraint`. Fails with [`Error::Incomplete`] if the token

@@ -196,7 +196,7 @@ fn main() -> anyhow::Result<()> {
                     }
                     continue;
                 }
-                Ok(Ok(g)) => g,
+                Ok(Ok(g)) => g.into_grammar(),
             };
             let compile_ms = schema_started.elapsed().as_secs_f64() * 1e3;
             let pda = match Pda::build(&grammar, &limits) {

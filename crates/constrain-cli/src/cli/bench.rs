@@ -49,7 +49,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, Failure> {
 #[cfg(not(feature = "llama"))]
 fn bench_model(
     _args: &BenchArgs,
-    _grammar: constrain::grammar::Grammar,
+    _grammar: constrain::schema::Compiled,
     _schema: Option<serde_json::Value>,
 ) -> Result<ExitCode, Failure> {
     Err(Failure::no_llama())
@@ -58,7 +58,7 @@ fn bench_model(
 #[cfg(feature = "llama")]
 fn bench_model(
     args: &BenchArgs,
-    grammar: constrain::grammar::Grammar,
+    grammar: constrain::schema::Compiled,
     schema: Option<serde_json::Value>,
 ) -> Result<ExitCode, Failure> {
     use constrain::sampling::SamplerSettings;

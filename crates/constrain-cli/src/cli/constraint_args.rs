@@ -6,6 +6,7 @@
 //! schema itself, so the model can be told about it.
 use anyhow::Context;
 use constrain::grammar::Grammar;
+use constrain::schema::Compiled;
 use std::path::PathBuf;
 
 /// The constraint flags shared by every command: exactly one of them, or none
@@ -148,8 +149,9 @@ impl ConstraintArgs {
         Ok(None)
     }
 
-    /// The grammar these flags select; `None` means unconstrained.
-    pub fn grammar(&self) -> anyhow::Result<Option<Grammar>> {
+    /// The grammar these flags select, with a schema's run-time checks; `None` means
+    /// unconstrained.
+    pub fn grammar(&self) -> anyhow::Result<Option<Compiled>> {
         let given = [
             self.schema.is_some(),
             self.json_schema.is_some(),
@@ -172,31 +174,31 @@ impl ConstraintArgs {
         }
         if let Some(schema) = self.schema_value()? {
             let options = self.schema_options();
-            let (grammar, notes) = constrain::schema::compile_with_notes(&schema, &options).map_err(|e| {
+            let compiled = constrain::schema::compile(&schema, &options).map_err(|e| {
                 let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
                 anyhow::anyhow!("unsupported or invalid schema at {at}: {}", e.message())
             })?;
-            let checked: Vec<String> = grammar
+            let checked: Vec<String> = compiled
                 .checks()
                 .map(|c| c.relaxed().iter().map(|r| format!("{} at {}", r.keyword, r.pointer)).collect())
                 .unwrap_or_default();
-            for line in note_lines(&notes, &checked, self.notes) {
+            for line in note_lines(compiled.notes(), &checked, self.notes) {
                 eprintln!("{line}");
             }
-            return Ok(Some(grammar));
+            return Ok(Some(compiled));
         }
-        if let Some(path) = &self.grammar_file {
+        let plain = if let Some(path) = &self.grammar_file {
             let text = constrain::limits::read_capped(path, self.limits().max_input_bytes)
                 .with_context(|| format!("cannot read grammar file {}", path.display()))?;
-            return parse_gbnf(&text).with_context(|| format!("in grammar file {}", path.display())).map(Some);
-        }
-        if let Some(text) = &self.grammar {
-            return parse_gbnf(text).context("in --grammar").map(Some);
-        }
-        if let Some(pattern) = &self.regex {
-            return compile_regex(pattern).context("in --regex").map(Some);
-        }
-        Ok(None)
+            parse_gbnf(&text).with_context(|| format!("in grammar file {}", path.display()))?
+        } else if let Some(text) = &self.grammar {
+            parse_gbnf(text).context("in --grammar")?
+        } else if let Some(pattern) = &self.regex {
+            compile_regex(pattern).context("in --regex")?
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(Compiled::from_grammar(plain)))
     }
 }
 
@@ -285,7 +287,7 @@ mod tests {
     fn inline_gbnf_compiles_and_bad_gbnf_is_an_error() {
         let args = ConstraintArgs { grammar: Some("root ::= \"a\" [0-9]+".into()), ..Default::default() };
         let g = args.grammar().unwrap().expect("a grammar");
-        let pda = constrain::automaton::Pda::build(&g, &constrain::Limits::default()).unwrap();
+        let pda = constrain::automaton::Pda::build(g.grammar(), &constrain::Limits::default()).unwrap();
         assert!(pda.matches(b"a12") && !pda.matches(b"a"));
         let args = ConstraintArgs { grammar: Some("root ::= (".into()), ..Default::default() };
         assert!(args.grammar().is_err());
@@ -300,9 +302,10 @@ mod tests {
             "uniqueItems": true,
             "not": {"required": ["x"]}
         });
-        let (_, notes) = constrain::schema::compile_with_notes(&schema, &Default::default()).unwrap();
+        let compiled = constrain::schema::compile(&schema, &Default::default()).unwrap();
+        let notes = compiled.notes();
         let checked = vec!["not at /not".to_string()];
-        let quiet = note_lines(&notes, &checked, false);
+        let quiet = note_lines(notes, &checked, false);
         assert_eq!(quiet.iter().filter(|l| l.starts_with("note:")).count(), 1, "{quiet:?}");
         assert!(quiet.iter().any(|l| l.starts_with("warning: /$schema")), "{quiet:?}");
         let last = quiet.last().unwrap();

@@ -38,10 +38,10 @@ mod stats;
 
 use super::out::outln;
 use anyhow::Context as _;
-use constrain::grammar::Grammar;
 use constrain::mask::{is_allowed, TokenIndex};
 use constrain::matcher::{Constraint, Error as MatchError};
 use constrain::schema;
+use constrain::schema::Compiled;
 use constrain::{Limits, TokenId, Vocabulary};
 use python_json::PyValue;
 use stats::{SchemaResult, Summary};
@@ -588,18 +588,19 @@ fn prepare_instance(ctx: &Context, vocab: &Vocabulary, id: &str, n: usize, case:
 /// on under-approximations; errors as (group, message).
 fn compile(ctx: &Context, job: &Job, schema_bytes: &[u8]) -> Result<(Constraint, Vec<String>), (String, String)> {
     let mut notes = Vec::new();
-    let grammar: Grammar = match &ctx.source {
+    let grammar: Compiled = match &ctx.source {
         Source::Schemas(options) => {
             let value: serde_json::Value = serde_json::from_slice(schema_bytes)
                 .map_err(|e| ("invalid schema JSON".to_string(), format!("{}: {e}", job.schema.display())))?;
-            let (g, n) = schema::compile_with_notes(&value, options).map_err(|e| {
+            let compiled = schema::compile(&value, options).map_err(|e| {
                 let kw = if e.keyword().is_empty() { "(no keyword)" } else { e.keyword() };
                 (format!("keyword {kw}"), e.to_string())
             })?;
-            notes = n.iter().map(|n| n.to_string()).collect();
-            g
+            notes = compiled.notes().iter().map(|n| n.to_string()).collect();
+            compiled
         }
         Source::Gbnf(text) => constrain::grammar::gbnf::parse(text)
+            .map(Compiled::from_grammar)
             .map_err(|e| (format!("gbnf: {}", variant_name(e.kind())), e.to_string()))?,
     };
     let c = Constraint::new(&grammar, ctx.index.clone(), &ctx.limits).map_err(|e| {

@@ -282,7 +282,7 @@ const MIN_CTX: u32 = 256;
 fn run_model(
     _args: &GenerateArgs,
     _threads: Option<usize>,
-    _grammar: Option<constrain::grammar::Grammar>,
+    _grammar: Option<constrain::schema::Compiled>,
     _schema: Option<serde_json::Value>,
     _prompt: String,
 ) -> Result<ExitCode, Failure> {
@@ -293,7 +293,7 @@ fn run_model(
 fn run_model(
     args: &GenerateArgs,
     threads: Option<usize>,
-    grammar: Option<constrain::grammar::Grammar>,
+    grammar: Option<constrain::schema::Compiled>,
     schema: Option<serde_json::Value>,
     prompt: String,
 ) -> Result<ExitCode, Failure> {
@@ -334,7 +334,8 @@ fn run_model(
             let mut constraint = generator.constraint(g)?;
             if let Some(schema) = &schema {
                 // Generation prefers the schema's property order (the constraint takes any).
-                constraint = constraint.with_schema_order_hint(schema, &args.constraint_args().schema_options());
+                constraint =
+                    constrain::schema::with_order_hint(constraint, schema, &args.constraint_args().schema_options());
             }
             if !args.no_close && constraint.min_bytes_from_start().is_none() {
                 eprintln!(

@@ -199,7 +199,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     // Build the automaton first: a grammar that matches nothing, or that is
                     // left-recursive or over a limit, is an error here, not a printed grammar.
                     let limits = args.constraint.limits();
-                    constrain::automaton::Pda::build(&g, &limits).map_err(Failure::constraint)?;
+                    constrain::automaton::Pda::build(g.grammar(), &limits).map_err(Failure::constraint)?;
                     out::out!("{g}");
                     Ok(ExitCode::SUCCESS)
                 }

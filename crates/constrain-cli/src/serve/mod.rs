@@ -28,6 +28,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use constrain::mask::TokenIndex;
 use constrain::matcher::Constraint;
+use constrain::schema::Compiled;
 use constrain_llama::{BatchEvent, BatchRequest, Generator, GeneratorSettings, Output};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -305,35 +306,33 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     }
     let grammar = match spec {
         ConstraintSpec::Schema { schema, strict, param } => {
-            let compiled = constrain::schema::compile_with_notes(schema, &schema_options(state, *strict));
-            compiled
-                .map(|(grammar, notes)| {
-                    log_notes(state, key, &notes);
-                    grammar
-                })
-                .map_err(|e| {
-                    let at =
-                        if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
-                    ApiError::bad(
-                        param.to_string(),
-                        format!("unsupported or invalid schema at {at} (keyword `{}`): {}", e.keyword(), e.message()),
-                    )
-                    .with_code("invalid_schema")
-                })?
+            let compiled = constrain::schema::compile(schema, &schema_options(state, *strict));
+            compiled.inspect(|compiled| log_notes(state, key, compiled.notes())).map_err(|e| {
+                let at = if e.pointer().is_empty() { "the schema root".to_string() } else { e.pointer().to_string() };
+                ApiError::bad(
+                    param.to_string(),
+                    format!("unsupported or invalid schema at {at} (keyword `{}`): {}", e.keyword(), e.message()),
+                )
+                .with_code("invalid_schema")
+            })?
         }
-        ConstraintSpec::Gbnf(text) => constrain::grammar::gbnf::parse(text).map_err(|e| {
-            ApiError::bad("grammar".to_string(), format!("invalid GBNF grammar: {e}")).with_code("invalid_grammar")
-        })?,
-        ConstraintSpec::Regex(pattern) => constrain::grammar::regex::compile_anchored(pattern).map_err(|e| {
-            ApiError::bad("regex".to_string(), format!("invalid regex: {e}")).with_code("invalid_regex")
-        })?,
+        ConstraintSpec::Gbnf(text) => {
+            constrain::grammar::gbnf::parse(text).map(Compiled::from_grammar).map_err(|e| {
+                ApiError::bad("grammar".to_string(), format!("invalid GBNF grammar: {e}")).with_code("invalid_grammar")
+            })?
+        }
+        ConstraintSpec::Regex(pattern) => {
+            constrain::grammar::regex::compile_anchored(pattern).map(Compiled::from_grammar).map_err(|e| {
+                ApiError::bad("regex".to_string(), format!("invalid regex: {e}")).with_code("invalid_regex")
+            })?
+        }
     };
     let mut c = Constraint::new(&grammar, state.index.clone(), &constrain::Limits::default()).map_err(|e| {
         ApiError::bad(None, format!("the constraint cannot be compiled: {e}")).with_code("invalid_constraint")
     })?;
     if let ConstraintSpec::Schema { schema, strict, .. } = spec {
         // Generation prefers the schema's property order (the constraint takes any).
-        c = c.with_schema_order_hint(schema, &schema_options(state, *strict));
+        c = constrain::schema::with_order_hint(c, schema, &schema_options(state, *strict));
     }
     if let Ok(mut cache) = state.cache.lock() {
         cache.put(key, c.clone());

@@ -5,8 +5,9 @@
 //! schema compiler could not turn into grammar (`uniqueItems`, overlapping `oneOf`,
 //! `if`/`then`/`else`, `not`, `multipleOf` without a remainder automaton, `pattern` with
 //! lookaround, `dependentSchemas`, `propertyNames`, …), each with the JSON pointer of the
-//! schema holding it. Output: [`ValueChecks`], which the compiled grammar carries
-//! ([`crate::grammar::Grammar::checks`]) and every [`crate::Matcher`] of it applies.
+//! schema holding it. Output: [`ValueChecks`], which the compile result carries
+//! ([`crate::schema::Compiled::checks`]) and every [`crate::Matcher`] of its constraint
+//! applies through the engine's hook ([`crate::matcher::RuntimeChecks`]).
 //!
 //! ## How
 //!
@@ -46,11 +47,11 @@
 //!
 //! // `uniqueItems` cannot be a grammar; it is checked when the array closes.
 //! let schema = serde_json::json!({"type": "array", "items": {"type": "integer"}, "uniqueItems": true});
-//! let grammar = schema::compile(&schema, &Options::default())?;
-//! let checks = grammar.checks().expect("uniqueItems is checked at run time");
+//! let compiled = schema::compile(&schema, &Options::default())?;
+//! let checks = compiled.checks().expect("uniqueItems is checked at run time");
 //! assert_eq!(checks.relaxed()[0].keyword, "uniqueItems");
 //!
-//! let c = Constraint::new(&grammar, TokenIndex::new(Vocabulary::bytes()), &Limits::default())?;
+//! let c = Constraint::new(&compiled, TokenIndex::new(Vocabulary::bytes()), &Limits::default())?;
 //! let mut m = c.matcher();
 //! m.accept_bytes(b"[1,2")?;
 //! assert!(m.accept_bytes(b",1]").is_err()); // the bracket would complete [1,2,1]
@@ -59,6 +60,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod hook;
 pub(crate) mod tracker;
 mod witness;
 

@@ -248,27 +248,6 @@ pub struct Grammar {
     stats: Vec<RuleStats>,
     /// Rules known to be a JSON string minus a few spellings (see [`StringExclusion`]).
     exclusions: Vec<StringExclusion>,
-    /// The keywords a schema grammar leaves to run-time checks ([`crate::check`]).
-    checks: Option<Checks>,
-}
-
-/// A grammar's run-time checks, compared by identity (two grammars compiled separately
-/// never share them).
-#[derive(Clone)]
-struct Checks(std::sync::Arc<crate::check::ValueChecks>);
-
-impl PartialEq for Checks {
-    fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Checks {}
-
-impl fmt::Debug for Checks {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
 }
 
 /// A fact the schema compiler records about one of its rules, for the mask stage: `rule`
@@ -301,23 +280,6 @@ pub(crate) struct RuleStats {
 }
 
 impl Grammar {
-    /// The keywords this (schema) grammar leaves to run-time checks, if any: every matcher
-    /// of a constraint built from it validates the values they apply to as they complete
-    /// (see [`crate::check`]). `None` for grammars that are exact by themselves.
-    pub fn checks(&self) -> Option<&crate::check::ValueChecks> {
-        self.checks.as_ref().map(|c| &*c.0)
-    }
-
-    /// The run-time checks, shared.
-    pub(crate) fn checks_shared(&self) -> Option<std::sync::Arc<crate::check::ValueChecks>> {
-        self.checks.as_ref().map(|c| c.0.clone())
-    }
-
-    /// Attaches run-time checks (the schema compiler does, when it relaxed a keyword).
-    pub(crate) fn set_checks(&mut self, checks: crate::check::ValueChecks) {
-        self.checks = Some(Checks(std::sync::Arc::new(checks)));
-    }
-
     /// All rules, indexed by [`RuleId`].
     pub fn rules(&self) -> &[Rule] {
         &self.rules
@@ -535,7 +497,7 @@ impl GrammarBuilder {
             return Err(Error::new(ErrorKind::UnknownRule(format!("#{}", start.0)), "<start>"));
         }
         let (size, stats) = Grammar::measure(&rules)?;
-        Ok(Grammar { rules, start, size, stats, exclusions: self.exclusions, checks: None })
+        Ok(Grammar { rules, start, size, stats, exclusions: self.exclusions })
     }
 }
 

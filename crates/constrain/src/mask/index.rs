@@ -1,5 +1,6 @@
 use super::*;
 use crate::TokenId;
+use std::any::Any;
 
 /// In [`TokenIndex::fewest_tokens`]: no tokens spell these bytes.
 pub const NO_SPELLING: u32 = u32::MAX;
@@ -38,8 +39,8 @@ pub struct TokenIndex {
     /// a matcher per schema would otherwise grow them afresh on its first miss. Locked once
     /// per matcher created or dropped, never while filling a mask.
     pub(super) spare_walks: std::sync::Mutex<Vec<WalkScratch>>,
-    /// What the run-time checks need to know of each token (computed on first use).
-    token_stats: std::sync::OnceLock<crate::check::tracker::TokenStats>,
+    /// Per-tokenizer data of other layers ([`TokenIndex::extension`]), one value per type.
+    extensions: std::sync::Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
 }
 
 impl TokenIndex {
@@ -77,14 +78,23 @@ impl TokenIndex {
             rules: RuleCache::new(config.rule_cache_bytes),
             unions: Memo::new(MAX_SUBTREE_UNIONS),
             spare_walks: std::sync::Mutex::new(Vec::new()),
-            token_stats: std::sync::OnceLock::new(),
+            extensions: std::sync::Mutex::new(Vec::new()),
         })
     }
 
-    /// Per token, its quotes and closing brackets: which tokens the run-time checks must
-    /// try (computed once per tokenizer, on first use).
-    pub(crate) fn token_stats(&self) -> &crate::check::tracker::TokenStats {
-        self.token_stats.get_or_init(|| crate::check::tracker::TokenStats::new(&self.vocab))
+    /// The index's value of type `T`, made by `init` from the vocabulary on first use: the
+    /// typed slot where a layer above the engine (a run-time check's per-token table, say)
+    /// keeps what it computes once per tokenizer. One value per type; cheap to call again
+    /// (a lock and a scan of the few slots), but callers on hot paths keep the `Arc`.
+    pub fn extension<T: Any + Send + Sync>(&self, init: impl FnOnce(&Vocabulary) -> T) -> Arc<T> {
+        // A poisoned lock only means a panic elsewhere while it was held; the slots stay valid.
+        let mut slots = self.extensions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = slots.iter().find_map(|s| Arc::clone(s).downcast::<T>().ok()) {
+            return found;
+        }
+        let value = Arc::new(init(&self.vocab));
+        slots.push(Arc::clone(&value) as Arc<dyn Any + Send + Sync>);
+        value
     }
 
     /// The tokens below first byte `byte` (see [`TokenIndex::subtree_sets`]).

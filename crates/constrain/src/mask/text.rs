@@ -695,7 +695,7 @@ mod tests {
         let limits = crate::Limits::default();
         let pda_of = |schema: serde_json::Value| {
             let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).expect("compiles");
-            Pda::build(&grammar, &limits).expect("automaton")
+            Pda::build(grammar.grammar(), &limits).expect("automaton")
         };
         let closed_nodes = |pda: &Pda| (0..pda.nodes.len() as u32).filter(|&n| text_closed(pda, n)).count();
         // An unanchored pattern: its body takes any character until the match and after.
@@ -722,7 +722,7 @@ mod tests {
             let options =
                 crate::schema::Options { whitespace: crate::schema::Whitespace::Compact, ..Default::default() };
             let grammar = crate::schema::compile(&schema, &options).expect("compiles");
-            let pda = Pda::build(&grammar, &limits).expect("automaton");
+            let pda = Pda::build(grammar.grammar(), &limits).expect("automaton");
             let loops: Vec<_> = pda.nodes.iter().filter_map(|n| n.repeat).collect();
             assert!(!loops.is_empty(), "{schema}: no loop in {}", pda.listing());
             loops.iter().map(|l| one_character(&pda, pda.rules[l.body as usize].start)).collect::<Vec<_>>()

@@ -162,7 +162,7 @@ impl Matcher {
         found
     }
 
-    /// Whether one of the schema's witnesses ([`crate::check::ValueChecks::witnesses`]),
+    /// Whether one of the schema's witnesses ([`crate::matcher::RuntimeChecks::witnesses`]),
     /// spelled with single-byte tokens, completes the output here; it is then `completion`.
     /// The matcher is left where it was.
     fn try_witnesses(&mut self, completion: &mut Vec<u8>) -> Result<bool, Error> {
@@ -259,7 +259,7 @@ impl Matcher {
 
     /// The greedy repair of [`Matcher::prove_live`] from the current prefix (left where it
     /// was): the shortest walk, and while the checks refuse it, the first of the schema's
-    /// hints ([`crate::check::ValueChecks::hints`]) that the matcher accepts somewhere along
+    /// hints ([`crate::matcher::RuntimeChecks::hints`]) that the matcher accepts somewhere along
     /// the walk (latest position first) with a way to the end left, kept, and a walk again;
     /// at most [`MAX_REPAIRS`] hints. True with the whole completion in `path` when a walk
     /// passed.
@@ -440,7 +440,7 @@ impl Matcher {
     }
 
     /// The hints step of [`Matcher::repair`] at the prefix reached by `lead` (accepted):
-    /// each of the schema's hints ([`crate::check::ValueChecks::hints`]) the matcher accepts
+    /// each of the schema's hints ([`crate::matcher::RuntimeChecks::hints`]) the matcher accepts
     /// here, spelled with single-byte tokens, searched on. `path` gains `lead`, the hint and
     /// the rest on `Live`, and is as it was otherwise.
     fn repair_with_hints(

@@ -60,14 +60,13 @@ use crate::automaton::distance::{Distances, UNREACHABLE};
 use crate::automaton::exec::{Stacks, BOTTOM};
 use crate::automaton::keys::NodeKeys;
 use crate::automaton::Pda;
-use crate::check::tracker::Checker;
-use crate::check::ValueChecks;
-use crate::grammar::Grammar;
 use crate::mask::{set_bit, Scratch, Target, TokenIndex};
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
 
+mod hook;
 mod live;
+pub use hook::{CheckTracker, ConstraintSource, RuntimeChecks};
 pub use live::Liveness;
 
 /// A grammar compiled against one tokenizer: the automaton plus the shared token index.
@@ -90,30 +89,18 @@ struct Inner {
     distances: OnceLock<Distances>,
     /// [`single_byte_tokens`] of the vocabulary, computed on first use.
     single_bytes: OnceLock<[bool; 256]>,
-    /// The grammar's run-time checks ([`crate::check`]), if any.
-    checks: Option<Arc<ValueChecks>>,
+    /// The run-time checks its front end attached ([`RuntimeChecks`]), if any.
+    checks: Option<Arc<dyn RuntimeChecks>>,
 }
 
 impl Constraint {
     /// Attaches `hint`, a constraint over the same vocabulary whose language generation
     /// should prefer (a schema's properties in the order it lists them:
-    /// [`crate::schema::order_hint`]). It changes nothing this constraint accepts; a decode
+    /// the JSON Schema front end's `order_hint`). It changes nothing this constraint accepts; a decode
     /// loop may favour the tokens both allow, until the output leaves the hint's language.
     pub fn with_order_hint(mut self, hint: Constraint) -> Constraint {
         self.order_hint = Some(Arc::new(hint));
         self
-    }
-
-    /// This constraint with the order hint of `schema` ([`crate::schema::order_hint`] under
-    /// `options`), over the same vocabulary and limits: the one way schema callers attach
-    /// it. Unchanged when the hint does not compile.
-    pub fn with_schema_order_hint(self, schema: &serde_json::Value, options: &crate::schema::Options) -> Constraint {
-        let hint = crate::schema::order_hint(schema, options)
-            .and_then(|g| Constraint::new(&g, Arc::clone(&self.inner.index), &self.inner.limits).ok());
-        match hint {
-            Some(hint) => self.with_order_hint(hint),
-            None => self,
-        }
     }
 
     /// The hint attached by [`Constraint::with_order_hint`].
@@ -121,10 +108,16 @@ impl Constraint {
         self.order_hint.as_deref()
     }
 
-    /// Compiles `grammar` into an automaton and binds it to the token index.
-    pub fn new(grammar: &Grammar, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, Error> {
-        let pda = Pda::build_with(grammar, limits, index.rule_cache())?;
-        Ok(Constraint::bind(pda, index, limits, grammar.checks_shared()))
+    /// Compiles `source`'s grammar into an automaton and binds it to the token index, with
+    /// the run-time checks the source carries (a [`crate::grammar::Grammar`] carries none; a JSON Schema
+    /// compile result carries what it left to run time).
+    pub fn new<S: ConstraintSource + ?Sized>(
+        source: &S,
+        index: Arc<TokenIndex>,
+        limits: &Limits,
+    ) -> Result<Constraint, Error> {
+        let pda = Pda::build_with(source.grammar(), limits, index.rule_cache())?;
+        Ok(Constraint::bind(pda, index, limits, source.runtime_checks()))
     }
 
     /// Binds an already built automaton to the token index. Its recursive rules are salted
@@ -136,7 +129,7 @@ impl Constraint {
     }
 
     /// Binds `pda`, whose fingerprints were salted from `index`'s rule cache.
-    fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits, checks: Option<Arc<ValueChecks>>) -> Constraint {
+    fn bind(pda: Pda, index: Arc<TokenIndex>, limits: &Limits, checks: Option<Arc<dyn RuntimeChecks>>) -> Constraint {
         let node_key = NodeKeys::new(&pda);
         let inner = Inner {
             pda,
@@ -151,13 +144,18 @@ impl Constraint {
     }
 
     /// The run-time checks every matcher of this constraint applies, if any.
-    pub fn checks(&self) -> Option<&ValueChecks> {
+    pub fn checks(&self) -> Option<&dyn RuntimeChecks> {
         self.inner.checks.as_deref()
     }
 
     /// A fresh matcher at the start of the grammar.
     pub fn matcher(&self) -> Matcher {
         Matcher::new(self.clone())
+    }
+
+    /// The limits this constraint was built with.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
     }
 
     /// The token index (vocabulary and mask cache) this constraint uses.
@@ -271,7 +269,7 @@ pub struct Matcher {
     /// Limits that cut a token's run-time check in the last [`Matcher::fill_mask`].
     mask_cut: u8,
     /// The run-time checks' tracker, when the constraint has checks.
-    checker: Option<Checker>,
+    checker: Option<Box<dyn CheckTracker>>,
     /// [`Matcher::min_bytes_to_finish_checked`]'s buffer of key endings.
     key_endings: Vec<Vec<u8>>,
 }
@@ -280,7 +278,7 @@ impl Matcher {
     fn new(constraint: Constraint) -> Matcher {
         let stacks = Stacks::new(&constraint.inner.limits);
         let scratch = constraint.index().scratch();
-        let checker = constraint.inner.checks.clone().map(Checker::new);
+        let checker = constraint.inner.checks.clone().map(|c| c.tracker(&constraint.inner.index));
         let mut m = Matcher {
             constraint,
             stacks,
@@ -357,7 +355,7 @@ impl Matcher {
         let tops = self.tops.get(level.tops_start..).unwrap_or(&[]);
         let cut = inner.index.fill(&target, tops, &mut self.stacks, &mut self.scratch, mask);
         if let Some(ch) = &mut self.checker {
-            ch.filter(mask, vocab, inner.index.token_stats());
+            ch.filter(mask, vocab);
         }
         if level.accepting {
             for &eos in vocab.eos_tokens() {
@@ -866,7 +864,7 @@ pub enum Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grammar::{Expr, GrammarBuilder, RuleId};
+    use crate::grammar::{Expr, Grammar, GrammarBuilder, RuleId};
     use crate::mask::is_allowed;
     use crate::Vocabulary;
     use rand::{Rng, SeedableRng};

@@ -5,11 +5,12 @@
 //! one canonical form ([`dialect`]: every `$ref` resolved to a local pointer, each dialect's
 //! meaning made explicit), then `unevaluated*` into plain keywords (`unevaluated`). Output: a [`Grammar`] whose start rule matches JSON texts (under the
 //! whitespace policy) that validate against the schema — never one that does not. A keyword
-//! or combination no grammar can express is left out of the grammar and recorded: the grammar
-//! carries [`crate::check::ValueChecks`] and every matcher enforces it exactly at run time
+//! or combination no grammar can express is left out of the grammar and recorded: the
+//! [`Compiled`] result carries [`crate::check::ValueChecks`] beside the grammar, and every
+//! matcher of a constraint built from it enforces them exactly at run time
 //! ([`Options::runtime_checks`], on by default; off, it is an [`Error`] naming the keyword
 //! and its JSON pointer, as it is for what no check can enforce either). Where the grammar
-//! accepts less than the schema, [`compile_with_notes`] says so in a [`Note`].
+//! accepts less than the schema, the result says so in a [`Note`] ([`Compiled::notes`]).
 //!
 //! How: the schema is walked recursively; each schema becomes an [`Expr`]. Objects, arrays
 //! and constrained strings become rules of their own, interned so identical bodies are one
@@ -64,12 +65,13 @@
 //!     "additionalProperties": false
 //! });
 //! let options = Options::default().with_whitespace(Whitespace::Compact);
-//! let grammar = schema::compile(&schema, &options)?;
-//! let gbnf = grammar.to_string();
+//! let compiled = schema::compile(&schema, &options)?;
+//! assert!(compiled.checks().is_none()); // all of it is grammar: the automaton alone is exact
+//! let gbnf = compiled.to_string();
 //! assert!(gbnf.starts_with("root ::= "), "{gbnf}");
 //! assert!(gbnf.contains("\"age\""), "{gbnf}");
 //!
-//! let pda = Pda::build(&grammar, &Limits::default())?;
+//! let pda = Pda::build(compiled.grammar(), &Limits::default())?;
 //! assert!(pda.matches(br#"{"name":"Ada","age":36}"#));
 //! assert!(pda.matches(br#"{"age":36,"name":"Ada"}"#)); // a few properties: any order
 //! assert!(!pda.matches(br#"{"age":36}"#)); // `name` is required
@@ -79,6 +81,7 @@
 //! ```
 
 mod arrays;
+mod compiled;
 pub mod dialect;
 mod enums;
 pub mod format;
@@ -86,6 +89,7 @@ mod json;
 
 /// Python's `repr(float)`, the spelling `json.dumps` gives a float: the compiler spells
 /// `const`/`enum` numbers this way too, and evaluation harnesses serialise instances with it.
+pub use compiled::{with_order_hint, Compiled};
 pub use json::python_float_repr;
 mod merge;
 pub mod number;
@@ -167,7 +171,7 @@ pub fn order_hint(schema: &Value, options: &Options) -> Option<Grammar> {
     options.schema_order = true;
     options.lenient = true;
     options.runtime_checks = false;
-    compile(schema, &options).ok()
+    compile(schema, &options).ok().map(Compiled::into_grammar)
 }
 
 impl Options {
@@ -410,15 +414,12 @@ pub(crate) fn percent_decode_pointer(fragment: &str) -> String {
     percent_decode(fragment)
 }
 
-/// Compiles a JSON Schema into a grammar whose start rule matches exactly the JSON texts
-/// (under `options.whitespace`) that validate against the schema.
-pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, Error> {
-    compile_with_notes(schema, options).map(|(g, _)| g)
-}
-
-/// [`compile`], also returning the [`Note`]s on where the grammar accepts less than the
-/// schema allows (e.g. host names without A-labels).
-pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar, Vec<Note>), Error> {
+/// Compiles a JSON Schema: a grammar whose start rule matches JSON texts (under
+/// `options.whitespace`) that validate against the schema, the run-time checks for the
+/// keywords it could not say, and the [`Note`]s on where it accepts less than the schema
+/// allows (e.g. host names without A-labels). Build the constraint from the result
+/// ([`Compiled::constraint`] or [`crate::Constraint::new`]), so the checks come along.
+pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
     let (normalised, draft) = dialect::normalise(schema, options.draft)?;
     let mut notes = Vec::new();
     if let (None, Some(Value::String(uri))) = (options.draft, schema.get("$schema")) {
@@ -443,7 +444,7 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
     });
     notes.append(&mut c.notes);
     let relaxed = c.relaxed.take();
-    let mut g = built.map_err(|mut e| {
+    let g = built.map_err(|mut e| {
         e.0.pointer = dialect::original_pointer(&e.0.pointer);
         e
     })?;
@@ -484,7 +485,7 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
             "asserted (as draft-07's optional tests do), and the output must also validate with contentEncoding/contentMediaType ignored (as Python's jsonschema does)",
         ));
     }
-    if !relaxed.is_empty() || legacy.is_some() || content.is_some() {
+    let checks = if !relaxed.is_empty() || legacy.is_some() || content.is_some() {
         let mut list = Vec::new();
         if let Some(shown) = content {
             let keyword = shown.rsplit_once('/').map_or("contentEncoding", |(_, k)| k).to_string();
@@ -508,13 +509,15 @@ pub fn compile_with_notes(schema: &Value, options: &Options) -> Result<(Grammar,
                     format!("cannot build the run-time check: {}", e.message),
                 )
             })?;
-        g.set_checks(checks);
-    }
+        Some(checks)
+    } else {
+        None
+    };
     for n in &mut notes {
         n.at.pointer = dialect::original_pointer(&n.at.pointer);
     }
     notes.dedup();
-    Ok((g, notes))
+    Ok(Compiled::new(g, checks, notes))
 }
 
 /// Whether some object of `doc` has one of `keys` (anywhere, as a keyword or not): a cheap

@@ -1512,7 +1512,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(schema).unwrap();
         let g = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
             .unwrap_or_else(|e| panic!("{schema}: {e}"));
-        let p = Pda::build(&g, &Limits::default()).unwrap();
+        let p = Pda::build(g.grammar(), &Limits::default()).unwrap();
         let mut around: Vec<&str> = extra.to_vec();
         around.extend(lo.map(|l| l.0));
         around.extend(hi.map(|h| h.0));
@@ -1668,7 +1668,7 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(schema).unwrap();
             let g = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
                 .unwrap_or_else(|e| panic!("{schema}: {e}"));
-            let p = Pda::build(&g, &Limits::default()).unwrap();
+            let p = Pda::build(g.grammar(), &Limits::default()).unwrap();
             let mut accepted = 0;
             for sign in ["", "-"] {
                 for mantissa in mantissas {
@@ -1814,7 +1814,7 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(&schema).unwrap();
             if let Ok(g) = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false)) {
                 // An empty set does not build (`Empty`): then every candidate must be outside.
-                let p = Pda::build(&g, &Limits::default()).ok();
+                let p = Pda::build(g.grammar(), &Limits::default()).ok();
                 let lo_b = lo.as_ref().map(|(l, s)| (l.as_str(), *s));
                 let hi_b = hi.as_ref().map(|(h, s)| (h.as_str(), *s));
                 let mut around: Vec<&str> = picked.iter().map(|x| x.as_str()).collect();

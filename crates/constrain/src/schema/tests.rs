@@ -7,7 +7,7 @@ use serde_json::json;
 
 fn pda_with(schema: Value, opts: &Options) -> Pda {
     let g = compile(&schema, opts).unwrap_or_else(|e| panic!("{schema}: {e}"));
-    Pda::build(&g, &Limits::default()).unwrap_or_else(|e| panic!("{schema}: {e}\n{g}"))
+    Pda::build(g.grammar(), &Limits::default()).unwrap_or_else(|e| panic!("{schema}: {e}\n{g}"))
 }
 
 /// Whether the whole constraint (grammar and run-time checks) accepts `doc` whole.
@@ -372,12 +372,12 @@ fn one_of_required_only_branches() {
         ],
         &["{\"base\": 1, \"radius\": 5, \"width\": 2}", "{\"base\": 1}", "{}"],
     );
-    let (_, notes) = compile_with_notes(&s, &Options::default().with_runtime_checks(false)).unwrap();
+    let notes = compile(&s, &Options::default().with_runtime_checks(false)).unwrap().notes().to_vec();
     assert!(notes.iter().any(|n| n.keyword() == "oneOf"), "the narrower grammar says so: {notes:?}");
     // One property apart, and the other branch asks nothing else: forbidding it is exact.
     let s = json!({"type": "object", "properties": {"a": {}, "b": {}},
         "oneOf": [{"required": ["a"]}, {"required": ["b"]}]});
-    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let notes = compile(&s, &Options::default()).unwrap().notes().to_vec();
     assert!(notes.is_empty(), "{notes:?}");
     check(s, &["{\"a\": 1}", "{\"b\": 1}"], &["{\"a\": 1, \"b\": 2}", "{\"b\": 1, \"a\": 2}", "{}"]);
 }
@@ -391,9 +391,9 @@ fn properties_in_any_order_for_any_size() {
     assert!(grammar_only.matches(b"{\"c\": 3, \"a\": 1, \"b\": 2}"));
     assert!(!grammar_only.matches(b"{\"b\": 2, \"a\": 1, \"c\": 3}"));
     // ...and says so.
-    let (_, notes) = compile_with_notes(&s, &Options::default().with_runtime_checks(false)).unwrap();
+    let notes = compile(&s, &Options::default().with_runtime_checks(false)).unwrap().notes().to_vec();
     assert!(notes.iter().any(|n| n.keyword() == "properties"), "{notes:?}");
-    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let notes = compile(&s, &Options::default()).unwrap().notes().to_vec();
     assert!(!notes.iter().any(|n| n.keyword() == "properties"), "{notes:?}");
     // ...with run-time checks, any order, and still no repeated or missing key.
     check(
@@ -455,7 +455,7 @@ fn any_order_beyond_the_tracked_required_properties() {
         names.iter().map(|k| format!("\"{k}\": {}", if *k == "h" { "\"x\"" } else { "1" })).collect();
     assert!(!accepts(&c, &format!("{{{}}}", wrong_type.join(", "))));
     // No note: nothing is left in an order.
-    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let notes = compile(&s, &Options::default()).unwrap().notes().to_vec();
     assert!(!notes.iter().any(|n| n.keyword() == "required"), "{notes:?}");
 }
 
@@ -607,19 +607,21 @@ fn unevaluated_properties_see_only_their_own_object() {
     // with a note).
     let s = json!({"properties": {"a": true}, "anyOf": [{"properties": {"b": true}}], "unevaluatedProperties": false});
     let grammar_only = Options::default().with_runtime_checks(false);
-    let (_, notes) = compile_with_notes(&s, &grammar_only).unwrap();
+    let notes = compile(&s, &grammar_only).unwrap().notes().to_vec();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert_eq!(notes[0].pointer(), "/unevaluatedProperties");
     let pda = pda_with(s.clone(), &grammar_only);
     assert!(pda.matches(b"{\"a\": 1}") && pda.matches(b"{\"b\": 1}") && !pda.matches(b"{\"c\": 1}"));
     // With them the grammar counts them as evaluated and the check decides: exact.
-    let (g, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let g = compile(&s, &Options::default()).unwrap();
+    let notes = g.notes();
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(g.checks().map(|c| c.relaxed()[0].pointer.as_str()), Some("/unevaluatedProperties"));
     check(s, &["{\"a\": 1}", "{\"b\": 1}", "{\"a\": 1, \"b\": 2}"], &["{\"c\": 1}", "{\"b\": 1, \"c\": 1}"]);
     // `unevaluatedProperties: true` constrains nothing: no note, no run-time check.
     let t = json!({"properties": {"a": true}, "anyOf": [{"properties": {"b": true}}], "unevaluatedProperties": true});
-    let (g, notes) = compile_with_notes(&t, &Options::default()).unwrap();
+    let g = compile(&t, &Options::default()).unwrap();
+    let notes = g.notes();
     assert!(notes.is_empty(), "{notes:?}");
     assert!(g.checks().is_none_or(|c| c.relaxed().iter().all(|r| r.keyword != "unevaluatedProperties")));
     // Two anyOf branches that both hold evaluate together (suite unevaluatedProperties--11
@@ -760,7 +762,7 @@ fn dialects_give_their_own_meaning() {
     // --draft forces a dialect over $schema.
     let opts = Options { draft: Some(dialect::Draft::Draft4), ..Options::default() };
     let g = compile(&json!({"$schema": d19, "const": 1}), &opts).unwrap();
-    let p = Pda::build(&g, &Limits::default()).unwrap();
+    let p = Pda::build(g.grammar(), &Limits::default()).unwrap();
     assert!(p.matches(b"2"));
 }
 
@@ -814,7 +816,7 @@ fn the_order_hint_takes_the_schema_order_only() {
     assert!(accepts(&main, "{\"b\": 2, \"a\": 1}"));
     assert!(main.order_hint().is_some_and(|h| !accepts(h, "{\"b\": 2, \"a\": 1}")));
     // Built from the schema over the constraint's own vocabulary, the same hint.
-    let built = constraint(&s).with_schema_order_hint(&s, &Options::default());
+    let built = with_order_hint(constraint(&s), &s, &Options::default());
     assert!(built
         .order_hint()
         .is_some_and(|h| accepts(h, "{\"a\": 1, \"b\": 2}") && !accepts(h, "{\"b\": 2, \"a\": 1}")));
@@ -1000,9 +1002,10 @@ fn applicators_the_siblings_decide() {
     let s = json!({"type": "object", "properties": {"p": {
         "type": "object", "required": ["a", "b"], "not": {"required": ["a", "b"]}
     }}});
-    let (g, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let g = compile(&s, &Options::default()).unwrap();
+    let notes = g.notes();
     assert!(notes.iter().any(|n| n.is_warning() && n.pointer() == "/properties/p/not"), "{notes:?}");
-    assert!(Pda::build(&g, &Limits::default()).is_ok_and(|p| !p.matches_prefix(b"{\"p\":")), "{g}");
+    assert!(Pda::build(g.grammar(), &Limits::default()).is_ok_and(|p| !p.matches_prefix(b"{\"p\":")), "{g}");
     check(s, &["{}", "{\"q\": 1}"], &["{\"p\": {\"a\": 1, \"b\": 2}}", "{\"p\": {}}"]);
     // `not` that no object of the siblings matches: no constraint, and no run-time check.
     let s = json!({"type": "object", "properties": {"a": false}, "not": {"required": ["a", "b"]}});
@@ -1019,7 +1022,7 @@ fn applicators_the_siblings_decide() {
     check(s, &["{\"k\": 1, \"x\": \"s\"}"], &["{\"k\": 1}", "{\"k\": 1, \"x\": \"s\", \"y\": 1}"]);
     // Undecided branches change nothing.
     let s = json!({"type": "object", "required": ["a"], "anyOf": [{"required": ["b"]}, {"minProperties": 3}]});
-    let (_, notes) = compile_with_notes(&s, &Options::default()).unwrap();
+    let notes = compile(&s, &Options::default()).unwrap().notes().to_vec();
     assert!(notes.is_empty(), "{notes:?}");
     check(s, &["{\"a\": 1, \"b\": 2}", "{\"a\": 1, \"c\": 2, \"d\": 3}"], &["{\"a\": 1}", "{\"a\": 1, \"c\": 2}"]);
 }

@@ -42,7 +42,7 @@ fn schema_pda(name: &str) -> Pda {
     let schema = serde_json::json!({"type": "string", "format": name});
     let grammar = compile(&schema, &Options::default().with_whitespace(Whitespace::Compact))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    Pda::build(&grammar, &Limits::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+    Pda::build(grammar.grammar(), &Limits::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Whether the compiled format accepts `s` (spelled as a JSON string).

@@ -1,0 +1,90 @@
+//! What compiling a schema gives ([`Compiled`]), and how it becomes a constraint.
+
+use super::{order_hint, Note, Options};
+use crate::check::ValueChecks;
+use crate::grammar::Grammar;
+use crate::matcher::{ConstraintSource, Error as MatchError, RuntimeChecks};
+use crate::{Constraint, Limits, TokenIndex};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A compiled schema: the grammar, the run-time checks for the keywords the grammar could
+/// not say, and the notes on where the grammar accepts less than the schema.
+///
+/// It is a [`ConstraintSource`]: [`Constraint::new`] on it (or [`Compiled::constraint`])
+/// takes the checks along. It deliberately does not dereference to its [`Grammar`]: a
+/// constraint built from [`Compiled::grammar`] alone would accept more than the schema
+/// wherever there are checks.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    grammar: Grammar,
+    checks: Option<Arc<ValueChecks>>,
+    notes: Vec<Note>,
+}
+
+impl Compiled {
+    pub(super) fn new(grammar: Grammar, checks: Option<ValueChecks>, notes: Vec<Note>) -> Compiled {
+        Compiled { grammar, checks: checks.map(Arc::new), notes }
+    }
+
+    /// A plain grammar as a compile result with no checks and no notes, for callers that
+    /// hold a schema's, a GBNF file's or a regex's grammar in one type.
+    pub fn from_grammar(grammar: Grammar) -> Compiled {
+        Compiled { grammar, checks: None, notes: Vec::new() }
+    }
+
+    /// The grammar. Exact on its own only when [`Compiled::checks`] is `None`.
+    pub fn grammar(&self) -> &Grammar {
+        &self.grammar
+    }
+
+    /// The grammar alone, dropping the checks: exact only when there are none.
+    pub fn into_grammar(self) -> Grammar {
+        self.grammar
+    }
+
+    /// The keywords left to run-time checks, if any: every matcher of a constraint built
+    /// from this result validates the values they apply to as they complete.
+    pub fn checks(&self) -> Option<&ValueChecks> {
+        self.checks.as_deref()
+    }
+
+    /// Where the grammar accepts less than the schema allows, and warnings.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// The constraint over `index`, with the checks.
+    pub fn constraint(&self, index: Arc<TokenIndex>, limits: &Limits) -> Result<Constraint, MatchError> {
+        Constraint::new(self, index, limits)
+    }
+}
+
+/// Prints the grammar in GBNF, as [`Grammar`] does (the checks have no GBNF form).
+impl std::fmt::Display for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.grammar.fmt(f)
+    }
+}
+
+impl ConstraintSource for Compiled {
+    fn grammar(&self) -> &Grammar {
+        &self.grammar
+    }
+
+    fn runtime_checks(&self) -> Option<Arc<dyn RuntimeChecks>> {
+        self.checks.clone().map(|c| c as Arc<dyn RuntimeChecks>)
+    }
+}
+
+/// `constraint` with the order hint of `schema` ([`order_hint`] under `options`) over the
+/// same vocabulary and limits: the one way schema callers attach it
+/// ([`Constraint::with_order_hint`]). Unchanged when the hint does not compile.
+pub fn with_order_hint(constraint: Constraint, schema: &Value, options: &Options) -> Constraint {
+    let hint = order_hint(schema, options)
+        .and_then(|g| Constraint::new(&g, Arc::clone(constraint.index()), constraint.limits()).ok());
+    match hint {
+        Some(hint) => constraint.with_order_hint(hint),
+        None => constraint,
+    }
+}
