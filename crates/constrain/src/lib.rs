@@ -5,7 +5,11 @@
 //!
 //! ## The pipeline
 //!
-//! Each stage is one module; callers may enter at any stage.
+//! Each stage is one module; callers may enter at any stage. This crate is a facade: the
+//! engine is the crate `constrain-core` (everything below but [`schema`] and [`check`]),
+//! and the JSON Schema front end is `constrain-jsonschema` ([`schema`] and [`check`], behind
+//! the default feature `schema`). Dependencies point one way: core ← JSON Schema ← this
+//! facade ← `constrain-llama` ← `constrain-cli`.
 //!
 //! ```text
 //!  JSON Schema ──schema──┐
@@ -31,7 +35,7 @@
 //! - [`sampling`]: logit warpers (penalties, temperature, top-k, top-p, min-p) and a seeded draw.
 //! - [`closing`]: closing mode, the policy that ends an output complete within a token budget.
 //!
-//! This crate is the engine only: it knows no model runtime and no command line. The
+//! None of these crates knows a model runtime or a command line. The
 //! llama.cpp decode loop is the crate `constrain-llama` (it drives a [`Matcher`] and a
 //! [`closing::Closer`]), and the `constrain` command line (generation, `eval`, `check`,
 //! `bench`, the differential fuzzer) is the crate `constrain-cli`; both depend on this one,
@@ -84,23 +88,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod automaton;
-pub mod check;
-pub mod closing;
-pub mod explain;
-pub mod grammar;
-pub mod limits;
-pub mod mask;
-pub mod matcher;
-pub mod sampling;
-pub mod schema;
-mod util;
-pub mod vocab;
-
-pub use limits::Limits;
-pub use mask::TokenIndex;
-pub use matcher::{Constraint, Liveness, Matcher};
-pub use vocab::{TokenId, Vocabulary};
+pub use constrain_core::{automaton, closing, explain, grammar, limits, mask, matcher, sampling, util, vocab};
+pub use constrain_core::{Constraint, Limits, Liveness, Matcher, TokenId, TokenIndex, Vocabulary};
+#[cfg(feature = "schema")]
+pub use constrain_jsonschema::{check, schema};

@@ -49,9 +49,10 @@ fn secret() -> &'static [u8; 192] {
     })
 }
 
-/// A 128-bit hash (XXH3-128 keyed by the process's [`secret`]) of `x`: the same within a
-/// process, different between processes.
-pub(crate) fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
+/// A 128-bit hash of `x` (XXH3-128 with a secret drawn once per process): the same within a
+/// process, different between processes, so no input can be crafted ahead of time to
+/// collide. The key of every cache in the engine, and of the front ends' memos.
+pub fn hash128<T: Hash + ?Sized>(x: &T) -> u128 {
     let mut h = Hasher128::new();
     h.add(x);
     h.finish128()

@@ -455,8 +455,8 @@ mod tests {
     #[test]
     fn dense_steps_flag_plain_targets() {
         let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).unwrap();
-        let p = Pda::build(grammar.grammar(), &Limits::default()).unwrap();
+        let grammar = crate::test_support::default_schema_grammar(&schema);
+        let p = Pda::build(&grammar, &Limits::default()).unwrap();
         let mut flagged = 0;
         for node in p.nodes.iter() {
             for byte in 0..=255u8 {

@@ -1,5 +1,5 @@
 //! Proving a prefix live: that some completion of the output so far passes the grammar
-//! *and* every run-time check ([`crate::check`]).
+//! *and* every run-time check (a [`crate::matcher::RuntimeChecks`]).
 //!
 //! The grammar alone is live by construction (every automaton state reaches the end), so a
 //! constraint without run-time checks needs no proof. With checks, the mask can allow a

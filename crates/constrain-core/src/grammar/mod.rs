@@ -1,6 +1,6 @@
 //! Stage 2 of the pipeline: the grammar, a context-free grammar over **bytes**.
 //!
-//! Input: built by [`crate::schema`] from a JSON Schema, by [`gbnf`] from GBNF text, or by
+//! Input: built by the JSON Schema front end (`constrain::schema`) from a schema, by [`gbnf`] from GBNF text, or by
 //! [`regex`] from a regular expression — or by hand with [`GrammarBuilder`].
 //! Output: a [`Grammar`], consumed by [`crate::automaton`], which turns every rule into a
 //! deterministic byte automaton and rule references into push/pop on a stack.
@@ -237,7 +237,7 @@ pub struct Rule {
 
 /// A context-free grammar over bytes, ready for [`crate::automaton`].
 ///
-/// Build one with [`GrammarBuilder`], [`crate::schema`] or [`gbnf::parse`].
+/// Build one with [`GrammarBuilder`], the JSON Schema front end (`constrain::schema::compile`) or [`gbnf::parse`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grammar {
     rules: Vec<Rule>,
@@ -260,8 +260,10 @@ pub struct Grammar {
 /// Words are printable ASCII without `"` or `\`, so each one has a single JSON spelling: its
 /// own bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct StringExclusion {
+pub struct StringExclusion {
+    /// The rule: a quote, then what `rest` matches except each word and a quote.
     pub rule: RuleId,
+    /// The rest of a JSON string, closing quote included.
     pub rest: RuleId,
     /// Sorted, distinct.
     pub words: Vec<Box<[u8]>>,
@@ -305,8 +307,9 @@ impl Grammar {
         self.size
     }
 
-    /// The rules recorded as a JSON string minus a few spellings.
-    pub(crate) fn exclusions(&self) -> &[StringExclusion] {
+    /// The rules recorded as a JSON string minus a few spellings (facts a front end gives
+    /// the mask stage: [`GrammarBuilder::note_exclusion`]).
+    pub fn exclusions(&self) -> &[StringExclusion] {
         &self.exclusions
     }
 
@@ -449,7 +452,7 @@ impl GrammarBuilder {
     /// Records that `rule` is a JSON string whose content is anything `rest` matches except
     /// `words` (see [`StringExclusion`]). Ignored unless every word is printable ASCII without
     /// `"` or `\`: the fact then only saves work, it never changes what the grammar matches.
-    pub(crate) fn note_exclusion(&mut self, rule: RuleId, rest: RuleId, words: &[&str]) {
+    pub fn note_exclusion(&mut self, rule: RuleId, rest: RuleId, words: &[&str]) {
         let plain = |w: &&str| w.bytes().all(|b| (0x20..0x7F).contains(&b) && b != b'"' && b != b'\\');
         if !words.iter().all(plain) || self.exclusions.iter().any(|e| e.rule == rule) {
             return;

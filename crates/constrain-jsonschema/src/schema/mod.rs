@@ -1084,4 +1084,6 @@ fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
 }
 
 #[cfg(test)]
+mod ecma_tests;
+#[cfg(test)]
 mod tests;

@@ -73,9 +73,9 @@ mod tests {
             "properties": {"ab": {"type": "integer"}, "abx": {}, "b": {}, "x1": {}, "": {}},
             "additionalProperties": {"type": "string"}
         });
-        let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).expect("compiles");
+        let grammar = crate::test_support::default_schema_grammar(&schema);
         let limits = Limits::default();
-        let pda = Pda::build(grammar.grammar(), &limits).expect("automaton");
+        let pda = Pda::build(&grammar, &limits).expect("automaton");
         let node_keys = NodeKeys::new(&pda);
         let words = index.vocab().mask_words();
         let nodes: Vec<u32> = (0..pda.nodes.len() as u32).filter(|&n| pda.excluded.at(n).is_some()).collect();

@@ -694,8 +694,8 @@ mod tests {
     fn text_closed_only_where_every_character_is_taken() {
         let limits = crate::Limits::default();
         let pda_of = |schema: serde_json::Value| {
-            let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).expect("compiles");
-            Pda::build(grammar.grammar(), &limits).expect("automaton")
+            let grammar = crate::test_support::default_schema_grammar(&schema);
+            Pda::build(&grammar, &limits).expect("automaton")
         };
         let closed_nodes = |pda: &Pda| (0..pda.nodes.len() as u32).filter(|&n| text_closed(pda, n)).count();
         // An unanchored pattern: its body takes any character until the match and after.
@@ -719,10 +719,9 @@ mod tests {
         // an iteration).
         let with_leads = |schema: serde_json::Value| {
             // Compact: the pretty indent is a loop of its own.
-            let options =
-                crate::schema::Options { whitespace: crate::schema::Whitespace::Compact, ..Default::default() };
-            let grammar = crate::schema::compile(&schema, &options).expect("compiles");
-            let pda = Pda::build(grammar.grammar(), &limits).expect("automaton");
+            let options = constrain::schema::Options::default().with_whitespace(constrain::schema::Whitespace::Compact);
+            let grammar = crate::test_support::schema_grammar(&schema, &options);
+            let pda = Pda::build(&grammar, &limits).expect("automaton");
             let loops: Vec<_> = pda.nodes.iter().filter_map(|n| n.repeat).collect();
             assert!(!loops.is_empty(), "{schema}: no loop in {}", pda.listing());
             loops.iter().map(|l| one_character(&pda, pda.rules[l.body as usize].start)).collect::<Vec<_>>()

@@ -209,8 +209,8 @@ mod tests {
             (serde_json::json!({"type": "string", "pattern": "^[ab][^b]*$"}), false),
         ];
         for (schema, search) in cases {
-            let grammar = crate::schema::compile(&schema, &crate::schema::Options::default()).expect("compiles");
-            let pda = Pda::build(grammar.grammar(), &limits).expect("automaton");
+            let grammar = crate::test_support::default_schema_grammar(&schema);
+            let pda = Pda::build(&grammar, &limits).expect("automaton");
             let (mut refusing, mut open) = (0, 0);
             for node in (0..pda.nodes.len() as u32).filter(|&n| !pda.nodes[n as usize].bytes.is_empty()) {
                 let context = [Frame { node, count: 0, parent: BOTTOM, depth: 0 }];

@@ -19,7 +19,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::python;
-use crate::automaton::exec::{Recognizer, Runner};
 use crate::automaton::Pda;
 use crate::schema::{compile, Options, Whitespace};
 use crate::Limits;
@@ -52,31 +51,34 @@ fn accepts(pda: &Pda, s: &str) -> bool {
 
 /// A random walk of `pda` from its start: each step takes one byte, uniformly, among those
 /// that keep a live prefix or end the text; a text that may end stops with chance 1/20.
-/// `None` when the walk runs past 2,000 bytes, or does not parse as a JSON string.
+/// `None` when the walk runs past 2,000 bytes, or does not parse as a JSON string. It runs
+/// a matcher over single-byte tokens: a byte it accepts keeps a live prefix or ends the text
+/// ([`constrain_core::Matcher::is_accepting`]), and the text can go on unless it is finished.
 fn walk(pda: &Pda, rng: &mut StdRng) -> Option<String> {
-    let mut r = Runner::new(pda, &Limits::default());
+    let index = crate::TokenIndex::new(crate::Vocabulary::bytes());
+    let constraint = crate::Constraint::from_pda(pda.clone(), index, &Limits::default());
+    let mut m = constraint.matcher();
     let mut text = Vec::new();
-    let mut accepting = r.is_accepting();
+    let mut accepting = m.is_accepting();
     while text.len() < 2_000 {
         if accepting && rng.random_bool(0.05) {
             return serde_json::from_slice(&text).ok();
         }
         let mut next = Vec::new();
         for b in 0..=255u8 {
-            let step = r.push_byte(b);
-            r.pop_bytes(1);
-            if step.alive || step.reached_end {
-                next.push((b, step));
+            if m.accept_bytes(&[b]).is_ok() {
+                next.push((b, m.is_accepting(), !m.is_finished()));
+                m.rollback(1).ok()?;
             }
         }
         if next.is_empty() {
             return accepting.then(|| serde_json::from_slice(&text).ok()).flatten();
         }
-        let (b, step) = next[rng.random_range(0..next.len())];
-        r.push_byte(b);
+        let (b, reached_end, alive) = next[rng.random_range(0..next.len())];
+        m.accept_bytes(&[b]).ok()?;
         text.push(b);
-        accepting = step.reached_end;
-        if !step.alive {
+        accepting = reached_end;
+        if !alive {
             return serde_json::from_slice(&text).ok();
         }
     }
