@@ -80,20 +80,20 @@ struct Compiled {
 /// Compiles `schema` with default options, run-time checks on or off.
 fn compile(schema: &Value, checks: bool) -> Result<Compiled, schema::Error> {
     let options = Options::default().with_runtime_checks(checks);
-    let (grammar, notes) = schema::compile_with_notes(schema, &options)?;
-    let checked = grammar.checks().map(|c| c.relaxed().iter().map(|r| r.keyword.clone()).collect());
-    let constraint = Constraint::new(&grammar, TokenIndex::new(Vocabulary::bytes()), &Limits::default())
+    let compiled = schema::compile(schema, &options)?;
+    let checked = compiled.checks().map(|c| c.relaxed().iter().map(|r| r.keyword.clone()).collect());
+    let constraint = Constraint::new(&compiled, TokenIndex::new(Vocabulary::bytes()), &Limits::default())
         .unwrap_or_else(|e| panic!("{schema}: no constraint: {e}"));
-    Ok(Compiled { constraint, checked, notes })
+    Ok(Compiled { constraint, checked, notes: compiled.notes().to_vec() })
 }
 
 /// Files of the compiler whose keyword lists name every keyword it knows, with the items to
 /// read in each: a function (`fn NAME`, its quoted strings) or a constant (`const NAME`).
-/// When the schema compiler moves (crate split), point these at its new home.
+/// Paths are relative to this crate; the schema compiler is the crate constrain-jsonschema.
 const KNOWN_KEYWORD_SOURCES: &[(&str, &[&str])] = &[
-    ("src/schema/mod.rs", &["fn is_constraint_keyword"]),
+    ("../constrain-jsonschema/src/schema/mod.rs", &["fn is_constraint_keyword"]),
     (
-        "src/schema/dialect.rs",
+        "../constrain-jsonschema/src/schema/dialect.rs",
         &["fn knows", "const SINGLE", "const ARRAYS", "const MAPS", "const COUNTS", "const INSTANCES", "const CONTENT"],
     ),
 ];
