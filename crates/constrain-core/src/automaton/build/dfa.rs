@@ -1,6 +1,11 @@
 //! Step 3 of the build: subset construction of a rule's NFA into a DFA, and which of its
 //! nodes reach a final node.
 
+use super::nfa::{ClosureScratch, Grouped, Nfa};
+use crate::automaton::{ByteEdge, CallEdge, Span};
+use crate::util::hash128;
+use rustc_hash::FxHashMap as HashMap;
+
 /// A determinised rule: nodes with local targets, their edges in two flat lists as in a
 /// [`Pda`].
 #[derive(Default)]
@@ -115,13 +120,13 @@ impl Dfa {
         (self.bytes.get(bytes.range()).unwrap_or(&[]), self.calls.get(calls.range()).unwrap_or(&[]))
     }
 
-    /// A structural hash: every node's encoding ([`super::keys::encode_parts`]), with local
+    /// A structural hash: every node's encoding ([`crate::automaton::keys::encode_parts`]), with local
     /// targets and callees by their local number.
     pub(super) fn shape(&self) -> u128 {
         let mut buf: Vec<u64> = Vec::with_capacity(self.nodes.len() * 4);
         for (i, &(is_final, _, _)) in self.nodes.iter().enumerate() {
             let (bytes, calls) = self.edges(i);
-            super::keys::encode_parts(&mut buf, is_final, bytes, calls, None, u64::from, u128::from);
+            crate::automaton::keys::encode_parts(&mut buf, is_final, bytes, calls, None, u64::from, u128::from);
         }
         hash128(&buf)
     }
@@ -220,4 +225,3 @@ impl Subsets {
         id
     }
 }
-

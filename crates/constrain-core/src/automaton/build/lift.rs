@@ -1,5 +1,10 @@
 //! Step 1 of the build: counted repetitions too large to unroll become loop rules.
 
+use crate::automaton::{Error, UNBOUNDED};
+use crate::grammar::Expr;
+use crate::Limits;
+use std::borrow::Cow;
+
 /// Deepest expression nesting accepted (guards the recursive construction), whatever
 /// [`Limits::max_nesting_depth`] says.
 pub(super) const MAX_EXPR_DEPTH: usize = 500;
@@ -84,4 +89,3 @@ impl Lifter<'_, '_> {
         })
     }
 }
-

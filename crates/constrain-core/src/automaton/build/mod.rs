@@ -1,20 +1,26 @@
 //! Building a [`Pda`] from a [`Grammar`]: lift large counted repetitions into loop rules,
 //! determinise each rule (Thompson NFA → subset construction), trim, check, fingerprint.
+//!
+//! The steps, one file each: `lift` (loop rules), `nfa` (Thompson construction), `dfa`
+//! (subset construction, co-reachability), `rule_cache` (determinised rules shared between
+//! grammars), `trim` (trimming, left recursion, dense tables, fingerprints). This file runs
+//! them in order ([`build`]).
 
-use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, Span, UNBOUNDED};
-use crate::grammar::{Expr, Grammar};
-use crate::util::cache::GenCache;
-use crate::util::hash128;
+use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, Span};
+use crate::grammar::Grammar;
 use crate::Limits;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 mod dfa;
 mod lift;
 mod nfa;
 mod rule_cache;
 mod trim;
+
+use dfa::Exceeded;
+use lift::{Lifted, Lifter, MAX_EXPR_DEPTH};
+use rule_cache::CanonicalRule;
+pub use rule_cache::{RuleCache, RULE_CACHE_BYTES};
 
 pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Result<Pda, Error> {
     let start_name = grammar.rule(grammar.start()).name.clone();
@@ -123,7 +129,6 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
     pda.excluded = super::ExcludedWords::locate(&pda, grammar.exclusions());
     Ok(pda)
 }
-
 
 /// Opens the fingerprint of a rule hashed by its shape, so that no rule hashed by its nodes
 /// (whose buffer opens with a salt and its start) shares it.

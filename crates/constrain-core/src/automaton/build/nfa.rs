@@ -1,5 +1,8 @@
 //! Step 2 of the build: a Thompson NFA per rule, its edges grouped by state.
 
+use super::lift::MAX_EXPR_DEPTH;
+use crate::grammar::Expr;
+
 /// A Thompson NFA for one rule. Edges are listed with their source state while the NFA
 /// is built ([`Nfa::add`]), then grouped by state in one pass ([`Nfa::seal`]): no list per
 /// state, so building one allocates a few buffers, not three per state.
@@ -221,4 +224,3 @@ pub(super) struct ClosureScratch {
     pub(super) generation: u32,
     pub(super) todo: Vec<u32>,
 }
-

@@ -1,5 +1,13 @@
 //! Determinised rules shared between grammars: canonical rule keys and the [`RuleCache`].
 
+use super::dfa::{determinise, Dfa, Exceeded};
+use super::nfa::Nfa;
+use crate::automaton::{ByteEdge, CallEdge, Span};
+use crate::grammar::Expr;
+use crate::util::cache::GenCache;
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// A rule body in canonical form: its expression serialised with rule references numbered
 /// by first appearance, so bodies that differ only in which rules they call (the JSON string
 /// of every schema, most enums, many objects) have equal keys and share one determinisation
@@ -185,4 +193,3 @@ impl CanonicalRule {
         }
     }
 }
-

@@ -1,6 +1,13 @@
 //! Step 4 of the build, on the whole automaton: trim unproductive and unreachable parts,
 //! refuse left recursion, add dense byte tables, fingerprint the rules.
 
+use super::dfa::CoReach;
+use super::nfa::Grouped;
+use super::{retain, Shapes, TAG_SHAPE};
+use crate::automaton::{Error, Node, Pda, DENSE_MIN_EDGES, NO_TARGET, PLAIN_TARGET};
+use crate::util::hash128;
+use rustc_hash::FxHashSet as HashSet;
+
 impl Pda {
     pub(super) fn rule_nodes(&self, r: usize) -> std::ops::Range<usize> {
         let start = self.rules[r].first_node as usize;
@@ -216,15 +223,15 @@ impl Pda {
     /// Gives nodes with many byte edges a byte-indexed target table (see [`Node::dense`]).
     pub(super) fn add_dense_tables(&mut self) {
         // Ids must leave the flag bit free (an automaton this large never fits in memory).
-        if self.nodes.len() >= super::PLAIN_TARGET as usize {
+        if self.nodes.len() >= PLAIN_TARGET as usize {
             return;
         }
         let plain: Vec<bool> = self.nodes.iter().map(Node::is_plain).collect();
         for node in &mut self.nodes {
-            if node.bytes.len() > super::DENSE_MIN_EDGES {
-                let mut table = Box::new([super::NO_TARGET; 256]);
+            if node.bytes.len() > DENSE_MIN_EDGES {
+                let mut table = Box::new([NO_TARGET; 256]);
                 for e in self.edges.get(node.bytes.range()).unwrap_or(&[]) {
-                    let flag = if plain.get(e.target as usize) == Some(&true) { super::PLAIN_TARGET } else { 0 };
+                    let flag = if plain.get(e.target as usize) == Some(&true) { PLAIN_TARGET } else { 0 };
                     for b in e.lo..=e.hi {
                         table[b as usize] = e.target | flag;
                     }
@@ -296,7 +303,7 @@ impl Pda {
         let base = self.rules[r].first_node;
         let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
         for i in self.rule_nodes(r) {
-            super::keys::encode_node(&mut buf, self, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
+            crate::automaton::keys::encode_node(&mut buf, self, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
         }
         hash128(&buf)
     }
