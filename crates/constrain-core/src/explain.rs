@@ -40,9 +40,9 @@ pub enum Verdict {
     Refused(u8),
     /// Every byte is allowed but the document cannot end there: it is a prefix.
     Incomplete,
-    /// A parse limit cut a path before the refusal: no verdict (the message names the limit
-    /// and how to raise it).
-    Limit(String),
+    /// A parse limit cut a path before the refusal: no verdict (the hit names the limits
+    /// and how to raise them).
+    Limit(crate::automaton::LimitHit),
 }
 
 /// See the module documentation.
@@ -72,6 +72,12 @@ impl Explanation {
 
     /// The explanation as one or two human-readable lines.
     pub fn render(&self) -> String {
+        self.render_with(|_| None)
+    }
+
+    /// [`Explanation::render`], naming a front end's option for each limit a
+    /// [`Verdict::Limit`] reports (see [`crate::automaton::LimitHit::message`]).
+    pub fn render_with(&self, flag: impl Fn(crate::automaton::ParseLimit) -> Option<&'static str>) -> String {
         let at = format!(
             "byte {} (line {}, column {}){}",
             self.offset,
@@ -84,7 +90,7 @@ impl Explanation {
             Verdict::Accepted => format!("accepted whole ({} bytes)", self.offset),
             Verdict::Refused(b) => format!("refused {} at {at}; allowed there: {allowed}", show_byte(*b)),
             Verdict::Incomplete => format!("incomplete: the document ends at {at}, but could continue with: {allowed}"),
-            Verdict::Limit(m) => format!("no verdict at {at}: {m}"),
+            Verdict::Limit(hit) => format!("no verdict at {at}: {}", hit.message(flag)),
         }
     }
 

@@ -285,7 +285,7 @@ pub enum Error {
     #[error("invalid schema: {0}")]
     Schema(#[from] constrain::schema::Error),
     /// The grammar could not be compiled against the model's vocabulary.
-    #[error("invalid constraint: {0}")]
+    #[error("invalid constraint: {}", matcher_text(.0))]
     Constraint(constrain::matcher::Error),
     /// The sampling settings are out of range.
     #[error(transparent)]
@@ -331,7 +331,7 @@ pub enum Error {
         backtracks: usize,
     },
     /// The matcher failed during generation.
-    #[error("matcher error: {0}")]
+    #[error("matcher error: {}", matcher_text(.0))]
     Matcher(constrain::matcher::Error),
     /// The finished output does not deserialize into the requested type.
     #[error("output does not deserialize into the requested type: {0}")]
@@ -400,6 +400,24 @@ pub fn normalize_schemars_formats(schema: &mut serde_json::Value) {
             Value::Array(items) => stack.extend(items.iter_mut()),
             _ => {}
         }
+    }
+}
+
+/// A matcher error as the command line shows it: a limit hit names the flag that raises each
+/// limit.
+fn matcher_text(e: &constrain::matcher::Error) -> String {
+    use constrain::automaton::ParseLimit;
+    match e {
+        constrain::matcher::Error::Limit(hit) => format!(
+            "matching limit exceeded: {}",
+            hit.message(|limit| match limit {
+                ParseLimit::Stacks => Some("--max-parse-stacks"),
+                ParseLimit::Depth => Some("--max-stack-depth"),
+                ParseLimit::Fuel => Some("--max-mask-fuel"),
+                _ => None,
+            })
+        ),
+        other => other.to_string(),
     }
 }
 

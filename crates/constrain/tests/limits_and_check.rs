@@ -31,7 +31,7 @@ fn a_limit_that_cuts_a_valid_path_is_reported() {
     // The stacks past the 256th are cut: those of the first alternatives, here.
     let err = m.accept_bytes(br#"{"k5":5}"#).unwrap_err();
     match &err {
-        Error::Limit(msg) => assert!(msg.contains("max_parse_stacks"), "{msg}"),
+        Error::Limit(hit) => assert!(hit.to_string().contains("max_parse_stacks"), "{hit}"),
         other => panic!("expected a limit error, got {other:?}"),
     }
     // An instance the limit does not cut is accepted, with the limit still on record.

@@ -7,7 +7,7 @@
 //! Output: exit 0 when the constraint accepts the whole document and may end there;
 //! otherwise exit [`EXIT_REJECTED`] (refused or incomplete) or [`EXIT_LIMIT`] (a parse limit
 //! cut a path: no verdict), with the explanation on stderr (see [`constrain::explain`]).
-use super::constraint_args::ConstraintArgs;
+use super::constraint_args::{limit_flag, ConstraintArgs};
 use super::{Failure, EXIT_USAGE};
 use anyhow::Context as _;
 use constrain::explain::{explain, show_byte, Verdict};
@@ -141,8 +141,8 @@ fn check_tokens(constraint: &Constraint, doc: &[u8], ids: &[u32], is_schema: boo
 fn fill(m: &mut constrain::Matcher, mask: &mut [u32], offset: usize) -> Result<Option<u8>, Failure> {
     match m.fill_mask(mask) {
         Ok(()) => Ok(None),
-        Err(constrain::matcher::Error::Limit(msg)) => {
-            eprintln!("limit hit: no verdict at byte {offset}: {msg}");
+        Err(constrain::matcher::Error::Limit(hit)) => {
+            eprintln!("limit hit: no verdict at byte {offset}: {}", hit.message(limit_flag));
             Ok(Some(EXIT_LIMIT))
         }
         Err(e) => Err(Failure::from(anyhow::anyhow!("matcher: {e}"))),
@@ -168,7 +168,7 @@ fn report_code(e: &constrain::explain::Explanation) -> u8 {
             EXIT_REJECTED
         }
         Verdict::Limit(_) => {
-            eprintln!("limit hit: {}", e.render());
+            eprintln!("limit hit: {}", e.render_with(limit_flag));
             EXIT_LIMIT
         }
     }

@@ -79,6 +79,18 @@ pub struct LimitArgs {
     pub max_mask_fuel: Option<u64>,
 }
 
+/// The flag that raises a parse limit, for messages about a
+/// [`constrain::automaton::LimitHit`] (`None`: the limit is fixed).
+pub fn limit_flag(limit: constrain::automaton::ParseLimit) -> Option<&'static str> {
+    use constrain::automaton::ParseLimit;
+    match limit {
+        ParseLimit::Stacks => Some("--max-parse-stacks"),
+        ParseLimit::Depth => Some("--max-stack-depth"),
+        ParseLimit::Fuel => Some("--max-mask-fuel"),
+        _ => None,
+    }
+}
+
 impl LimitArgs {
     /// The default limits with these flags applied.
     pub fn limits(&self) -> constrain::Limits {

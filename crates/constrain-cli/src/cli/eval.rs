@@ -639,7 +639,7 @@ fn explain_verdict(constraint: &Constraint, source: &Source, job: &Job, inst: &I
         let more = if shown.len() < text.len() { "…" } else { "" };
         format!("the constraint accepts the whole instance, which the schema rejects: {shown}{more}")
     } else {
-        e.render()
+        e.render_with(super::constraint_args::limit_flag)
     };
     format!("explain: {} instance {} ({what}): {detail}", job.id, inst.n)
 }

@@ -9,17 +9,9 @@
 //! callees of call edges (push), leave completed rules (pop), iterate or leave counted loops.
 //! The closure is an explicit work list, so its depth never follows user input.
 
+use super::cut::{Cut, CLOSURE_BUDGET};
 use super::Pda;
 use crate::Limits;
-
-/// [`Stacks::overflow_what`]: `Limits::max_stack_depth` cut a path.
-pub(crate) const CUT_DEPTH: u8 = 1;
-/// [`Stacks::overflow_what`]: `Limits::max_parse_stacks` cut a path.
-pub(crate) const CUT_STACKS: u8 = 2;
-/// [`Stacks::overflow_what`]: the fixed closure budget cut a path.
-pub(crate) const CUT_CLOSURE: u8 = 4;
-/// [`Stacks::overflow_what`]: `Limits::mask_fuel` ran out.
-pub(crate) const CUT_FUEL: u8 = 8;
 
 /// "No parent": the frame is the bottom of its stack.
 pub(crate) const BOTTOM: u32 = u32::MAX;
@@ -47,7 +39,10 @@ struct ClosureInfo {
 /// each mask computation; never shared.
 #[derive(Clone, Debug)]
 pub(crate) struct Stacks {
-    pub arena: Vec<Frame>,
+    arena: Vec<Frame>,
+    /// The lowest arena length since [`Stacks::take_low_water`] (`usize::MAX`: not
+    /// truncated since): what answers kept about frames must forget.
+    low_water: usize,
     work: Vec<Work>,
     closure: Vec<ClosureInfo>,
     /// The frames made by the current closure, once there are many (see [`Stacks::alloc`]).
@@ -58,18 +53,24 @@ pub(crate) struct Stacks {
     max_depth: u32,
     max_tops: usize,
     /// Work left ([`Limits::mask_fuel`]): a top moved over a byte or a closure item spends
-    /// one. At zero every step is cut ([`CUT_FUEL`]) until [`Stacks::refuel`].
+    /// one. At zero every step is cut ([`Cut::FUEL`]) until [`Stacks::refuel`].
     fuel: u64,
     /// What [`Stacks::refuel`] restores.
     fuel_limit: u64,
-    /// Set when a limit (stack depth, number of stacks) cut a path off.
-    pub overflow: bool,
-    /// Which limits cut a path off since `overflow` was last cleared: bits
-    /// [`CUT_DEPTH`], [`CUT_STACKS`], [`CUT_CLOSURE`].
-    pub overflow_what: u8,
+    /// Which limits cut a path off since the cut was last cleared or restored.
+    cut: Cut,
     /// The `count` of every frame that completed the bottom rule in the last step (how a
     /// relaxed loop's iteration count is reported to the mask precomputation).
-    pub reached_counts: Vec<u32>,
+    reached_counts: Vec<u32>,
+}
+
+/// A point of a [`Stacks`] to come back to ([`Stacks::mark`]): its arena length and the
+/// limits that had cut a path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[must_use]
+pub(crate) struct Mark {
+    arena_len: usize,
+    cut: Cut,
 }
 
 /// Marks a loop frame whose bounds are ignored (`count` then counts iterations started since
@@ -104,6 +105,7 @@ impl Stacks {
     pub fn new(limits: &Limits) -> Self {
         Stacks {
             arena: Vec::new(),
+            low_water: usize::MAX,
             work: Vec::new(),
             closure: Vec::new(),
             made: Default::default(),
@@ -113,9 +115,93 @@ impl Stacks {
             max_tops: limits.max_parse_stacks.max(1),
             fuel: limits.mask_fuel,
             fuel_limit: limits.mask_fuel,
-            overflow: false,
-            overflow_what: 0,
+            cut: Cut::NONE,
             reached_counts: Vec::new(),
+        }
+    }
+
+    /// The frame `id` of the arena, if it is there.
+    #[inline]
+    pub fn frame(&self, id: u32) -> Option<&Frame> {
+        self.arena.get(id as usize)
+    }
+
+    /// The whole arena (frames are found by index; see [`Frame::parent`]).
+    #[inline]
+    pub fn frames(&self) -> &[Frame] {
+        &self.arena
+    }
+
+    /// The limits that cut a path since the cut was last cleared.
+    #[inline]
+    pub fn cut(&self) -> Cut {
+        self.cut
+    }
+
+    /// Forgets the limits hit so far.
+    #[inline]
+    pub fn clear_cut(&mut self) {
+        self.cut = Cut::NONE;
+    }
+
+    /// The `count` of every frame that completed the bottom rule in the last step (how a
+    /// relaxed loop's iteration count reaches the mask precomputation).
+    #[inline]
+    pub fn reached_counts(&self) -> &[u32] {
+        &self.reached_counts
+    }
+
+    /// The current arena length and cut, for [`Stacks::restore`] or [`Stacks::rewind`].
+    #[inline]
+    pub fn mark(&self) -> Mark {
+        Mark { arena_len: self.arena.len(), cut: self.cut }
+    }
+
+    /// Back to `mark`: frames made since are dropped and the cut is the mark's again.
+    #[inline]
+    pub fn restore(&mut self, mark: Mark) {
+        self.truncate(mark.arena_len);
+        self.cut = mark.cut;
+    }
+
+    /// Drops the frames made since `mark`, keeping the limits hit since (a walk's cuts add
+    /// up over its branches).
+    #[inline]
+    pub fn rewind(&mut self, mark: Mark) {
+        self.truncate(mark.arena_len);
+    }
+
+    /// Empties the arena (the stacks are then unstarted) and clears the cut.
+    pub fn reset(&mut self) {
+        self.truncate(0);
+        self.cut = Cut::NONE;
+    }
+
+    /// Runs `f` with the cut cleared; returns its result and the limits it hit, which are
+    /// added to the cut from before.
+    #[inline]
+    pub fn with_own_cut<R>(&mut self, f: impl FnOnce(&mut Stacks) -> R) -> (R, Cut) {
+        let before = std::mem::take(&mut self.cut);
+        let r = f(self);
+        let own = self.cut;
+        self.cut = before | own;
+        (r, own)
+    }
+
+    /// The lowest arena length since the last call (`None`: not truncated since), so that
+    /// answers kept about frames forget those that were dropped; every truncation goes
+    /// through here, so no caller can miss one.
+    #[inline]
+    pub fn take_low_water(&mut self) -> Option<usize> {
+        let low = std::mem::replace(&mut self.low_water, usize::MAX);
+        (low != usize::MAX).then_some(low)
+    }
+
+    #[inline]
+    fn truncate(&mut self, len: usize) {
+        if len < self.arena.len() {
+            self.arena.truncate(len);
+            self.low_water = self.low_water.min(len);
         }
     }
 
@@ -141,8 +227,7 @@ impl Stacks {
         let cost = tops.len() as u64;
         if cost > self.fuel {
             self.fuel = 0;
-            self.overflow = true;
-            self.overflow_what |= CUT_FUEL;
+            self.cut |= Cut::FUEL;
             return false;
         }
         self.fuel -= cost;
@@ -232,8 +317,7 @@ impl Stacks {
         let mut budget = start_budget;
         while let Some(item) = work.pop() {
             if budget == 0 {
-                self.overflow = true;
-                self.overflow_what |= if by_fuel { CUT_FUEL } else { CUT_CLOSURE };
+                self.cut |= if by_fuel { Cut::FUEL } else { Cut::CLOSURE };
                 break;
             }
             budget -= 1;
@@ -257,8 +341,7 @@ impl Stacks {
                         let relaxed = fr.count & RELAXED != 0;
                         if relaxed || fr.count < l.max {
                             if fr.depth >= self.max_depth {
-                                self.overflow = true;
-                                self.overflow_what |= CUT_DEPTH;
+                                self.cut |= Cut::DEPTH;
                             } else {
                                 let ret = self.alloc(boundary, Frame { count: fr.count + 1, ..fr });
                                 self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
@@ -288,8 +371,7 @@ impl Stacks {
                         };
                         if !dup {
                             if n_out >= self.max_tops {
-                                self.overflow = true;
-                                self.overflow_what |= CUT_STACKS;
+                                self.cut |= Cut::STACKS;
                             } else {
                                 out.push(f);
                                 if n_out == ALLOC_SCAN {
@@ -306,8 +388,7 @@ impl Stacks {
                     for ci in 0..node.calls.len() {
                         let c = pda.calls(&pda.nodes[fr.node as usize])[ci];
                         if fr.depth >= self.max_depth {
-                            self.overflow = true;
-                            self.overflow_what |= CUT_DEPTH;
+                            self.cut |= Cut::DEPTH;
                             break;
                         }
                         let ret = self.alloc(boundary, Frame { node: c.ret, ..fr });
@@ -369,9 +450,6 @@ impl Stacks {
     }
 }
 
-/// Work items one closure may take whatever the fuel ([`CUT_CLOSURE`]).
-const CLOSURE_BUDGET: u64 = 1 << 20;
-
 /// One result of [`Recognizer::push_byte`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByteStep {
@@ -393,7 +471,7 @@ pub(crate) trait Recognizer {
 /// A [`Recognizer`] over a [`Pda`] starting from a given configuration.
 pub(crate) struct Runner<'p> {
     pda: &'p Pda,
-    pub stacks: Stacks,
+    stacks: Stacks,
     /// All tops, level after level.
     tops: Vec<u32>,
     /// Per pushed byte: (start of its tops in `tops`, arena length before it).
@@ -433,6 +511,12 @@ impl<'p> Runner<'p> {
         let start = self.tops.len();
         self.tops.extend(tops);
         self.levels.push((start, arena_len));
+    }
+
+    /// The runner's stacks (read only: the runner pushes and pops them).
+    #[inline]
+    pub fn stacks(&self) -> &Stacks {
+        &self.stacks
     }
 
     /// Tops of the current level.

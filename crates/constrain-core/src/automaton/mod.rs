@@ -45,6 +45,7 @@
 //! ```
 
 pub(crate) mod build;
+mod cut;
 pub mod distance;
 pub(crate) mod exec;
 pub(crate) mod keys;
@@ -54,6 +55,7 @@ use crate::util::ByteSet;
 use crate::Limits;
 
 pub use build::{RuleCache, RULE_CACHE_BYTES};
+pub use cut::{Cut, LimitHit, ParseLimit};
 pub(crate) use exec::Recognizer;
 
 /// Identifies a node (state) of a [`Pda`].
@@ -155,6 +157,36 @@ impl Node {
 }
 
 impl Pda {
+    /// The node `id` (an id from this automaton: its edges, frames and rules).
+    #[inline]
+    pub(crate) fn node(&self, id: u32) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    /// The node `id`, if this automaton has it.
+    #[inline]
+    pub(crate) fn get_node(&self, id: u32) -> Option<&Node> {
+        self.nodes.get(id as usize)
+    }
+
+    /// Every rule, by id.
+    #[cfg(test)]
+    pub(crate) fn rules(&self) -> &[RuleInfo] {
+        &self.rules
+    }
+
+    /// The rule `id` (its name, start node and fingerprint), if this automaton has it.
+    #[inline]
+    pub(crate) fn rule(&self, id: u32) -> Option<&RuleInfo> {
+        self.rules.get(id as usize)
+    }
+
+    /// Where the grammar's string exclusions are (see [`ExcludedWords`]).
+    #[inline]
+    pub(crate) fn excluded(&self) -> &ExcludedWords {
+        &self.excluded
+    }
+
     /// The byte edges of `node`.
     #[inline]
     pub(crate) fn bytes(&self, node: &Node) -> &[ByteEdge] {
@@ -236,14 +268,14 @@ pub(crate) struct RuleInfo {
 /// A byte-level pushdown automaton compiled from a [`Grammar`]; immutable and shareable.
 #[derive(Clone, Debug)]
 pub struct Pda {
-    pub(crate) nodes: Vec<Node>,
+    nodes: Vec<Node>,
     /// Every node's byte edges, a rule's nodes' together ([`Node::bytes`]).
-    pub(crate) edges: Vec<ByteEdge>,
+    edges: Vec<ByteEdge>,
     /// Every node's call edges ([`Node::calls`]).
-    pub(crate) call_edges: Vec<CallEdge>,
-    pub(crate) rules: Vec<RuleInfo>,
-    pub(crate) start_rule: u32,
-    pub(crate) excluded: ExcludedWords,
+    call_edges: Vec<CallEdge>,
+    rules: Vec<RuleInfo>,
+    start_rule: u32,
+    excluded: ExcludedWords,
 }
 
 /// Where the grammar's [`StringExclusion`](crate::grammar::StringExclusion) rules are in the

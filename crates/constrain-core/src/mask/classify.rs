@@ -16,9 +16,9 @@ pub(crate) struct Classified {
     pub(super) pending: Vec<(u32, u32, Cond)>,
     /// The largest number of loop iterations any condition above counts (0 without any).
     pub(super) max_iterations: u32,
-    /// The parse limits that cut a path while classifying (bits of `exec::CUT_*`): the
+    /// The parse limits that cut a path while classifying: the
     /// classification may then miss tokens, which [`Entry::cut`] reports at run time.
-    pub(super) cut: u8,
+    pub(super) cut: Cut,
 }
 
 /// The conditionally accepted tokens of a [`Classified`], in the form that derives an
@@ -49,7 +49,7 @@ impl Classified {
         let mut acc = Accepted::new(scratch.zeroed_bits(index.vocab.mask_words()), spare);
         let configs = &mut scratch.configs;
         let mut pending: Vec<(u32, u32, Cond)> = Vec::new();
-        let cut = std::cell::Cell::new(0u8);
+        let cut = std::cell::Cell::new(Cut::NONE);
         let walk = Walk { index, pda, limits, context, relaxed, cut: &cut };
         let text = &index.text;
         // Text tokens classified by groups, not listed in `acc` (see `ByCount::groups`).
@@ -57,7 +57,7 @@ impl Classified {
         // Tried where the top's own edges take a non-ASCII character (a string body):
         // elsewhere most text dies at once, and the walk is cheap.
         let string_body = |top: &Frame| {
-            pda.nodes.get(top.node as usize).is_some_and(|n| pda.bytes(n).iter().any(|e| e.hi >= 0xC2 && e.lo <= 0xF4))
+            pda.get_node(top.node).is_some_and(|n| pda.bytes(n).iter().any(|e| e.hi >= 0xC2 && e.lo <= 0xF4))
         };
         let first_chars = match relaxed {
             None if context.last().is_some_and(string_body) => {
@@ -334,7 +334,7 @@ mod tests {
                 conditional,
                 pending: Vec::new(),
                 max_iterations: 7,
-                cut: 0,
+                cut: Cut::NONE,
             };
             let listed = classified(Conditional::List(conditional.clone()));
             // Both ways of building the index: the conditions as generated (a token's may be

@@ -201,7 +201,7 @@ impl Configs {
         clear_small(&mut self.plain_exits);
         clear_small(&mut self.by_hash);
         self.reached_conds.clear();
-        self.base_len = runner.stacks.arena.len() as u32;
+        self.base_len = runner.stacks().frames().len() as u32;
         self.relaxed = relaxed;
         self.configs.push(Config { frames: 0..0, tops: 0..0, conds: 0..0, row: NO_ROW, computed: 0 });
         State::pack(Kind::of(self.intern(pda, runner, runner.current_tops())))
@@ -244,7 +244,7 @@ impl Configs {
     #[inline(always)]
     pub fn step(&mut self, pda: &Pda, runner: &mut Runner, state: State, byte: u8) -> State {
         let (next, reached) = match state.unpack() {
-            Kind::Plain { node, base } => match pda.step_to_plain(&pda.nodes[node as usize], byte) {
+            Kind::Plain { node, base } => match pda.step_to_plain(pda.node(node), byte) {
                 None => return State::DEAD,
                 Some((t, true)) => return State::pack(Kind::Plain { node: t, base }),
                 Some(_) => self.step_plain_exit(pda, runner, node, base, byte),
@@ -340,7 +340,7 @@ impl Configs {
         let mut moving = None;
         for &top in tops {
             let frame = self.frame(runner, config.frames.start as usize, top);
-            if let Some(t) = pda.step(&pda.nodes[frame.node as usize], byte) {
+            if let Some(t) = pda.step(pda.node(frame.node), byte) {
                 if moving.is_some() {
                     return None;
                 }
@@ -349,9 +349,7 @@ impl Configs {
         }
         match moving {
             None => Some(DEAD),
-            Some(t) if tops.len() == 1 && pda.nodes[t as usize].is_plain() && t & (PLAIN | REACHED) == 0 => {
-                Some(t | PLAIN)
-            }
+            Some(t) if tops.len() == 1 && pda.node(t).is_plain() && t & (PLAIN | REACHED) == 0 => Some(t | PLAIN),
             Some(_) => None,
         }
     }
@@ -361,7 +359,7 @@ impl Configs {
     #[inline]
     fn frame(&self, runner: &Runner, frames_start: usize, f: u32) -> Frame {
         if f < self.base_len {
-            runner.stacks.arena[f as usize]
+            runner.stacks().frames()[f as usize]
         } else {
             self.frames[frames_start + (f - self.base_len) as usize]
         }
@@ -393,7 +391,7 @@ impl Configs {
         let step = runner.push_byte(byte);
         let start = self.reached_conds.len() as u32;
         if step.reached_end {
-            let counts = &runner.stacks.reached_counts;
+            let counts = &runner.stacks().reached_counts();
             self.reached_conds.extend(counts.iter().map(|&count| Cond::of_count(count, false)));
         }
         let reached = start..self.reached_conds.len() as u32;
@@ -416,13 +414,13 @@ impl Configs {
         };
         let config = &self.configs[c as usize];
         let base = self.base_len;
-        let offset = runner.stacks.arena.len() as u32;
+        let offset = runner.stacks().frames().len() as u32;
         let frames = &self.frames[config.frames.start as usize..config.frames.end as usize];
         let tops = &self.tops[config.tops.start as usize..config.tops.end as usize];
         match (moved, tops) {
             // The single top is a context frame: the moved copy is the level's one frame.
             (Some(node), &[top]) if top < base => {
-                let frame = Frame { node, ..runner.stacks.arena[top as usize] };
+                let frame = Frame { node, ..runner.stacks().frames()[top as usize] };
                 runner.push_level(std::iter::once(frame), std::iter::once(offset));
             }
             _ => {
@@ -446,7 +444,7 @@ impl Configs {
         if tops.is_empty() {
             return DEAD;
         }
-        let arena = &runner.stacks.arena;
+        let arena = runner.stacks().frames();
         let base = self.base_len;
         // Number the frames the tops reach above the context, top first.
         self.order.clear();
@@ -490,7 +488,7 @@ impl Configs {
             while f != BOTTOM {
                 let fr = self.frame(runner, frames_start, f);
                 if fr.count & RELAXED != 0 {
-                    cond = Cond::of_count(fr.count, pda.nodes[fr.node as usize].repeat.is_some());
+                    cond = Cond::of_count(fr.count, pda.node(fr.node).repeat.is_some());
                     break;
                 }
                 f = fr.parent;

@@ -84,7 +84,7 @@ impl Context {
         let mut relaxed: Option<(usize, RelaxedLoop)> = None;
         let mut f = top_frame.parent;
         if let Some(frame) = arena.get(f as usize) {
-            if let Some(l) = pda.nodes[frame.node as usize].repeat {
+            if let Some(l) = pda.node(frame.node).repeat {
                 key = hash128(&(key, SALT_RELAXED, keys.loop_shape(frame.node)));
                 let r = RelaxedLoop { context_index: 0, count: frame.count, min: l.min, max: l.max };
                 relaxed = Some((self.chain.len(), r));
@@ -92,11 +92,11 @@ impl Context {
                 f = frame.parent;
             }
         }
-        let mut extend = relaxed.is_some() || pda.nodes[top_frame.node as usize].is_final;
+        let mut extend = relaxed.is_some() || pda.node(top_frame.node).is_final;
         let mut extra = 0;
         while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
             let frame = arena[f as usize];
-            let node = &pda.nodes[frame.node as usize];
+            let node = pda.node(frame.node);
             if relaxed.is_some() && node.repeat.is_some() {
                 // Below a relaxed loop, a counted loop ends the context (see above).
                 break;

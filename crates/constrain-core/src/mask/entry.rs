@@ -108,14 +108,14 @@ pub(crate) struct Entry {
     pub(super) accepted: TokenSet,
     /// Suffixes (after the context's bottom completed) to check against the real stack.
     pub(super) suffixes: Arc<ByteTrie>,
-    /// The parse limits that cut a path while classifying (bits of `exec::CUT_*`).
-    pub(super) cut: u8,
+    /// The parse limits that cut a path while classifying.
+    pub(super) cut: Cut,
 }
 
 impl Entry {
-    /// The parse limits that cut a path while this entry was classified (bits of
-    /// `exec::CUT_*`; 0 when the entry is exact).
-    pub fn cut(&self) -> u8 {
+    /// The parse limits that cut a path while this entry was classified (empty when the
+    /// entry is exact).
+    pub fn cut(&self) -> Cut {
         self.cut
     }
 
@@ -148,34 +148,34 @@ impl Entry {
         mask: &mut [u32],
         added: &mut Vec<u32>,
     ) {
-        let base_arena = stacks.arena.len();
+        let base = stacks.mark();
         let SuffixScratch { tops, levels, cur } = scratch;
         tops.clear();
         levels.clear();
         // If this completes the whole output, no tops remain and every suffix dies.
         stacks.pop_into(pda, bottom, tops);
-        levels.push((0, stacks.arena.len()));
+        levels.push((0, stacks.mark()));
         // The tops are closed: a first byte none of them has an edge on kills every stack
         // and completes nothing, and its subtree is skipped unstepped.
-        let live = pda.edge_bytes(tops.iter().filter_map(|&t| stacks.arena.get(t as usize)).map(|f| f.node));
+        let live = pda.edge_bytes(tops.iter().filter_map(|&t| stacks.frame(t)).map(|f| f.node));
         let trie = &self.suffixes;
         let (mut i, mut roots) = (0usize, 0usize);
         loop {
             i = trie.skip_dead_roots(i, &mut roots, &live);
             let Some(node) = trie.nodes.get(i) else { break };
             while levels.len() > node.depth as usize {
-                if let Some((start, arena_len)) = levels.pop() {
+                if let Some((start, mark)) = levels.pop() {
                     tops.truncate(start);
-                    stacks.arena.truncate(arena_len);
+                    stacks.rewind(mark);
                 }
             }
             let cur_start = levels.last().map_or(0, |l| l.0);
             let cur_end = tops.len();
             cur.clear();
             cur.extend_from_slice(&tops[cur_start..cur_end]);
-            let arena_len = stacks.arena.len();
+            let mark = stacks.mark();
             let reached = stacks.step(pda, cur, node.byte, tops);
-            levels.push((cur_end, arena_len));
+            levels.push((cur_end, mark));
             let alive = tops.len() > cur_end;
             if alive || reached {
                 for &id in trie.ids_at(node) {
@@ -185,7 +185,7 @@ impl Entry {
             }
             i = if alive { i + 1 } else { node.end as usize };
         }
-        stacks.arena.truncate(base_arena);
+        stacks.rewind(base);
         tops.clear();
         levels.clear();
     }
@@ -220,13 +220,17 @@ pub(crate) struct Scratch {
 /// every token's mask walks the same suffixes (`",`, `"}`, …) from the same frame, and is
 /// answered here after the first.
 ///
-/// Valid while the arena keeps the frames: [`SuffixMemo::forget_from`] must be called when
-/// the arena is truncated below frames that existed when answers were kept (a rollback).
+/// Valid while the arena keeps the frames: [`TokenIndex::fill`] passes the stacks' low-water
+/// mark ([`Stacks::take_low_water`]) to [`SuffixMemo::forget_from`] before reading it, so
+/// answers about frames a rollback dropped are forgotten whoever truncated the arena.
 #[derive(Debug, Default)]
 pub(crate) struct SuffixMemo {
     /// (entry key, frame below) → range of `ids`.
     answers: rustc_hash::FxHashMap<(u128, u32), (u32, u32)>,
     ids: Vec<u32>,
+    /// Above every frame an answer depends on: a truncation to this length or above
+    /// forgets nothing.
+    high: usize,
 }
 
 /// At most this many answers are kept by a [`SuffixMemo`] (then all are forgotten at once).
@@ -249,6 +253,9 @@ impl SuffixMemo {
         if ids.len() > MAX_SUFFIX_IDS {
             return;
         }
+        if below != BOTTOM {
+            self.high = self.high.max(below as usize + 1);
+        }
         let start = self.ids.len() as u32;
         self.ids.extend_from_slice(ids);
         self.answers.insert((key, below), (start, self.ids.len() as u32));
@@ -256,7 +263,11 @@ impl SuffixMemo {
 
     /// Forgets the answers that depend on frames at `arena_len` or above (after the arena
     /// was truncated to `arena_len`).
-    pub(crate) fn forget_from(&mut self, arena_len: usize) {
+    pub(super) fn forget_from(&mut self, arena_len: usize) {
+        if arena_len >= self.high {
+            return;
+        }
+        self.high = arena_len;
         self.answers.retain(|&(_, below), _| below == BOTTOM || (below as usize) < arena_len);
         if self.answers.is_empty() {
             self.ids.clear();
@@ -267,6 +278,7 @@ impl SuffixMemo {
     pub(crate) fn clear(&mut self) {
         self.answers.clear();
         self.ids.clear();
+        self.high = 0;
     }
 }
 
@@ -274,7 +286,7 @@ impl SuffixMemo {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SuffixScratch {
     pub(super) tops: Vec<u32>,
-    pub(super) levels: Vec<(usize, usize)>,
+    pub(super) levels: Vec<(usize, Mark)>,
     pub(super) cur: Vec<u32>,
 }
 

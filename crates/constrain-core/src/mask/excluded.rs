@@ -14,9 +14,9 @@ impl TokenIndex {
         frame: &Frame,
         scratch: &mut WalkScratch,
     ) -> Option<Entry> {
-        let (rest, words) = pda.excluded.at(frame.node)?;
+        let (rest, words) = pda.excluded().at(frame.node)?;
         // The frame's own byte edges take the first byte; its calls are tops of their own.
-        let node = &pda.nodes[frame.node as usize];
+        let node = pda.node(frame.node);
         let mut firsts = [0u64; 4];
         for b in 0..=255u8 {
             if pda.step(node, b).is_some() {
@@ -32,7 +32,7 @@ impl TokenIndex {
             let mut classified = Classified::compute(self, pda, node_keys, limits, &[like], None, scratch);
             classified.keep_first_bytes(self, first_byte);
             let classified = Arc::new(classified);
-            if classified.cut & CUT_FUEL != 0 {
+            if classified.cut.out_of_fuel() {
                 return classified;
             }
             self.cache.insert(key, Cached::Classified(classified.clone()), classified.memory_usage());
@@ -78,7 +78,7 @@ mod tests {
         let pda = Pda::build(&grammar, &limits).expect("automaton");
         let node_keys = NodeKeys::new(&pda);
         let words = index.vocab().mask_words();
-        let nodes: Vec<u32> = (0..pda.nodes.len() as u32).filter(|&n| pda.excluded.at(n).is_some()).collect();
+        let nodes: Vec<u32> = (0..pda.num_states() as u32).filter(|&n| pda.excluded().at(n).is_some()).collect();
         // The node after the quote (where the name "" ends), and one per prefix of the other
         // names: a, ab, abx, b, x, x1.
         assert_eq!(nodes.len(), 7, "{}", pda.listing());

@@ -228,8 +228,8 @@ impl TokenIndex {
     /// context's cached [`Entry`] accepts, plus the stack-dependent tokens the real stack
     /// accepts), computing and caching entries on a miss. The first context's set is
     /// written over the mask rather than cleared and OR-ed in: one pass over 16 KB instead
-    /// of two at 129k tokens. Returns the parse limits that cut a path (bits of
-    /// `exec::CUT_*`). `stacks` is restored; `scratch` holds the buffers, so a call on
+    /// of two at 129k tokens. Returns the parse limits that cut a path. `stacks` keeps its
+    /// frames (what a call adds is dropped again); `scratch` holds the buffers, so a call on
     /// cached states does not allocate.
     pub(crate) fn fill(
         &self,
@@ -238,15 +238,19 @@ impl TokenIndex {
         stacks: &mut Stacks,
         scratch: &mut Scratch,
         mask: &mut [u32],
-    ) -> u8 {
+    ) -> Cut {
+        // Answers about frames a rollback dropped are forgotten first.
+        if let Some(low) = stacks.take_low_water() {
+            scratch.suffix_memo.forget_from(low);
+        }
         let cap = self.max_token_len.saturating_add(1);
-        let mut cut = 0;
+        let mut cut = Cut::NONE;
         let mut written = false;
         for &top in tops {
-            scratch.context.build(target, cap, &stacks.arena, top);
+            scratch.context.build(target, cap, stacks.frames(), top);
             let entry = self.entry(target, &scratch.context, &mut scratch.walk);
             cut |= entry.cut();
-            if cut & CUT_FUEL != 0 {
+            if cut.out_of_fuel() {
                 // The mask is an error now: classifying the other tops would be wasted work.
                 break;
             }
@@ -258,7 +262,7 @@ impl TokenIndex {
             }
             if entry.has_suffixes() {
                 let bottom = scratch.context.bottom().unwrap_or(top);
-                let below = stacks.arena.get(bottom as usize).map_or(BOTTOM, |f| f.parent);
+                let below = stacks.frame(bottom).map_or(BOTTOM, |f| f.parent);
                 let key = scratch.context.key;
                 if let Some(ids) = scratch.suffix_memo.get(key, below) {
                     for &id in ids {
@@ -266,15 +270,15 @@ impl TokenIndex {
                     }
                     continue;
                 }
-                let cut_before = std::mem::take(&mut stacks.overflow_what);
                 let mut added = std::mem::take(&mut scratch.suffix_added);
                 added.clear();
-                entry.add_suffixes(target.pda, stacks, bottom, &mut scratch.suffixes, mask, &mut added);
+                let suffixes = &mut scratch.suffixes;
+                let ((), walk_cut) = stacks
+                    .with_own_cut(|stacks| entry.add_suffixes(target.pda, stacks, bottom, suffixes, mask, &mut added));
                 // A walk a limit cut short is not an answer to keep.
-                if stacks.overflow_what == 0 {
+                if walk_cut.is_empty() {
                     scratch.suffix_memo.insert(key, below, &added);
                 }
-                stacks.overflow_what |= cut_before;
                 scratch.suffix_added = added;
             }
         }
@@ -299,7 +303,7 @@ impl TokenIndex {
         if let (None, [frame]) = (relaxed, context) {
             if let Some(entry) = self.excluding_entry(pda, node_keys, limits, frame, scratch) {
                 let entry = Arc::new(entry);
-                if entry.cut & CUT_FUEL != 0 {
+                if entry.cut.out_of_fuel() {
                     return entry;
                 }
                 self.cache.insert(key, Cached::Entry(entry.clone()), entry.memory_usage());
@@ -310,7 +314,7 @@ impl TokenIndex {
             let relaxed_index = relaxed.map(|r| r.context_index);
             Arc::new(Classified::compute(self, pda, node_keys, limits, context, relaxed_index, scratch))
         });
-        if classified.cut & CUT_FUEL != 0 {
+        if classified.cut.out_of_fuel() {
             // Out of fuel: an error for this constraint's budget, not an entry to share with
             // constraints whose budget may be larger.
             return Arc::new(classified.derive(self, relaxed));

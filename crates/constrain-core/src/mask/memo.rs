@@ -99,7 +99,7 @@ pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[u32], chains: &mut 
 /// met after a walk's first byte hold many nodes no mask context ever names (every key an
 /// object may start with), and keying them was a tenth of JSONSchemaBench's mask time.
 fn position_key(pda: &Pda, node: u32) -> (u128, u32) {
-    match pda.nodes.get(node as usize).and_then(|n| pda.rules.get(n.rule as usize)) {
+    match pda.get_node(node).and_then(|n| pda.rule(n.rule)) {
         Some(r) => (r.fingerprint, node.wrapping_sub(r.first_node)),
         None => (0, node),
     }
@@ -136,7 +136,7 @@ impl StacksKeys {
             return key;
         }
         configs.materialize(state, runner);
-        let key = stacks_key(pda, &runner.stacks.arena, runner.current_tops(), &mut self.chains);
+        let key = stacks_key(pda, runner.stacks().frames(), runner.current_tops(), &mut self.chains);
         runner.pop_bytes(1);
         if self.known.len() < Self::MAX {
             self.known.push((state, key));

@@ -101,8 +101,9 @@ pub(crate) mod trie;
 mod viable;
 mod walk;
 
-use crate::automaton::exec::{Frame, Runner, Stacks, BOTTOM, CUT_FUEL, RELAXED};
+use crate::automaton::exec::{Frame, Mark, Runner, Stacks, BOTTOM, RELAXED};
 use crate::automaton::keys::NodeKeys;
+use crate::automaton::Cut;
 use crate::automaton::{Pda, Recognizer, RuleCache};
 use crate::util::cache::Memo;
 pub use crate::util::is_allowed;

@@ -432,7 +432,7 @@ fn walk_text(pda: &Pda, node: u32, mut visit: impl FnMut(&Node, Utf8State, u8, U
     let mut todo = vec![(node, BOUNDARY)];
     seen.insert((node, BOUNDARY));
     while let Some((n, state)) = todo.pop() {
-        let Some(at) = pda.nodes.get(n as usize) else { return false };
+        let Some(at) = pda.get_node(n) else { return false };
         for byte in 0..=255u8 {
             let Some(next) = text_step(state, byte) else { continue };
             match visit(at, state, byte, next) {
@@ -539,8 +539,8 @@ pub(crate) enum Exit {
 /// its number of characters, and another by where its first refused character is, given what
 /// follows the loop (the [`Exit`]).
 pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refused, u128, Exit)> {
-    let repeat = context.get(i).and_then(|f| pda.nodes.get(f.node as usize))?.repeat?;
-    let body = pda.rules.get(repeat.body as usize)?;
+    let repeat = context.get(i).and_then(|f| pda.get_node(f.node))?.repeat?;
+    let body = pda.rule(repeat.body)?;
     let (refused, walked) = one_character(pda, body.start)?;
     match &context[i + 1..] {
         [] => {}
@@ -549,7 +549,7 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refu
     }
     let exit = match i.checked_sub(1).and_then(|p| context.get(p)) {
         Some(parent) => {
-            let node = pda.nodes.get(parent.node as usize)?;
+            let node = pda.get_node(parent.node)?;
             if takes_no_text(pda, node) {
                 Exit::NoText
             } else if node.is_plain() {
@@ -568,7 +568,7 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refu
 fn callee_takes(pda: &Pda, node: &Node, byte: u8) -> Option<bool> {
     let mut takes = false;
     for call in pda.calls(node) {
-        let start = pda.rules.get(call.callee as usize).and_then(|r| pda.nodes.get(r.start as usize))?;
+        let start = pda.rule(call.callee).and_then(|r| pda.get_node(r.start))?;
         if start.is_final || !start.calls.is_empty() || start.repeat.is_some() {
             return None;
         }
@@ -620,7 +620,7 @@ fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
         if next != BOUNDARY {
             return Flow::Follow(t);
         }
-        let end = pda.nodes.get(t as usize);
+        let end = pda.get_node(t);
         if end.is_some_and(|e| e.is_final && e.bytes.is_empty() && e.calls.is_empty() && e.repeat.is_none()) {
             Flow::Stop
         } else {
@@ -634,7 +634,7 @@ fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
     if !mixed {
         return Some((refused, 0));
     }
-    let at = pda.nodes.get(node as usize)?;
+    let at = pda.get_node(node)?;
     let taken_leads = (0xC2..=0xF4u8).filter(|&b| pda.step(at, b).is_some()).fold(0, |leads, b| leads | lead_bit(b));
     Some((Refused { non_ascii: true, ..refused }, taken_leads))
 }
@@ -697,7 +697,7 @@ mod tests {
             let grammar = crate::test_support::default_schema_grammar(&schema);
             Pda::build(&grammar, &limits).expect("automaton")
         };
-        let closed_nodes = |pda: &Pda| (0..pda.nodes.len() as u32).filter(|&n| text_closed(pda, n)).count();
+        let closed_nodes = |pda: &Pda| (0..pda.num_states() as u32).filter(|&n| text_closed(pda, n)).count();
         // An unanchored pattern: its body takes any character until the match and after.
         let pda = pda_of(serde_json::json!({"type": "string", "pattern": "[0-9]{4}-[0-9]{2}"}));
         assert!(closed_nodes(&pda) > 0, "{}", pda.listing());
@@ -722,9 +722,12 @@ mod tests {
             let options = constrain::schema::Options::default().with_whitespace(constrain::schema::Whitespace::Compact);
             let grammar = crate::test_support::schema_grammar(&schema, &options);
             let pda = Pda::build(&grammar, &limits).expect("automaton");
-            let loops: Vec<_> = pda.nodes.iter().filter_map(|n| n.repeat).collect();
+            let loops: Vec<_> = (0..pda.num_states() as u32).filter_map(|n| pda.node(n).repeat).collect();
             assert!(!loops.is_empty(), "{schema}: no loop in {}", pda.listing());
-            loops.iter().map(|l| one_character(&pda, pda.rules[l.body as usize].start)).collect::<Vec<_>>()
+            loops
+                .iter()
+                .map(|l| one_character(&pda, pda.rule(l.body).map_or(u32::MAX, |r| r.start)))
+                .collect::<Vec<_>>()
         };
         let bodies = |schema: serde_json::Value| -> Vec<Option<Refused>> {
             with_leads(schema)

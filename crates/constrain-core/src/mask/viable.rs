@@ -63,14 +63,14 @@ fn text_nodes(pda: &Pda, context: &[Frame]) -> Option<Vec<u32>> {
             return None;
         }
         nodes.push(n);
-        let node = pda.nodes.get(n as usize)?;
+        let node = pda.get_node(n)?;
         todo.extend(pda.bytes(node).iter().filter(|e| edge_takes_text(e.lo, e.hi)).map(|e| e.target));
         for call in pda.calls(node) {
-            todo.push(pda.rules.get(call.callee as usize)?.start);
+            todo.push(pda.rule(call.callee)?.start);
             todo.push(call.ret);
         }
         if let Some(l) = node.repeat {
-            todo.push(pda.rules.get(l.body as usize)?.start);
+            todo.push(pda.rule(l.body)?.start);
         }
     }
     Some(nodes)
@@ -85,7 +85,7 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
     for &c in &DECODER_CUTS {
         cut[c as usize] = true;
     }
-    for node in nodes.iter().filter_map(|&n| pda.nodes.get(n as usize)) {
+    for node in nodes.iter().filter_map(|&n| pda.get_node(n)) {
         for e in pda.bytes(node) {
             cut[e.lo as usize] = true;
             cut[e.hi as usize + 1] = true;
@@ -94,8 +94,7 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
     // What a byte does: the decoder's step from each state, then each node's target.
     let signature = |b: u8| -> Vec<u32> {
         let decoder = (0..UTF8_STATES).map(|s| text_step(s, b).map_or(u32::MAX, u32::from));
-        let targets =
-            nodes.iter().map(|&n| pda.nodes.get(n as usize).and_then(|node| pda.step(node, b)).unwrap_or(u32::MAX));
+        let targets = nodes.iter().map(|&n| pda.get_node(n).and_then(|node| pda.step(node, b)).unwrap_or(u32::MAX));
         decoder.chain(targets).collect()
     };
     let mut classes: Vec<ByteClass> = Vec::new();
@@ -212,7 +211,7 @@ mod tests {
             let grammar = crate::test_support::default_schema_grammar(&schema);
             let pda = Pda::build(&grammar, &limits).expect("automaton");
             let (mut refusing, mut open) = (0, 0);
-            for node in (0..pda.nodes.len() as u32).filter(|&n| !pda.nodes[n as usize].bytes.is_empty()) {
+            for node in (0..pda.num_states() as u32).filter(|&n| !pda.node(n).bytes.is_empty()) {
                 let context = [Frame { node, count: 0, parent: BOTTOM, depth: 0 }];
                 let Some(refused) = first_char_refused(&pda, &limits, &context, &mut Configs::default()) else {
                     continue;

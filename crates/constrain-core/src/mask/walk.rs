@@ -8,9 +8,9 @@ pub(super) struct Walk<'a> {
     pub(super) limits: &'a Limits,
     pub(super) context: &'a [Frame],
     pub(super) relaxed: Option<usize>,
-    /// The parse limits that cut a path in any walk of this classification (bits of
-    /// [`crate::automaton::exec`]'s `CUT_*`), shared by the walks it makes.
-    pub(super) cut: &'a std::cell::Cell<u8>,
+    /// The parse limits that cut a path in any walk of this classification, shared by the
+    /// walks it makes.
+    pub(super) cut: &'a std::cell::Cell<Cut>,
 }
 
 impl Walk<'_> {
@@ -61,7 +61,7 @@ impl Walk<'_> {
                     // worth a memo.
                     let survivors = acc.always_count - count_start + pending.len() - pending_start;
                     // A limit may have cut this subtree short: such a walk is not replayed.
-                    if survivors >= MEMO_MIN_SURVIVORS && runner.stacks.overflow_what == 0 {
+                    if survivors >= MEMO_MIN_SURVIVORS && runner.stacks().cut().is_empty() {
                         let memo = SubtreeMemo::record(&trie.ids[ids], acc, &pending[pending_start..]);
                         index.store_subtree(key, memo);
                     }
@@ -120,7 +120,7 @@ impl Walk<'_> {
         }
         configs.shrink();
         whole.apply(index, &mut acc.always);
-        cut.set(cut.get() | runner.stacks.overflow_what);
+        cut.set(cut.get() | runner.stacks().cut());
     }
 
     /// The classes of the text tokens under the relaxed loop at `context[i]`, each of whose
@@ -268,7 +268,7 @@ impl PlainRun<'_> {
             let rel = node.depth as usize - base_depth;
             nodes_by_depth.truncate(rel);
             let from = nodes_by_depth[rel - 1];
-            match pda.step_to_plain(&pda.nodes[from as usize], node.byte) {
+            match pda.step_to_plain(pda.node(from), node.byte) {
                 None => {
                     if !self.crossings.is_empty() {
                         dead_subtree(trie, i, self.crossings, self.whole_stack, acc, pending);

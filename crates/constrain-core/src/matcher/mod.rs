@@ -57,9 +57,9 @@
 //! assert!(m.is_accepting());
 //! ```
 use crate::automaton::distance::{Distances, UNREACHABLE};
-use crate::automaton::exec::{Stacks, BOTTOM};
+use crate::automaton::exec::{Mark, Stacks, BOTTOM};
 use crate::automaton::keys::NodeKeys;
-use crate::automaton::Pda;
+use crate::automaton::{Cut, LimitHit, Pda};
 use crate::mask::{set_bit, Scratch, Target, TokenIndex};
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
@@ -229,15 +229,15 @@ fn single_byte_tokens(vocab: &crate::Vocabulary) -> [bool; 256] {
 struct Level {
     /// Where this level's tops start in `Matcher::tops`.
     tops_start: usize,
-    /// Arena length before this level was built (rollback truncates to it).
-    arena_len: usize,
+    /// The stacks before this level was built (rollback rewinds to it).
+    mark: Mark,
     /// The output so far is a complete string of the grammar.
     accepting: bool,
     /// EOS was accepted.
     finished: bool,
-    /// The parse limits that cut a path off at or before this level (bits of
-    /// `exec::CUT_*`); a refusal after such a cut may be the limit's doing.
-    cut: u8,
+    /// The parse limits that cut a path off at or before this level; a refusal after
+    /// such a cut may be the limit's doing.
+    cut: Cut,
 }
 
 /// Ends of an undeclared key that goes past a written name ([`Matcher::min_bytes_to_finish_checked`]),
@@ -267,7 +267,7 @@ pub struct Matcher {
     /// The buffers of mask computations.
     scratch: Scratch,
     /// Limits that cut a token's run-time check in the last [`Matcher::fill_mask`].
-    mask_cut: u8,
+    mask_cut: Cut,
     /// The run-time checks' tracker, when the constraint has checks.
     checker: Option<Box<dyn CheckTracker>>,
     /// [`Matcher::min_bytes_to_finish_checked`]'s buffer of key endings.
@@ -287,7 +287,7 @@ impl Matcher {
             cur: Vec::new(),
             next: Vec::new(),
             scratch,
-            mask_cut: 0,
+            mask_cut: Cut::NONE,
             checker,
             key_endings: Vec::new(),
         };
@@ -297,20 +297,19 @@ impl Matcher {
 
     /// Back to the start of the grammar (keeps the allocations).
     pub fn reset(&mut self) {
-        self.stacks.arena.clear();
+        self.stacks.reset();
         self.scratch.suffix_memo.clear();
         self.tops.clear();
         self.levels.clear();
-        self.clear_cut();
-        self.mask_cut = 0;
+        self.mask_cut = Cut::NONE;
         self.stacks.refuel();
         let mut accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
         if let Some(ch) = &mut self.checker {
             ch.reset();
             accepting = accepting && ch.end_ok();
         }
-        let cut = self.stacks.overflow_what;
-        self.levels.push(Level { tops_start: 0, arena_len: 0, accepting, finished: false, cut });
+        let cut = self.stacks.cut();
+        self.levels.push(Level { tops_start: 0, mark: Mark::default(), accepting, finished: false, cut });
     }
 
     fn level(&self) -> Level {
@@ -318,10 +317,10 @@ impl Matcher {
         debug_assert!(!self.levels.is_empty(), "a matcher without its first level");
         self.levels.last().copied().unwrap_or(Level {
             tops_start: 0,
-            arena_len: 0,
+            mark: Mark::default(),
             accepting: false,
             finished: true,
-            cut: 0,
+            cut: Cut::NONE,
         })
     }
 
@@ -344,12 +343,12 @@ impl Matcher {
             return Err(Error::MaskLength { got: mask.len(), expected: vocab.mask_words() });
         }
         let level = self.level();
-        self.mask_cut = 0;
+        self.mask_cut = Cut::NONE;
         if level.finished {
             mask.fill(0);
             return Ok(());
         }
-        self.clear_cut();
+        self.stacks.clear_cut();
         self.stacks.refuel();
         let target = Target { pda: &inner.pda, keys: &inner.node_key, limits: &inner.limits };
         let tops = self.tops.get(level.tops_start..).unwrap_or(&[]);
@@ -362,12 +361,12 @@ impl Matcher {
                 set_bit(mask, eos.0);
             }
         }
-        self.mask_cut = cut | self.stacks.overflow_what;
-        if self.mask_cut & crate::automaton::exec::CUT_FUEL != 0 {
+        self.mask_cut = cut | self.stacks.cut();
+        if self.mask_cut.out_of_fuel() {
             // A mask cut short by fuel may miss most of the valid tokens: an error, not a
             // narrower mask.
             mask.fill(0);
-            return Err(Error::Limit(limit_message(self.mask_cut, &self.constraint.inner.limits)));
+            return Err(Error::Limit(self.limit_hit(self.mask_cut)));
         }
         Ok(())
     }
@@ -388,7 +387,7 @@ impl Matcher {
             self.tops.extend_from_within(level.tops_start..);
             self.levels.push(Level {
                 tops_start,
-                arena_len: self.stacks.arena.len(),
+                mark: self.stacks.mark(),
                 accepting: true,
                 finished: true,
                 cut: level.cut,
@@ -417,23 +416,22 @@ impl Matcher {
     fn advance(&mut self, bytes: &[u8]) -> Result<(), Error> {
         let level = self.level();
         let pda = &self.constraint.inner.pda;
-        let arena_len = self.stacks.arena.len();
+        let mark = self.stacks.mark();
         self.cur.clear();
         self.cur.extend_from_slice(&self.tops[level.tops_start..]);
         let mut accepting = level.accepting;
-        self.mask_cut = 0;
-        self.stacks.overflow = false;
-        self.stacks.overflow_what = 0;
+        self.mask_cut = Cut::NONE;
+        self.stacks.clear_cut();
         for (i, &b) in bytes.iter().enumerate() {
             self.next.clear();
             self.stacks.refuel();
             let reached = self.stacks.step(pda, &self.cur, b, &mut self.next);
             let last = i + 1 == bytes.len();
             if self.next.is_empty() && !(reached && last) {
-                self.stacks.arena.truncate(arena_len);
-                let cut = level.cut | self.stacks.overflow_what;
-                if cut != 0 {
-                    return Err(Error::Limit(limit_message(cut, &self.constraint.inner.limits)));
+                let cut = level.cut | self.stacks.cut();
+                self.stacks.rewind(mark);
+                if !cut.is_empty() {
+                    return Err(Error::Limit(self.limit_hit(cut)));
                 }
                 return Err(Error::RejectedBytes);
             }
@@ -442,15 +440,15 @@ impl Matcher {
         }
         if let Some(ch) = &mut self.checker {
             if !ch.advance(bytes) {
-                self.stacks.arena.truncate(arena_len);
+                self.stacks.rewind(mark);
                 return Err(Error::RejectedBytes);
             }
             accepting = accepting && ch.end_ok();
         }
         let tops_start = self.tops.len();
         self.tops.extend_from_slice(&self.cur);
-        let cut = level.cut | self.stacks.overflow_what;
-        self.levels.push(Level { tops_start, arena_len, accepting, finished: false, cut });
+        let cut = level.cut | self.stacks.cut();
+        self.levels.push(Level { tops_start, mark, accepting, finished: false, cut });
         Ok(())
     }
 
@@ -463,11 +461,10 @@ impl Matcher {
         for _ in 0..n {
             if let Some(l) = self.levels.pop() {
                 self.tops.truncate(l.tops_start);
-                self.stacks.arena.truncate(l.arena_len);
+                // The mask's memo of stack-dependent tokens learns of the dropped frames
+                // from the stacks ([`Stacks::take_low_water`]).
+                self.stacks.rewind(l.mark);
             }
-        }
-        if n > 0 {
-            self.scratch.suffix_memo.forget_from(self.stacks.arena.len());
         }
         if let Some(ch) = &mut self.checker {
             ch.rollback(n);
@@ -502,15 +499,15 @@ impl Matcher {
             return out;
         }
         let pda = &self.constraint.inner.pda;
-        let arena_len = self.stacks.arena.len();
+        let mark = self.stacks.mark();
         self.cur.clear();
         self.cur.extend_from_slice(&self.tops[level.tops_start..]);
         let mut accepting = level.accepting;
         while !accepting && out.len() < MAX_FORCED {
             let mut only: Option<u8> = None;
             let mut single = !self.cur.is_empty();
-            for &t in &self.cur {
-                for e in pda.bytes(&pda.nodes[self.stacks.arena[t as usize].node as usize]) {
+            for frame in self.cur.iter().filter_map(|&t| self.stacks.frame(t)) {
+                for e in pda.bytes(pda.node(frame.node)) {
                     if e.lo != e.hi || only.is_some_and(|b| b != e.lo) {
                         single = false;
                     }
@@ -527,7 +524,7 @@ impl Matcher {
                 break;
             }
         }
-        self.stacks.arena.truncate(arena_len);
+        self.stacks.restore(mark);
         if let Some(ch) = &mut self.checker {
             // Bytes that would complete a checked value are left to the mask.
             let keep = ch.unchecked_prefix(&out);
@@ -559,7 +556,7 @@ impl Matcher {
             let mut sum = 0u64;
             let mut f = top;
             while f != BOTTOM && sum < best.1 {
-                let Some(frame) = self.stacks.arena.get(f as usize) else { break };
+                let Some(frame) = self.stacks.frame(f) else { break };
                 sum = sum.saturating_add(dist.of_frame(&inner.pda, frame));
                 f = frame.parent;
             }
@@ -663,7 +660,7 @@ impl Matcher {
         let done = self.level().accepting
             || self.nearest_top().is_some_and(|(top, _)| {
                 let mut f = top;
-                while let Some(frame) = self.stacks.arena.get(f as usize) {
+                while let Some(frame) = self.stacks.frame(f) {
                     frames.push((frame.node, frame.count));
                     f = frame.parent;
                 }
@@ -768,20 +765,19 @@ impl Matcher {
     /// the side of rejecting. Callers that see a refusal (a masked-out token, no EOS where
     /// the document should end) must check this before calling the refusal a verdict.
     pub fn hit_limit(&self) -> bool {
-        (self.level().cut | self.mask_cut) != 0
+        !(self.level().cut | self.mask_cut).is_empty()
     }
 
     /// The limit error describing [`Matcher::hit_limit`] (which limit, and the [`Limits`]
     /// field that raises it); `None` when no limit was hit.
     pub fn limit_error(&self) -> Option<Error> {
         let cut = self.level().cut | self.mask_cut;
-        (cut != 0).then(|| Error::Limit(limit_message(cut, &self.constraint.inner.limits)))
+        (!cut.is_empty()).then(|| Error::Limit(self.limit_hit(cut)))
     }
 
-    /// Forgets the limits hit by earlier stack operations (each level keeps its own).
-    fn clear_cut(&mut self) {
-        self.stacks.overflow = false;
-        self.stacks.overflow_what = 0;
+    /// The error of the limits in `cut`, with the budgets of this matcher's [`Limits`].
+    fn limit_hit(&self, cut: Cut) -> LimitHit {
+        LimitHit::new(cut, &self.constraint.inner.limits)
     }
 }
 
@@ -791,34 +787,6 @@ impl Drop for Matcher {
         let scratch = std::mem::take(&mut self.scratch);
         self.constraint.inner.index.recycle_scratch(scratch);
     }
-}
-
-/// Names the limits in `cut` (bits of `exec::CUT_*`) and how to raise each.
-fn limit_message(cut: u8, limits: &Limits) -> String {
-    use crate::automaton::exec::{CUT_CLOSURE, CUT_DEPTH, CUT_FUEL, CUT_STACKS};
-    let mut parts = Vec::new();
-    if cut & CUT_STACKS != 0 {
-        parts.push(format!(
-            "more than {} parallel parse stacks (raise Limits::max_parse_stacks; flag `--max-parse-stacks`)",
-            limits.max_parse_stacks
-        ));
-    }
-    if cut & CUT_DEPTH != 0 {
-        parts.push(format!(
-            "stack deeper than {} (raise Limits::max_stack_depth; flag `--max-stack-depth`)",
-            limits.max_stack_depth
-        ));
-    }
-    if cut & CUT_CLOSURE != 0 {
-        parts.push("the closure work budget of 2^20 items (fixed; simplify the grammar)".to_string());
-    }
-    if cut & CUT_FUEL != 0 {
-        parts.push(format!(
-            "more than {} steps of mask work (raise Limits::mask_fuel; flag `--max-mask-fuel`)",
-            limits.mask_fuel
-        ));
-    }
-    format!("a parse limit cut a possibly valid path: {}", parts.join("; "))
 }
 
 /// Why a constraint could not be built or a matcher step failed.
@@ -853,9 +821,9 @@ pub enum Error {
     /// The matcher already accepted EOS.
     #[error("the output is already finished")]
     Finished,
-    /// Parse budget exceeded (stack too deep or too ambiguous).
+    /// Parse budget exceeded (stack too deep or too ambiguous): which limits cut a path.
     #[error("matching limit exceeded: {0}")]
-    Limit(String),
+    Limit(LimitHit),
     /// Bug guard: an internal inconsistency, reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(String),
@@ -1147,11 +1115,12 @@ mod tests {
         let g = &grammars()[1];
         let built = || Pda::build(g, &Limits::default()).unwrap();
         let (a, b) = (built(), built());
-        let value = a.rules.iter().position(|r| r.name == "value").expect("the recursive rule");
-        assert_eq!(a.rules[value].fingerprint, b.rules[value].fingerprint, "same salt in fresh caches");
+        let value = a.rules().iter().position(|r| r.name == "value").expect("the recursive rule");
+        assert_eq!(a.rules()[value].fingerprint, b.rules()[value].fingerprint, "same salt in fresh caches");
         let bound = [a, b].map(|p| Constraint::from_pda(p, index.clone(), &Limits::default()));
         let compiled = [(), ()].map(|()| Constraint::new(g, index.clone(), &Limits::default()).unwrap());
-        let fps: Vec<u128> = bound.iter().chain(&compiled).map(|c| c.pda().rules[value].fingerprint).collect();
+        let fps: Vec<u128> =
+            bound.iter().chain(&compiled).map(|c| c.pda().rule(value as u32).map_or(0, |r| r.fingerprint)).collect();
         for (i, x) in fps.iter().enumerate() {
             assert!(fps[i + 1..].iter().all(|y| y != x), "fingerprints {fps:x?}");
         }
