@@ -1,5 +1,9 @@
-use super::*;
+use super::classify::Classified;
+use super::entry::Entry;
+use super::memo::SubtreeMemo;
+use super::trie::ByteTrie;
 use crate::util::cache::GenCache;
+use std::sync::Arc;
 
 /// What a key of the shared mask [`Cache`] names: the same 128-bit key may name values of
 /// different kinds (an entry and the classification it derives from share a key when no

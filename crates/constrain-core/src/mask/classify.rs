@@ -1,4 +1,14 @@
-use super::*;
+use super::configs::Configs;
+use super::entry::{Entry, TokenSet};
+use super::index::TokenIndex;
+use super::relaxed::{ByCount, Cond, RelaxedLoop};
+use super::text;
+use super::walk::{Accepted, Walk};
+use crate::automaton::exec::Frame;
+use crate::automaton::keys::NodeKeys;
+use crate::automaton::{Cut, Pda};
+use crate::util::{clear_bits, hash128, or_into};
+use crate::Limits;
 
 /// The vocabulary classified for one context, before a relaxed loop's count is applied.
 #[derive(Debug)]
@@ -298,6 +308,7 @@ impl WalkScratch {
 mod tests {
     use super::*;
     use crate::mask::relaxed::conditions_adjacent;
+    use crate::util::set_bit;
     use proptest::prelude::*;
     use rustc_hash::FxHashMap as HashMap;
 

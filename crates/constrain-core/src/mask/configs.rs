@@ -20,7 +20,7 @@
 //! configurations are the same one only if those are equal, so a step read from the table is
 //! exactly the step the runner would take.
 
-use super::Cond;
+use super::relaxed::Cond;
 use crate::automaton::exec::{Frame, Recognizer, Runner, BOTTOM, RELAXED};
 use crate::automaton::Pda;
 use crate::util::ByteSet;

@@ -1,4 +1,12 @@
-use super::*;
+use super::cache::{Cached, ALIAS_BYTES};
+use super::classify::WalkScratch;
+use super::context::Context;
+use super::index::TokenIndex;
+use super::trie::ByteTrie;
+use crate::automaton::exec::{Mark, Stacks, BOTTOM};
+use crate::automaton::{Cut, Pda};
+use crate::util::{hash128, or_into, set_bit};
+use std::sync::Arc;
 
 impl TokenIndex {
     /// The trie of the suffixes `token[j..]` of the stack-dependent tokens `pending` (id,
@@ -24,7 +32,7 @@ impl TokenIndex {
 
 /// A set of token ids in the form that fits: a sorted list when small, a bitset when large.
 #[derive(Clone, Debug)]
-pub(crate) enum TokenSet {
+pub(super) enum TokenSet {
     List(Box<[u32]>),
     Bits(Box<[u32]>),
 }
@@ -103,7 +111,7 @@ impl TokenSet {
 
 /// The precomputed classification of the vocabulary for one context.
 #[derive(Debug)]
-pub(crate) struct Entry {
+pub(super) struct Entry {
     /// Tokens the context consumes whole.
     pub(super) accepted: TokenSet,
     /// Suffixes (after the context's bottom completed) to check against the real stack.
@@ -139,7 +147,7 @@ impl Entry {
     /// Adds the stack-dependent tokens whose suffix the real stack accepts: completes the
     /// context's bottom frame `bottom` in the real `stacks` and walks the suffix trie from
     /// there, also appending each added id to `added`. The arena is restored afterwards.
-    pub fn add_suffixes(
+    pub(super) fn add_suffixes(
         &self,
         pda: &Pda,
         stacks: &mut Stacks,
@@ -206,11 +214,18 @@ pub(crate) struct Scratch {
     /// For [`Entry::add_suffixes`].
     pub(super) suffixes: SuffixScratch,
     /// What [`Entry::add_suffixes`] added on this matcher's stacks.
-    pub(crate) suffix_memo: SuffixMemo,
+    pub(super) suffix_memo: SuffixMemo,
     /// The ids one [`Entry::add_suffixes`] call added (a buffer).
     pub(super) suffix_added: Vec<u32>,
     /// For the walks of a cache miss.
     pub(super) walk: WalkScratch,
+}
+
+impl Scratch {
+    /// Forgets what was learnt about one matcher's stacks (when it starts over).
+    pub(crate) fn forget_stacks(&mut self) {
+        self.suffix_memo.clear();
+    }
 }
 
 /// The stack-dependent tokens [`Entry::add_suffixes`] added on one matcher's real stacks,
@@ -224,7 +239,7 @@ pub(crate) struct Scratch {
 /// mark ([`Stacks::take_low_water`]) to [`SuffixMemo::forget_from`] before reading it, so
 /// answers about frames a rollback dropped are forgotten whoever truncated the arena.
 #[derive(Debug, Default)]
-pub(crate) struct SuffixMemo {
+pub(super) struct SuffixMemo {
     /// (entry key, frame below) → range of `ids`.
     answers: rustc_hash::FxHashMap<(u128, u32), (u32, u32)>,
     ids: Vec<u32>,
@@ -275,7 +290,7 @@ impl SuffixMemo {
     }
 
     /// Forgets every answer.
-    pub(crate) fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.answers.clear();
         self.ids.clear();
         self.high = 0;
@@ -284,7 +299,7 @@ impl SuffixMemo {
 
 /// Reusable buffers for [`Entry::add_suffixes`], so the per-token path does not allocate.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct SuffixScratch {
+pub(super) struct SuffixScratch {
     pub(super) tops: Vec<u32>,
     pub(super) levels: Vec<(usize, Mark)>,
     pub(super) cur: Vec<u32>,

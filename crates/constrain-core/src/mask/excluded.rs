@@ -1,4 +1,13 @@
-use super::*;
+use super::cache::Cached;
+use super::classify::{Classified, WalkScratch};
+use super::entry::Entry;
+use super::index::TokenIndex;
+use crate::automaton::exec::{Frame, BOTTOM};
+use crate::automaton::keys::NodeKeys;
+use crate::automaton::Pda;
+use crate::util::hash128;
+use crate::Limits;
+use std::sync::Arc;
 
 impl TokenIndex {
     /// The entry of a context whose single frame is at a node of a string-exclusion rule
@@ -45,6 +54,8 @@ impl TokenIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mask::entry::TokenSet;
+    use crate::vocab::Vocabulary;
 
     fn ids_of(set: &TokenSet, words: usize) -> Vec<u32> {
         let mut mask = vec![0u32; words];

@@ -1,6 +1,22 @@
-use super::*;
+use super::cache::{Cache, Cached, ALIAS_BYTES};
+use super::classify::{Classified, WalkScratch};
+use super::configs::Configs;
+use super::context::{Context, Target};
+use super::entry::{Entry, Scratch};
+use super::text;
+use super::text::TextTokens;
+use super::trie::ByteTrie;
+use super::viable;
+use crate::automaton::exec::{Frame, Stacks, BOTTOM};
+use crate::automaton::keys::NodeKeys;
+use crate::automaton::{Cut, Pda, RuleCache};
+use crate::util::cache::Memo;
+use crate::util::{clear_bits, hash128, or_into, set_bit, ByteSet};
+use crate::vocab::Vocabulary;
+use crate::Limits;
 use crate::TokenId;
 use std::any::Any;
+use std::sync::Arc;
 
 /// In [`TokenIndex::fewest_tokens`]: no tokens spell these bytes.
 pub const NO_SPELLING: u32 = u32::MAX;

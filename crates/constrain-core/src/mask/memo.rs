@@ -1,4 +1,13 @@
-use super::*;
+use super::cache::Cached;
+use super::configs::{Configs, State};
+use super::index::TokenIndex;
+use super::relaxed::Cond;
+use super::walk::{Accepted, WholeSubtrees};
+use crate::automaton::exec::{Frame, Runner, BOTTOM};
+use crate::automaton::Pda;
+use crate::automaton::Recognizer;
+use crate::util::{hash128, is_allowed, Hasher128};
+use std::sync::Arc;
 
 /// The outcome of walking the descendants of one first-byte trie node from one parse state:
 /// which of their tokens were accepted (see [`SubtreeAccepted`]) and which became

@@ -1,4 +1,9 @@
-use super::*;
+use super::entry::TokenSet;
+use super::text;
+use super::text::TextTokens;
+use crate::automaton::exec::RELAXED;
+use crate::util::{is_allowed, set_bit};
+use std::sync::Arc;
 
 /// The loop frame of a mask context whose count is handled by derivation instead of by
 /// separate classification: its position in the context (bottom first), its actual count

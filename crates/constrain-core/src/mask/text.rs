@@ -24,8 +24,9 @@
 //!
 //! Either way the classification comes out the same as a walk of every token.
 
+use super::relaxed::Cond;
 use super::trie::ByteTrie;
-use super::{Accepted, Cond};
+use super::walk::Accepted;
 use crate::automaton::exec::Frame;
 use crate::automaton::{Node, Pda};
 use crate::vocab::Vocabulary;
@@ -381,7 +382,7 @@ impl ByChars {
         let mut groups = Vec::new();
         for (g, conds) in self.conds.iter().enumerate().filter(|&(g, _)| self.grouped(g)) {
             let lo = exits.len() as u32;
-            let mut inside = super::ONLY_EXITS;
+            let mut inside = super::relaxed::ONLY_EXITS;
             for &c in conds {
                 match c {
                     Cond::Inside(n) => inside = inside.min(n),

@@ -1,4 +1,14 @@
-use super::*;
+use super::configs::{Configs, State};
+use super::index::TokenIndex;
+use super::memo::{state_key, StacksKeys, SubtreeMemo, MEMO_MIN_SURVIVORS};
+use super::relaxed::Cond;
+use super::text;
+use super::trie::ByteTrie;
+use crate::automaton::exec::{Frame, Runner, BOTTOM, RELAXED};
+use crate::automaton::{Cut, Pda};
+use crate::util::or_into;
+use crate::Limits;
+use std::sync::Arc;
 
 /// One classification's walk: the context and what it runs over.
 #[derive(Clone, Copy)]

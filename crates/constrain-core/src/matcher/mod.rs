@@ -283,7 +283,7 @@ impl Matcher {
     /// Back to the start of the grammar (keeps the allocations).
     pub fn reset(&mut self) {
         self.stacks.reset();
-        self.scratch.suffix_memo.clear();
+        self.scratch.forget_stacks();
         self.tops.clear();
         self.levels.clear();
         self.mask_cut = Cut::NONE;
