@@ -1,0 +1,242 @@
+//! The incremental JSON tracker behind the run-time checks: where each open value is, which
+//! checked positions apply to it, and the validation of each value the moment it completes.
+//!
+//! One [`Checker`] per matcher. It keeps the output text, a small stack of open containers
+//! with the *set* of schema positions that apply to each (interned in [`Sets`]), and one
+//! snapshot per accepted token for rollback. The constraint's grammar guarantees the text is
+//! JSON, so the tracker only follows structure; it never judges syntax.
+//!
+//! The parts: [`lex`] follows the JSON structure byte by byte and validates completed
+//! values; [`keys`] decides object keys early (repeats, closed objects); [`filter`] clears a
+//! mask's tokens that would fail a check; [`stats`] is the per-vocabulary token data the
+//! filter reads; [`sets`] interns the sets of schema positions.
+
+use crate::check::ValueChecks;
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
+
+mod filter;
+mod keys;
+mod lex;
+mod sets;
+mod stats;
+
+use filter::Plan;
+use filter::Reuse;
+use keys::viable;
+use keys::KeyMemo;
+use lex::complete;
+use lex::step;
+use lex::Cx;
+use lex::Lex;
+use lex::State;
+use lex::Step;
+use lex::Verdicts;
+use sets::Sets;
+pub(crate) use stats::TokenStats;
+
+/// The run-time checks of one sequence: the tracker state, the text, one snapshot per
+/// accepted token.
+pub(crate) struct Checker {
+    checks: Arc<ValueChecks>,
+    sets: Sets,
+    state: State,
+    text: Vec<u8>,
+    /// The state and text length after each accepted token (index 0: the start).
+    levels: Vec<(State, usize)>,
+    /// Per level (parallel to `levels`): whether the document may end there.
+    end_ok: Vec<bool>,
+    /// Simulation scratch.
+    sim: State,
+    span: Vec<u8>,
+    verdicts: Verdicts,
+    /// The outcomes of the last mask's trials, reused while the state is alike.
+    reuse: Reuse,
+    /// [`Checker::plan`]'s buffer.
+    plan_buf: Plan,
+    /// See [`Cx::key_memo`]; cleared with `verdicts`.
+    key_memo: KeyMemo,
+    /// [`Checker::open_names`]'s buffer.
+    names: Vec<(u32, u32, u32)>,
+    /// `filter::gather`'s buffer.
+    gathered: Vec<u32>,
+}
+
+impl Checker {
+    /// A checker at the start of the document.
+    pub fn new(checks: Arc<ValueChecks>) -> Checker {
+        let sets = Sets::new(&checks);
+        let mut c = Checker {
+            checks,
+            sets,
+            state: State::default(),
+            text: Vec::new(),
+            levels: Vec::new(),
+            end_ok: Vec::new(),
+            sim: State::default(),
+            span: Vec::new(),
+            verdicts: HashMap::default(),
+            reuse: Reuse::default(),
+            plan_buf: Plan::default(),
+            key_memo: HashMap::default(),
+            names: Vec::new(),
+            gathered: Vec::new(),
+        };
+        c.reset();
+        c
+    }
+
+    /// Back to the start (keeps the allocations and the interned sets).
+    pub fn reset(&mut self) {
+        self.state = State::default();
+        self.text.clear();
+        self.levels.clear();
+        self.end_ok.clear();
+        self.levels.push((State::default(), 0));
+        // The empty document is not JSON: it never validates.
+        self.end_ok.push(false);
+    }
+
+    /// The context of steps over the text so far and then `tok` (the token being tried, or
+    /// nothing when the bytes were appended to the text already).
+    fn cx<'a>(&'a mut self, tok: &'a [u8], stop_at_check: bool) -> Cx<'a> {
+        Cx {
+            checks: &self.checks,
+            sets: &mut self.sets,
+            text: &self.text,
+            tok,
+            span: &mut self.span,
+            verdicts: &mut self.verdicts,
+            stop_at_check,
+            used_text: false,
+            key_memo: &mut self.key_memo,
+        }
+    }
+
+    /// Forgets the validation results and key outcomes, which hold for one text only.
+    fn forget_outcomes(&mut self) {
+        self.verdicts.clear();
+        self.key_memo.clear();
+    }
+
+    /// Feeds `bytes` (one token's worth); all or nothing. Returns `false`, leaving the state
+    /// unchanged, when they complete a value that fails its check.
+    pub fn advance(&mut self, bytes: &[u8]) -> bool {
+        self.forget_outcomes();
+        let base = self.text.len();
+        self.text.extend_from_slice(bytes);
+        let mut st = std::mem::take(&mut self.state);
+        let ok = {
+            let end = self.text.len() as u32;
+            let mut cx = self.cx(&[], false);
+            (0..bytes.len()).all(|i| step(&mut st, bytes[i], (base + i) as u32, &mut cx) == Step::Ok)
+                && viable(&st, end, &mut cx)
+        };
+        if !ok {
+            self.state = self.levels.last().map(|l| l.0.clone()).unwrap_or_default();
+            self.text.truncate(base);
+            return false;
+        }
+        self.state = st;
+        self.levels.push((self.state.clone(), self.text.len()));
+        self.end_ok.push(false);
+        true
+    }
+
+    /// Whether the document may end after the bytes accepted so far, given that the grammar
+    /// accepts there: a number at the top level is checked now, and the whole document is
+    /// validated against the whole schema. Computed once per accepted token.
+    pub fn end_ok(&mut self) -> bool {
+        let n = self.levels.len() - 1;
+        if let Some(&true) = self.end_ok.get(n) {
+            return true;
+        }
+        let mut ok = true;
+        self.forget_outcomes();
+        if self.state.lex == Lex::Num && self.state.stack.is_empty() {
+            let set = self.state.scalar_set;
+            let start = self.state.scalar_start;
+            let end = self.text.len() as u32;
+            let mut cx = self.cx(&[], false);
+            ok = complete(set, start, end, &mut cx) == Step::Ok;
+        }
+        ok = ok && self.checks.whole_is_valid(&self.text);
+        if let Some(slot) = self.end_ok.get_mut(n) {
+            *slot = ok;
+        }
+        ok
+    }
+
+    /// Whether the output is between JSON tokens (not inside a string, a number or a
+    /// literal): there whitespace changes no value, so a completion with whitespace here
+    /// is valid only if the same completion without it is (where the grammar allows both).
+    pub fn between_tokens(&self) -> bool {
+        !matches!(self.state.lex, Lex::Str { .. } | Lex::Num | Lex::Lit(_))
+    }
+
+    /// Whether the document's value is complete: nothing but whitespace may follow, so
+    /// whether the document passes is decided already ([`Checker::end_ok`]).
+    pub fn document_done(&self) -> bool {
+        self.state.lex == Lex::Done
+    }
+
+    /// Undoes the last `n` accepted tokens (the matcher has checked `n`).
+    pub fn rollback(&mut self, n: usize) {
+        for _ in 0..n.min(self.levels.len().saturating_sub(1)) {
+            self.levels.pop();
+            self.end_ok.pop();
+        }
+        if let Some((st, len)) = self.levels.last() {
+            self.state = st.clone();
+            self.text.truncate(*len);
+        }
+    }
+
+    /// Simulates `bytes`; returns the offset of the byte where a value fails its check (or,
+    /// with `stop_at_check`, where any checked value would complete).
+    fn run_sim(&mut self, bytes: &[u8], stop_at_check: bool) -> Option<usize> {
+        self.sim.stack.clear();
+        self.sim.stack.extend_from_slice(&self.state.stack);
+        self.sim.lex = self.state.lex;
+        self.sim.scalar_set = self.state.scalar_set;
+        self.sim.scalar_start = self.state.scalar_start;
+        self.sim.keys.clear();
+        self.sim.keys.extend_from_slice(&self.state.keys);
+        let base = self.text.len();
+        let mut sim = std::mem::take(&mut self.sim);
+        let mut cx = self.cx(bytes, stop_at_check);
+        let mut out = None;
+        for (i, &b) in bytes.iter().enumerate() {
+            if let Lex::Str { esc: 0, .. } = sim.lex {
+                // Nothing completes before the next quote.
+                if !bytes[i..].contains(&b'"') {
+                    break;
+                }
+            }
+            if step(&mut sim, b, (base + i) as u32, &mut cx) != Step::Ok {
+                out = Some(i);
+                break;
+            }
+        }
+        if out.is_none() && !stop_at_check && !viable(&sim, (base + bytes.len()) as u32, &mut cx) {
+            out = Some(bytes.len().saturating_sub(1));
+        }
+        let used_text = cx.used_text;
+        self.sim = sim;
+        self.reuse.used_text |= used_text;
+        out
+    }
+
+    /// How many of `bytes` (bytes the grammar forces next) can be fed without completing a
+    /// checked value: jump-forward stops there and leaves the choice to the mask.
+    pub fn unchecked_prefix(&mut self, bytes: &[u8]) -> usize {
+        let mut plan = std::mem::take(&mut self.plan_buf);
+        self.plan(&mut plan);
+        let nothing = plan.is_empty();
+        self.plan_buf = plan;
+        if nothing {
+            return bytes.len();
+        }
+        self.run_sim(bytes, true).unwrap_or(bytes.len())
+    }
+}
