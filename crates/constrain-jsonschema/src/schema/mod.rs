@@ -86,6 +86,7 @@ pub mod dialect;
 mod enums;
 pub mod format;
 mod json;
+mod keywords;
 
 /// Python's `repr(float)`, the spelling `json.dumps` gives a float: the compiler spells
 /// `const`/`enum` numbers this way too, and evaluation harnesses serialise instances with it.
@@ -96,6 +97,8 @@ pub mod number;
 mod numeric;
 mod objects;
 mod one_of;
+mod options;
+mod pointers;
 mod presence;
 mod refs;
 mod shared;
@@ -108,59 +111,29 @@ use std::hash::BuildHasher;
 use serde_json::{Map, Value};
 
 use crate::grammar::{Expr, Grammar, GrammarBuilder, RuleId};
+use keywords::allowed_types;
+use keywords::checkable;
+use keywords::count;
+pub(crate) use keywords::is_constraint_keyword;
+use keywords::json_type;
+pub(crate) use keywords::mentions_any;
+use keywords::type_list;
+use keywords::value_has_type;
+pub(crate) use keywords::JsonText;
+pub(crate) use keywords::FORBIDDEN;
+pub(crate) use keywords::JSON_TEXT;
+pub use options::Error;
+pub use options::Located;
+pub use options::Note;
+pub use options::Options;
+pub use options::Whitespace;
+use pointers::escape_pointer;
+pub(crate) use pointers::escape_pointer_segment;
+pub(crate) use pointers::percent_decode_pointer;
+pub(crate) use pointers::portable_patterns;
+pub(crate) use pointers::subschema_validator;
 use refs::{collect_ids, percent_decode};
 use shared::SharedRule;
-
-/// How much whitespace the generated JSON may contain between tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Whitespace {
-    /// No whitespace at all: `{"a":1}`.
-    Compact,
-    /// The usual pretty-printing whitespace (a space after `,`/`:`, newlines with indentation),
-    /// but bounded so a model can never loop on whitespace.
-    #[default]
-    Pretty,
-    /// Any JSON whitespace, unbounded (for validating arbitrary text, not for generation).
-    Unbounded,
-}
-
-/// Options for compiling a schema. `#[non_exhaustive]`: build it from `Options::default()`
-/// and the `with_*` methods, so new options do not break callers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Options {
-    /// Whitespace policy between JSON tokens.
-    pub whitespace: Whitespace,
-    /// Forbid properties the schema does not name (as if `additionalProperties: false`
-    /// wherever it is absent).
-    pub strict: bool,
-    /// Documented lenient mode: ignore unsupported keywords instead of failing, and treat a
-    /// `oneOf` whose branches may overlap as `anyOf`. The grammar may then accept invalid
-    /// instances.
-    pub lenient: bool,
-    /// Forces a dialect; `None`: the one `$schema` names (2020-12 without it). See
-    /// [`dialect`].
-    pub draft: Option<dialect::Draft>,
-    /// Enforce the keywords a grammar cannot express with run-time checks ([`crate::check`])
-    /// instead of refusing them. Default true; `false` refuses them with an [`Error`].
-    pub runtime_checks: bool,
-    /// Named properties only in the order the schema lists them (default false). Accepts
-    /// less than the schema: for the preference of [`order_hint`], never for a constraint.
-    pub schema_order: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            whitespace: Whitespace::default(),
-            strict: false,
-            lenient: false,
-            draft: None,
-            runtime_checks: true,
-            schema_order: false,
-        }
-    }
-}
 
 /// The grammar of `schema`'s documents with every object's named properties in the order
 /// the schema lists them, for generation to prefer (a constraint accepts them in any order:
@@ -172,246 +145,6 @@ pub fn order_hint(schema: &Value, options: &Options) -> Option<Grammar> {
     options.lenient = true;
     options.runtime_checks = false;
     compile(schema, &options).ok().map(Compiled::into_grammar)
-}
-
-impl Options {
-    /// Sets [`Options::whitespace`].
-    pub fn with_whitespace(mut self, whitespace: Whitespace) -> Self {
-        self.whitespace = whitespace;
-        self
-    }
-
-    /// Sets [`Options::strict`].
-    pub fn with_strict(mut self, strict: bool) -> Self {
-        self.strict = strict;
-        self
-    }
-
-    /// Sets [`Options::lenient`].
-    pub fn with_lenient(mut self, lenient: bool) -> Self {
-        self.lenient = lenient;
-        self
-    }
-
-    /// Sets [`Options::draft`].
-    pub fn with_draft(mut self, draft: Option<dialect::Draft>) -> Self {
-        self.draft = draft;
-        self
-    }
-
-    /// Sets [`Options::runtime_checks`].
-    pub fn with_runtime_checks(mut self, on: bool) -> Self {
-        self.runtime_checks = on;
-        self
-    }
-}
-
-/// A message about one keyword of a schema: the keyword's JSON pointer (in the schema as
-/// written), the keyword, and the text. Shared by [`Note`] and [`Error`], which differ only in
-/// what the message means.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Located {
-    pointer: String,
-    keyword: String,
-    message: String,
-}
-
-impl Located {
-    /// A message about `keyword` of the schema at pointer `at`.
-    fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Located {
-            pointer: format!("{at}/{}", escape_pointer(keyword)),
-            keyword: keyword.to_string(),
-            message: message.into(),
-        }
-    }
-    /// JSON pointer of the keyword, e.g. `/properties/age/minimum`.
-    pub fn pointer(&self) -> &str {
-        &self.pointer
-    }
-    /// The keyword (e.g. `"not"`), for grouping messages in reports.
-    pub fn keyword(&self) -> &str {
-        &self.keyword
-    }
-    /// The message, without the pointer.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl std::fmt::Display for Located {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.pointer, self.message)
-    }
-}
-
-/// Something a successful compilation wants said, at the keyword's JSON pointer: a
-/// documented subset (the grammar accepts *less* than the schema, as documented) or a
-/// warning (something the user should act on); [`Note::is_warning`] tells which.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Note {
-    at: Located,
-    warning: bool,
-}
-
-impl Note {
-    /// A documented subset at `keyword` of the schema at pointer `at`.
-    pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Note { at: Located::new(at, keyword, message), warning: false }
-    }
-
-    /// A warning at `keyword` of the schema at pointer `at`.
-    pub(crate) fn warning(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Note { at: Located::new(at, keyword, message), warning: true }
-    }
-
-    /// Whether the user should act on this note (an unknown `$schema`, say), rather than
-    /// read it as a documented subset: front ends show warnings always, subsets on request.
-    pub fn is_warning(&self) -> bool {
-        self.warning
-    }
-}
-
-impl std::ops::Deref for Note {
-    type Target = Located;
-    fn deref(&self) -> &Located {
-        &self.at
-    }
-}
-
-impl std::fmt::Display for Note {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.at.fmt(f)
-    }
-}
-
-/// Why a schema could not be compiled: the JSON pointer of the offending keyword and why.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Error(Located);
-
-impl Error {
-    /// An error about `keyword` of the schema at pointer `at`.
-    pub(crate) fn new(at: &str, keyword: &str, message: impl Into<String>) -> Self {
-        Error(Located::new(at, keyword, message))
-    }
-}
-
-impl std::ops::Deref for Error {
-    type Target = Located;
-    fn deref(&self) -> &Located {
-        &self.0
-    }
-}
-
-/// Escapes one JSON-pointer segment (`~` → `~0`, `/` → `~1`).
-fn escape_pointer(seg: &str) -> String {
-    if !seg.contains(['~', '/']) {
-        return seg.to_string();
-    }
-    seg.replace('~', "~0").replace('/', "~1")
-}
-
-/// A validator (2020-12, formats asserted) for `schema`, a subschema of the canonical
-/// document `root`. References resolve against the root's definitions, copied in only when
-/// the subschema holds a reference: building a validator crawls everything it is given, and
-/// a large schema's definitions copied for each subschema took minutes. Used to filter
-/// `enum` values by their sibling keywords and by the run-time checks.
-pub(crate) fn subschema_validator(
-    root: &Value,
-    mut schema: Map<String, Value>,
-) -> Result<jsonschema::Validator, String> {
-    let has_ref = schema.contains_key("$ref") || schema.values().any(contains_ref);
-    if let (Value::Object(root), true) = (root, has_ref) {
-        for k in ["definitions", "$defs", dialect::TARGETS] {
-            if let Some(d) = root.get(k) {
-                schema.entry(k.to_string()).or_insert_with(|| d.clone());
-            }
-        }
-    }
-    let mut schema = Value::Object(schema);
-    portable_patterns(&mut schema)?;
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .with_keyword(JSON_TEXT, |_, _, _| Ok(Box::new(JsonText)))
-        .build(&schema)
-        .map_err(|e| e.to_string())
-}
-
-/// Rewrites, in place, every `pattern` and `patternProperties` name of a schema document with
-/// [`ecma_portable`](crate::grammar::regex::ecma_portable), so that a validator of the
-/// `jsonschema` crate built from it reads them as ECMA-262 does. Every validator the
-/// compiler builds goes through this. Values under `enum`, `const`, `default` and `examples`
-/// are data and left alone; anything else is walked (a `$ref` may point anywhere).
-pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
-    use crate::grammar::regex::ecma_portable;
-    match v {
-        Value::Object(m) => {
-            if let Some(Value::String(p)) = m.get_mut("pattern") {
-                if let Some(new) = ecma_portable(p)? {
-                    *p = new;
-                }
-            }
-            for (k, c) in m.iter_mut() {
-                match (k.as_str(), c) {
-                    ("pattern" | "enum" | "const" | "default" | "examples", _) => {}
-                    // Maps of names to subschemas: a name is never a keyword here.
-                    (
-                        "properties"
-                        | "patternProperties"
-                        | "$defs"
-                        | "definitions"
-                        | "dependentSchemas"
-                        | "dependencies"
-                        | dialect::TARGETS,
-                        Value::Object(names),
-                    ) => {
-                        for x in names.values_mut() {
-                            portable_patterns(x)?;
-                        }
-                    }
-                    (_, c) => portable_patterns(c)?,
-                }
-            }
-            if let Some(Value::Object(pp)) = m.get_mut("patternProperties") {
-                let mut renamed = Map::new();
-                for (p, x) in std::mem::take(pp) {
-                    let p = ecma_portable(&p)?.unwrap_or(p);
-                    if renamed.insert(p.clone(), x).is_some() {
-                        return Err(format!("two patternProperties patterns read alike as {p:?}"));
-                    }
-                }
-                *pp = renamed;
-            }
-        }
-        Value::Array(a) => {
-            for x in a {
-                portable_patterns(x)?;
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Whether a `$ref` appears anywhere in `v`.
-fn contains_ref(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
-        Value::Array(a) => a.iter().any(contains_ref),
-        _ => false,
-    }
-}
-
-/// [`escape_pointer`], for the run-time checks' map of subschemas.
-pub(crate) fn escape_pointer_segment(seg: &str) -> String {
-    escape_pointer(seg)
-}
-
-/// The JSON pointer a `$ref` fragment spells (percent-decoded), for the run-time checks.
-pub(crate) fn percent_decode_pointer(fragment: &str) -> String {
-    percent_decode(fragment)
 }
 
 /// Compiles a JSON Schema: a grammar whose start rule matches JSON texts (under
@@ -518,112 +251,6 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
     }
     notes.dedup();
     Ok(Compiled::new(g, checks, notes))
-}
-
-/// Whether some object of `doc` has one of `keys` (anywhere, as a keyword or not): a cheap
-/// test before a walk that needs pointers. An explicit stack, so a deeply nested document
-/// cannot overflow the thread's.
-pub(crate) fn mentions_any(doc: &Value, keys: &[&str]) -> bool {
-    let mut todo = vec![doc];
-    while let Some(v) = todo.pop() {
-        match v {
-            Value::Object(m) => {
-                if keys.iter().any(|k| m.contains_key(*k)) {
-                    return true;
-                }
-                todo.extend(m.values());
-            }
-            Value::Array(a) => todo.extend(a.iter()),
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Keywords a run-time check can enforce when the grammar cannot: all but the dynamic
-/// references, whose meaning the canonical document no longer holds.
-fn checkable(keyword: &str) -> bool {
-    !matches!(keyword, "$dynamicRef" | "$recursiveRef")
-}
-
-/// Keywords that constrain instances (everything else is an annotation or unknown, and is
-/// ignored).
-pub(crate) fn is_constraint_keyword(k: &str) -> bool {
-    matches!(
-        k,
-        "type"
-            | "enum"
-            | "const"
-            | "properties"
-            | "required"
-            | "additionalProperties"
-            | "patternProperties"
-            | "minProperties"
-            | "maxProperties"
-            | "items"
-            | "prefixItems"
-            | "additionalItems"
-            | "minItems"
-            | "maxItems"
-            | "minLength"
-            | "maxLength"
-            | "pattern"
-            | "format"
-            | "minimum"
-            | "maximum"
-            | "exclusiveMinimum"
-            | "exclusiveMaximum"
-            | "multipleOf"
-            | "anyOf"
-            | "oneOf"
-            | "allOf"
-            | "$ref"
-            | "not"
-            | "uniqueItems"
-            | "contains"
-            | "minContains"
-            | "maxContains"
-            | "dependentRequired"
-            | "dependentSchemas"
-            | "dependencies"
-            | "if"
-            | "then"
-            | "else"
-            | "unevaluatedProperties"
-            | "unevaluatedItems"
-            | "propertyNames"
-            | "$dynamicRef"
-            | "$recursiveRef"
-            | FORBIDDEN
-            | JSON_TEXT
-    )
-}
-
-/// Internal keyword (set by `not: {required: [k]}` and by `oneOf` disambiguation): property
-/// names an object instance must not have.
-pub(crate) const FORBIDDEN: &str = "x-constrain-forbidden";
-
-/// Internal keyword (`contentMediaType: application/json` in draft-06 and -07, see
-/// [`dialect`]): a string instance must be a JSON text. Validators the compiler builds know
-/// it ([`JsonText`]).
-pub(crate) const JSON_TEXT: &str = "x-constrain-json-text";
-
-/// The [`JSON_TEXT`] keyword for the `jsonschema` crate's validators: strings must parse as
-/// JSON; other values pass. Registered on every validator the compiler builds.
-pub(crate) struct JsonText;
-
-impl<'i> jsonschema::Keyword<'i> for JsonText {
-    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
-        if self.is_valid(instance) {
-            Ok(())
-        } else {
-            Err(jsonschema::ValidationError::custom("the string is not a JSON text"))
-        }
-    }
-
-    fn is_valid(&self, instance: &'i Value) -> bool {
-        instance.as_str().is_none_or(|s| serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok())
-    }
 }
 
 /// The JSON types, in a fixed order.
@@ -1023,63 +650,6 @@ impl<'a> Compiler<'a> {
             alts.push(e);
         }
         Ok(Expr::alt(alts))
-    }
-}
-
-/// The JSON type of `v` (`integer` for numbers written as integers).
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) => {
-            if n.is_i64() || n.is_u64() {
-                "integer"
-            } else {
-                "number"
-            }
-        }
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Whether `v` is an instance of the JSON type `t` (an integral number is an `integer`).
-fn value_has_type(v: &Value, t: &str) -> bool {
-    match (v, t) {
-        (Value::Number(n), "integer") => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
-        (Value::Number(_), "number") => true,
-        _ => json_type(v) == t,
-    }
-}
-
-/// The known type names of a `type` keyword's value, in [`TYPES`] order.
-fn type_list(t: Option<&Value>) -> Vec<&'static str> {
-    let names: Vec<String> = match t {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
-        _ => return vec![],
-    };
-    TYPES.iter().copied().filter(|t| names.iter().any(|n| n == t)).collect()
-}
-
-/// A count keyword (`minItems`, `maxProperties`, …): `None` when absent, capped at
-/// `u32::MAX`; an error unless a non-negative integer.
-fn count(map: &Map<String, Value>, ptr: &str, k: &str) -> Result<Option<u32>, Error> {
-    match map.get(k) {
-        None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(|x| Some(x.min(u32::MAX as u64) as u32))
-            .ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
-    }
-}
-
-/// The types a schema allows by its `type` keyword (all seven when absent).
-fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
-    match map.get("type") {
-        None => TYPES.to_vec(),
-        t => type_list(t),
     }
 }
 

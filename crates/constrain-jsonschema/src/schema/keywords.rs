@@ -1,0 +1,169 @@
+//! What the compiler knows of keywords and JSON types: which keywords constrain a value,
+//! the compiler's own `x-constrain-*` keywords, and the type of a value.
+
+use super::options::Error;
+use super::TYPES;
+use serde_json::{Map, Value};
+
+/// Whether some object of `doc` has one of `keys` (anywhere, as a keyword or not): a cheap
+/// test before a walk that needs pointers. An explicit stack, so a deeply nested document
+/// cannot overflow the thread's.
+pub(crate) fn mentions_any(doc: &Value, keys: &[&str]) -> bool {
+    let mut todo = vec![doc];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Object(m) => {
+                if keys.iter().any(|k| m.contains_key(*k)) {
+                    return true;
+                }
+                todo.extend(m.values());
+            }
+            Value::Array(a) => todo.extend(a.iter()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Keywords a run-time check can enforce when the grammar cannot: all but the dynamic
+/// references, whose meaning the canonical document no longer holds.
+pub(super) fn checkable(keyword: &str) -> bool {
+    !matches!(keyword, "$dynamicRef" | "$recursiveRef")
+}
+
+/// Keywords that constrain instances (everything else is an annotation or unknown, and is
+/// ignored).
+pub(crate) fn is_constraint_keyword(k: &str) -> bool {
+    matches!(
+        k,
+        "type"
+            | "enum"
+            | "const"
+            | "properties"
+            | "required"
+            | "additionalProperties"
+            | "patternProperties"
+            | "minProperties"
+            | "maxProperties"
+            | "items"
+            | "prefixItems"
+            | "additionalItems"
+            | "minItems"
+            | "maxItems"
+            | "minLength"
+            | "maxLength"
+            | "pattern"
+            | "format"
+            | "minimum"
+            | "maximum"
+            | "exclusiveMinimum"
+            | "exclusiveMaximum"
+            | "multipleOf"
+            | "anyOf"
+            | "oneOf"
+            | "allOf"
+            | "$ref"
+            | "not"
+            | "uniqueItems"
+            | "contains"
+            | "minContains"
+            | "maxContains"
+            | "dependentRequired"
+            | "dependentSchemas"
+            | "dependencies"
+            | "if"
+            | "then"
+            | "else"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "propertyNames"
+            | "$dynamicRef"
+            | "$recursiveRef"
+            | FORBIDDEN
+            | JSON_TEXT
+    )
+}
+
+/// Internal keyword (set by `not: {required: [k]}` and by `oneOf` disambiguation): property
+/// names an object instance must not have.
+pub(crate) const FORBIDDEN: &str = "x-constrain-forbidden";
+
+/// Internal keyword (`contentMediaType: application/json` in draft-06 and -07, see
+/// [`dialect`]): a string instance must be a JSON text. Validators the compiler builds know
+/// it ([`JsonText`]).
+pub(crate) const JSON_TEXT: &str = "x-constrain-json-text";
+
+/// The [`JSON_TEXT`] keyword for the `jsonschema` crate's validators: strings must parse as
+/// JSON; other values pass. Registered on every validator the compiler builds.
+pub(crate) struct JsonText;
+
+impl<'i> jsonschema::Keyword<'i> for JsonText {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if self.is_valid(instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom("the string is not a JSON text"))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        instance.as_str().is_none_or(|s| serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok())
+    }
+}
+
+/// The JSON type of `v` (`integer` for numbers written as integers).
+pub(super) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) => {
+            if n.is_i64() || n.is_u64() {
+                "integer"
+            } else {
+                "number"
+            }
+        }
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Whether `v` is an instance of the JSON type `t` (an integral number is an `integer`).
+pub(super) fn value_has_type(v: &Value, t: &str) -> bool {
+    match (v, t) {
+        (Value::Number(n), "integer") => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        (Value::Number(_), "number") => true,
+        _ => json_type(v) == t,
+    }
+}
+
+/// The known type names of a `type` keyword's value, in [`TYPES`] order.
+pub(super) fn type_list(t: Option<&Value>) -> Vec<&'static str> {
+    let names: Vec<String> = match t {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        _ => return vec![],
+    };
+    TYPES.iter().copied().filter(|t| names.iter().any(|n| n == t)).collect()
+}
+
+/// A count keyword (`minItems`, `maxProperties`, …): `None` when absent, capped at
+/// `u32::MAX`; an error unless a non-negative integer.
+pub(super) fn count(map: &Map<String, Value>, ptr: &str, k: &str) -> Result<Option<u32>, Error> {
+    match map.get(k) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(|x| Some(x.min(u32::MAX as u64) as u32))
+            .ok_or_else(|| Error::new(ptr, k, format!("{k} must be a non-negative integer"))),
+    }
+}
+
+/// The types a schema allows by its `type` keyword (all seven when absent).
+pub(super) fn allowed_types(map: &Map<String, Value>) -> Vec<&'static str> {
+    match map.get("type") {
+        None => TYPES.to_vec(),
+        t => type_list(t),
+    }
+}

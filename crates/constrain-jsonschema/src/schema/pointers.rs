@@ -1,0 +1,117 @@
+//! JSON pointers and the validators the run-time checks build from subschemas.
+
+use super::dialect;
+use super::keywords::JsonText;
+use super::keywords::JSON_TEXT;
+use super::refs::percent_decode;
+use serde_json::{Map, Value};
+
+/// Escapes one JSON-pointer segment (`~` → `~0`, `/` → `~1`).
+pub(super) fn escape_pointer(seg: &str) -> String {
+    if !seg.contains(['~', '/']) {
+        return seg.to_string();
+    }
+    seg.replace('~', "~0").replace('/', "~1")
+}
+
+/// A validator (2020-12, formats asserted) for `schema`, a subschema of the canonical
+/// document `root`. References resolve against the root's definitions, copied in only when
+/// the subschema holds a reference: building a validator crawls everything it is given, and
+/// a large schema's definitions copied for each subschema took minutes. Used to filter
+/// `enum` values by their sibling keywords and by the run-time checks.
+pub(crate) fn subschema_validator(
+    root: &Value,
+    mut schema: Map<String, Value>,
+) -> Result<jsonschema::Validator, String> {
+    let has_ref = schema.contains_key("$ref") || schema.values().any(contains_ref);
+    if let (Value::Object(root), true) = (root, has_ref) {
+        for k in ["definitions", "$defs", dialect::TARGETS] {
+            if let Some(d) = root.get(k) {
+                schema.entry(k.to_string()).or_insert_with(|| d.clone());
+            }
+        }
+    }
+    let mut schema = Value::Object(schema);
+    portable_patterns(&mut schema)?;
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .with_keyword(JSON_TEXT, |_, _, _| Ok(Box::new(JsonText)))
+        .build(&schema)
+        .map_err(|e| e.to_string())
+}
+
+/// Rewrites, in place, every `pattern` and `patternProperties` name of a schema document with
+/// [`ecma_portable`](crate::grammar::regex::ecma_portable), so that a validator of the
+/// `jsonschema` crate built from it reads them as ECMA-262 does. Every validator the
+/// compiler builds goes through this. Values under `enum`, `const`, `default` and `examples`
+/// are data and left alone; anything else is walked (a `$ref` may point anywhere).
+pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
+    use crate::grammar::regex::ecma_portable;
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(p)) = m.get_mut("pattern") {
+                if let Some(new) = ecma_portable(p)? {
+                    *p = new;
+                }
+            }
+            for (k, c) in m.iter_mut() {
+                match (k.as_str(), c) {
+                    ("pattern" | "enum" | "const" | "default" | "examples", _) => {}
+                    // Maps of names to subschemas: a name is never a keyword here.
+                    (
+                        "properties"
+                        | "patternProperties"
+                        | "$defs"
+                        | "definitions"
+                        | "dependentSchemas"
+                        | "dependencies"
+                        | dialect::TARGETS,
+                        Value::Object(names),
+                    ) => {
+                        for x in names.values_mut() {
+                            portable_patterns(x)?;
+                        }
+                    }
+                    (_, c) => portable_patterns(c)?,
+                }
+            }
+            if let Some(Value::Object(pp)) = m.get_mut("patternProperties") {
+                let mut renamed = Map::new();
+                for (p, x) in std::mem::take(pp) {
+                    let p = ecma_portable(&p)?.unwrap_or(p);
+                    if renamed.insert(p.clone(), x).is_some() {
+                        return Err(format!("two patternProperties patterns read alike as {p:?}"));
+                    }
+                }
+                *pp = renamed;
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                portable_patterns(x)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Whether a `$ref` appears anywhere in `v`.
+fn contains_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
+        Value::Array(a) => a.iter().any(contains_ref),
+        _ => false,
+    }
+}
+
+/// [`escape_pointer`], for the run-time checks' map of subschemas.
+pub(crate) fn escape_pointer_segment(seg: &str) -> String {
+    escape_pointer(seg)
+}
+
+/// The JSON pointer a `$ref` fragment spells (percent-decoded), for the run-time checks.
+pub(crate) fn percent_decode_pointer(fragment: &str) -> String {
+    percent_decode(fragment)
+}
