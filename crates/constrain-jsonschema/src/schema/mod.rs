@@ -83,6 +83,7 @@
 mod arrays;
 mod compiled;
 pub mod dialect;
+mod ecma;
 mod enums;
 pub mod format;
 mod json;
@@ -653,7 +654,5 @@ impl<'a> Compiler<'a> {
     }
 }
 
-#[cfg(test)]
-mod ecma_tests;
 #[cfg(test)]
 mod tests;

@@ -42,12 +42,12 @@ pub(crate) fn subschema_validator(
 }
 
 /// Rewrites, in place, every `pattern` and `patternProperties` name of a schema document with
-/// [`ecma_portable`](crate::grammar::regex::ecma_portable), so that a validator of the
+/// [`ecma_portable`](super::ecma::ecma_portable), so that a validator of the
 /// `jsonschema` crate built from it reads them as ECMA-262 does. Every validator the
 /// compiler builds goes through this. Values under `enum`, `const`, `default` and `examples`
 /// are data and left alone; anything else is walked (a `$ref` may point anywhere).
 pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
-    use crate::grammar::regex::ecma_portable;
+    use super::ecma::ecma_portable;
     match v {
         Value::Object(m) => {
             if let Some(Value::String(p)) = m.get_mut("pattern") {
