@@ -204,6 +204,10 @@ pub fn ecma_regex(pattern: &str) -> Result<regex_automata::meta::Regex, Error> {
 }
 
 /// Most branches a pattern's anchors may split it into.
+///
+/// A constant of the algorithm, not a user limit: it bounds the branches one pattern
+/// splits into (an error past it); the grammar's size is bounded by
+/// [`crate::Limits::max_grammar_size`], the user's limit.
 const MAX_ANCHORED_BRANCHES: usize = 256;
 
 /// Splits a pattern into branches `(anchored at start, body, anchored at end)`. Anchors may

@@ -221,9 +221,14 @@ impl std::fmt::Debug for ValueChecks {
 }
 
 /// Most [`ValueChecks::hints`] kept.
+///
+/// A constant of the algorithm, not a user limit: hints are guidance a liveness proof
+/// tries first; they never change which bytes the matcher accepts.
 const MAX_HINTS: usize = 256;
 
 /// Longest [`ValueChecks::hints`] kept, in bytes.
+///
+/// A constant of the algorithm, not a user limit: as [`MAX_HINTS`].
 const MAX_HINT_BYTES: usize = 64;
 
 /// The hints of [`ValueChecks::hints`], from every object in `doc` (a name that happens to

@@ -24,16 +24,25 @@ use crate::grammar::dfa::CharDfa;
 use crate::grammar::regex::{to_expr, RegexOptions};
 
 /// Most documents [`documents`] returns.
+///
+/// A constant of the algorithm, not a user limit: witnesses are candidates a liveness
+/// proof tries first; they never change which bytes the matcher accepts, and they bound
+/// the proof's work, not its soundness. The same holds for the other `MAX_*` here.
 const MAX_WITNESSES: usize = 8;
 /// Longest document kept, in bytes.
+/// A constant of the algorithm, not a user limit (see [`MAX_WITNESSES`]).
 const MAX_WITNESS_BYTES: usize = 16 * 1024;
 /// Candidates kept per value.
+/// A constant of the algorithm, not a user limit (see [`MAX_WITNESSES`]).
 const MAX_CANDIDATES: usize = 3;
 /// Branches of one `anyOf`/`oneOf` tried.
+/// A constant of the algorithm, not a user limit (see [`MAX_WITNESSES`]).
 const MAX_BRANCHES: usize = 6;
 /// Deepest schema nesting followed.
+/// A constant of the algorithm, not a user limit (see [`MAX_WITNESSES`]).
 const MAX_DEPTH: usize = 24;
 /// Schema nodes visited at most over one call of [`documents`].
+/// A constant of the algorithm, not a user limit (see [`MAX_WITNESSES`]).
 const MAX_WORK: usize = 20_000;
 
 /// Compact JSON texts of candidate documents for the canonical schema `doc`, most likely

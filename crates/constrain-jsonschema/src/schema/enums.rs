@@ -107,8 +107,14 @@ impl<'a> Compiler<'a> {
 
 /// Objects of an `enum`/`const` with up to this many members are spelled in any order
 /// (the members of larger ones in the order given: fewer strings, never more).
+///
+/// A constant of the algorithm, not a user limit: it chooses how an `enum` object is
+/// spelled (a documented subset of orders), the same for every caller.
 const MAX_ANY_ORDER_KEYS: usize = 4;
 
 /// An `enum` of more objects than this spells them all in the order given (each object in
 /// any order is an object grammar of its own, which a long list would multiply).
+///
+/// A constant of the algorithm, not a user limit: like [`MAX_ANY_ORDER_KEYS`], it
+/// chooses the spelling, keeping the grammar's size linear in the list.
 const MAX_ANY_ORDER_OBJECTS: usize = 32;

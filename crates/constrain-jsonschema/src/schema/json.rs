@@ -18,6 +18,9 @@ use super::number::Dec;
 use super::Whitespace;
 
 /// Longest run of indentation spaces the bounded whitespace policy allows after a newline.
+///
+/// A constant of the algorithm, not a user limit: it is part of what
+/// [`super::Whitespace::Pretty`] means (a fixed policy), not a budget.
 pub const MAX_INDENT: u32 = 20;
 
 /// Whitespace allowed between JSON tokens under `policy`.

@@ -40,6 +40,10 @@ fn is_dropped(k: &str) -> bool {
 }
 
 /// Largest number of branches a product of `anyOf`/`oneOf` may have.
+///
+/// A constant of the algorithm, not a user limit: it bounds the branches one merge of
+/// `allOf` parts writes out (an error names it past that); the grammar's overall size is
+/// bounded by [`crate::Limits::max_grammar_size`], the user's limit.
 const MAX_PRODUCT: usize = 64;
 
 impl<'a> Compiler<'a> {

@@ -258,11 +258,19 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
 const TYPES: [&str; 7] = ["null", "boolean", "object", "array", "string", "number", "integer"];
 
 /// Deepest schema nesting the compiler follows.
+///
+/// A constant of the algorithm, not a user limit: the compiler recurses once per level,
+/// so this bounds its stack (the thread's, which no setting can grow); real schemas nest
+/// far less.
 const MAX_DEPTH: usize = 128;
 
 /// Most subschemas one schema may expand to (each `$ref` target or merged schema compiled
 /// counts once per use): the schema-expansion fuel, which bounds merges that inline their
 /// targets. JSONSchemaBench's largest schemas stay far below it.
+///
+/// A constant of the algorithm, not a user limit: it bounds the compiler's work on
+/// references and merges before any grammar exists, the way
+/// [`crate::Limits::max_grammar_size`] bounds the result.
 const MAX_EXPANSION: usize = 500_000;
 
 /// The compiler's state: the grammar being built and the rules already made.

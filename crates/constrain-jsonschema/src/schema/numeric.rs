@@ -212,9 +212,15 @@ fn shifted(b: &Option<Bound>, e: i64) -> Option<Bound> {
 }
 
 /// Largest number of multiples compiled by listing them (for `multipleOf` with bounds).
+///
+/// A constant of the algorithm, not a user limit: it picks between two exact
+/// spellings of the same multiples (a list, or a remainder automaton).
 const MAX_ENUMERATED: i128 = 2000;
 
 /// Largest power of ten a `multipleOf` may carry (trailing zeros or fraction digits spelled).
+///
+/// A constant of the algorithm, not a user limit: exact decimals stop at exponents of
+/// ±400 ([`number::Dec::parse`]), so no larger power of ten can be spelled at all.
 const MAX_STEP_ZEROS: usize = 400;
 
 /// Which signs the integer bounds `lo..=hi` leave when they are at most 0 and ∞ (a remainder

@@ -27,6 +27,9 @@ use super::{is_constraint_keyword, type_list, FORBIDDEN};
 use crate::grammar::regex::ecma_is_match;
 
 /// Deepest nesting of `not`/`allOf`/`anyOf`/`oneOf` the analysis follows (deeper is Unknown).
+///
+/// A constant of the algorithm, not a user limit: past it the analysis answers
+/// `Unknown`, which only keeps a branch (never a wrong grammar).
 const MAX_DEPTH: usize = 32;
 
 /// The truth value of a subschema over every object the sibling keywords allow.

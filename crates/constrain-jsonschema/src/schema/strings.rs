@@ -199,6 +199,9 @@ impl<'a> Compiler<'a> {
     fn emit(&mut self, d: &CharDfa) -> Option<Expr> {
         /// Largest escaped grammar kept for one string: every character class grows by its
         /// escapes (`\S` is most of Unicode, each character also spelled `\uXXXX`).
+        ///
+        /// A constant of the algorithm, not a user limit: past it the keyword takes its other
+        /// route (a run-time check or a refusal), never an approximation.
         const MAX_ESCAPED_SIZE: usize = 50_000;
         if let Some(e) = d.to_expr().map(|e| json::escape_expr(&e)).filter(|e| e.size() <= MAX_ESCAPED_SIZE) {
             return Some(e);
@@ -405,6 +408,9 @@ const KEY_CHUNK: usize = 64;
 
 /// Longest property name [`not_in_set`] excludes from other keys (its recursion follows the
 /// name's characters); a longer declared name with additional properties allowed is an error.
+///
+/// A constant of the algorithm, not a user limit: the exclusion's recursion follows
+/// the name's characters, so this bounds the compiler's stack, which no setting can raise.
 const MAX_EXCLUDED_KEY_CHARS: usize = 1024;
 
 /// The range `a..=b` without the characters in `holes`.

@@ -49,19 +49,29 @@ use classes::Classes;
 use nfa::Nfa;
 
 /// Most distinct character classes one automaton may tell apart.
+///
+/// A constant of the algorithm, not a user limit: past any of these budgets the answer is
+/// `None` and the caller takes its other route (a run-time check or a refusal), never an
+/// approximation; they bound one keyword's automaton the way [`crate::Limits`] bounds the
+/// whole constraint. The same holds for the other `MAX_*` here.
 const MAX_CLASSES: usize = 64;
 /// Most states of the Thompson automaton behind one determinisation.
+/// A constant of the algorithm, not a user limit (see [`MAX_CLASSES`]).
 const MAX_NFA_STATES: usize = 8_000;
 /// Most states of a deterministic automaton (before minimising).
+/// A constant of the algorithm, not a user limit (see [`MAX_CLASSES`]).
 const MAX_DFA_STATES: usize = 2_048;
 /// Most states [`CharDfa::to_expr`] eliminates: elimination is cubic, and past this its
 /// expression is too big anyway.
+/// A constant of the algorithm, not a user limit (see [`MAX_CLASSES`]).
 const MAX_ELIMINATED_STATES: usize = 256;
 /// Largest expression [`CharDfa::to_expr`] returns (see [`Expr::size`]).
+/// A constant of the algorithm, not a user limit (see [`MAX_CLASSES`]).
 const MAX_RESULT_SIZE: usize = 20_000;
 /// Deepest nesting of [`CharDfa::to_expr`]'s expression: elimination over a long chain of
 /// states (`[a-z]{0,250}`) nests once per state, and every later pass over the grammar
 /// recurses that deep.
+/// A constant of the algorithm, not a user limit (see [`MAX_CLASSES`]).
 const MAX_RESULT_DEPTH: usize = 64;
 
 /// A complete deterministic automaton over character classes, minimal, state 0 the start.

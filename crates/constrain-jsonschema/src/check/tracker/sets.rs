@@ -25,6 +25,9 @@ pub(crate) struct Sets {
 
 /// Cached children per set stop growing past this many entries (a long free-form output
 /// would otherwise grow them without bound); beyond it children are computed each time.
+///
+/// A constant of the algorithm, not a user limit: a cache bound; past it the same
+/// children are computed again, with the same results.
 const MAX_CACHED_CHILDREN: usize = 1 << 16;
 
 impl Sets {

@@ -157,6 +157,9 @@ pub const TARGETS: &str = "x-constrain-targets";
 const DEFAULT_BASE: &str = "constrain:/root.json";
 
 /// Deepest nesting followed.
+///
+/// A constant of the algorithm, not a user limit: the walks recurse once per level, so
+/// this bounds their stack, which no setting can grow.
 const MAX_DEPTH: usize = 256;
 
 /// Keywords whose value is one subschema.

@@ -125,6 +125,10 @@ pub fn multiples_regular(q: u64, zeros: usize) -> Option<Expr> {
 
 /// Most grammar rules a remainder automaton may take (`q · (s + 1)` for a modulus `q` and `s`
 /// fraction digits): a larger `multipleOf` is refused.
+///
+/// A constant of the algorithm, not a user limit: it bounds one rule family of
+/// `multipleOf` (an error names the keyword past it), well below
+/// [`crate::Limits::max_grammar_size`].
 const MAX_REMAINDER_STATES: u64 = 1000;
 
 /// Which signs a remainder automaton spells: the multiples `≥ 0`, `≤ 0`, or all.

@@ -31,19 +31,34 @@ mod members;
 /// Objects with at most this many named properties accept them in any order (one rule per
 /// subset of properties written so far); larger ones accept schema order or required-first
 /// order.
+///
+/// A constant of the algorithm, not a user limit: it picks the shape of an object's
+/// grammar (which orders of valid members it spells), never whether a document is valid,
+/// and a schema's GBNF must not depend on the caller's settings.
 const ANY_ORDER_MAX: usize = 4;
 
 /// Larger objects accept any order (with run-time checks) of up to this many required
 /// properties (one rule per subset written); more required ones keep an order among
 /// themselves (see [`Compiler::loose_members`]), interleaved with the others.
+///
+/// A constant of the algorithm, not a user limit: as [`ANY_ORDER_MAX`], it trades
+/// grammar size for the member orders spelled; the documented subset is the same for every
+/// caller.
 const REQUIRED_TRACKED_MAX: usize = 5;
 
 /// The most rules (states) one layout of an object's required members takes: fewer
 /// properties go in any order when many keep their order.
+///
+/// A constant of the algorithm, not a user limit: a size bound inside one layout,
+/// which keeps the grammar small; every layout accepts only valid objects.
 const LOOSE_STATES_MAX: usize = 256;
 
 /// The most edges (a state and a weight of members written from it) of
 /// [`Compiler::weighted_layout`]: about the grammar's size for the object's members.
+///
+/// A constant of the algorithm, not a user limit: past it the object keeps an order
+/// (with a note) instead of failing, and the grammar's size stays within
+/// [`crate::Limits::max_grammar_size`], which is the user's limit.
 const WEIGHTED_EDGES_MAX: usize = 32768;
 
 /// One `dependentRequired` entry: where `name` is present, every name of `needs` must be.
