@@ -40,13 +40,17 @@
 //! Cost: linear in the schema size, plus one jsonschema validator per `enum` whose values
 //! must be filtered by sibling keywords.
 //!
-//! Where things are: this file holds the public API and the `Compiler`, which dispatches each
-//! schema (`$ref`, `allOf`, `anyOf`/`oneOf`, `not`, `enum`, then per type). The keywords are
-//! compiled in `refs.rs` (`$ref` resolution and the work list of reference rules),
-//! `objects.rs`, `arrays.rs`, `strings.rs` (with the key exclusion and the intersection of a
-//! pattern with a length range), `numeric.rs`, `enums.rs` (`enum`/`const`) and `one_of.rs`
+//! Where things are: this file holds the entry points and the `Compiler`, which dispatches
+//! each schema (`$ref`, `allOf`, `anyOf`/`oneOf`, `not`, `enum`, then per type);
+//! `options.rs` the [`Options`], [`Note`]s and [`Error`]s; `keywords.rs` what the compiler
+//! knows of keywords and types. The keywords are compiled in `refs.rs` (`$ref` resolution
+//! and the work list of reference rules), `objects/`, `arrays.rs`, `strings.rs` (with the
+//! key exclusion and the intersection of a pattern with a length range), `numeric.rs` (with
+//! the digit grammars of [`number`]), `enums.rs` (`enum`/`const`) and `one_of.rs`
 //! (`anyOf`/`oneOf`, with the disjointness check), with `presence.rs` (which branches the
-//! sibling keywords decide); `shared.rs` holds the rules all schemas share.
+//! sibling keywords decide); `shared.rs` holds the rules all schemas share. For the run-time
+//! checks, `pointers.rs` builds the subschema validators and `ecma.rs` rewrites patterns so
+//! the `jsonschema` crate reads them as ECMA-262 does.
 //!
 //! # Example
 //!
