@@ -38,7 +38,7 @@ pub struct Options {
     /// instead of refusing them. Default true; `false` refuses them with an [`Error`].
     pub runtime_checks: bool,
     /// Named properties only in the order the schema lists them (default false). Accepts
-    /// less than the schema: for the preference of [`order_hint`], never for a constraint.
+    /// less than the schema: for the preference of [`order_hint`](super::order_hint), never for a constraint.
     pub schema_order: bool,
 }
 

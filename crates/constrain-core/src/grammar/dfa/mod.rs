@@ -35,8 +35,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Files: this one holds [`CharDfa`] and its operations; [`classes`] splits the
-//! characters into classes; [`nfa`] builds and determinises the Thompson automaton.
+//! Files: this one holds [`CharDfa`] and its operations; `classes.rs` splits the
+//! characters into classes; `nfa.rs` builds and determinises the Thompson automaton.
 
 use super::{Expr, GrammarBuilder, RuleId};
 use rustc_hash::FxHashMap as HashMap;

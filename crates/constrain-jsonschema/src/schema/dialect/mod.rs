@@ -43,8 +43,8 @@
 //!
 //! Cost: two walks over the schema, plus one per `$ref` target.
 //!
-//! Files: this one holds the dialects and the entry point; [`normaliser`] walks and
-//! rewrites the schema; [`uri`] resolves URI references.
+//! Files: this one holds the dialects and the entry point; `normaliser.rs` walks and
+//! rewrites the schema; `uri.rs` resolves URI references.
 
 use super::{escape_pointer, Error};
 use rustc_hash::FxHashMap as HashMap;
@@ -249,7 +249,7 @@ const INSTANCES: [&str; 4] = ["enum", "const", "default", "examples"];
 
 /// Where the two readings of `dependencies` in a 2019-09 or 2020-12 document (`draft`, the
 /// root's) may disagree: the pointer of its first use, when the document also holds a
-/// keyword under which honouring it can accept more ([`NOT_MONOTONE`], anywhere: a `$ref`
+/// keyword under which honouring it can accept more (`NOT_MONOTONE`, anywhere: a `$ref`
 /// may lead there). `None` where honouring it only ever rejects more, and in older
 /// drafts, where it is a keyword.
 ///
@@ -324,7 +324,7 @@ fn content_assertion(m: &Map<String, Value>, ptr: &str) -> Result<Option<Value>,
 /// Where the two readings of `contentEncoding`/`contentMediaType` in a draft-06 or -07
 /// document (`draft`, the root's) may disagree: the pointer of the first one, when the
 /// document also holds a keyword under which asserting them can accept *more* than ignoring
-/// them ([`NOT_MONOTONE`]; a `$ref` may lead there). `None` elsewhere: the grammar asserts
+/// them (`NOT_MONOTONE`; a `$ref` may lead there). `None` elsewhere: the grammar asserts
 /// them, which only ever accepts less.
 ///
 /// The grammar and the checks of its subschemas assert them; the compiler then adds a

@@ -20,8 +20,8 @@
 //! compiler). Multiples are written without an exponent, but for those of `10^-s` below 1 in
 //! magnitude, also written as serializers print small floats (`1e-05`: [`small_multiples`]).
 //!
-//! Files: [`decimal`] (exact decimals and digit arithmetic), [`ranges`] (integer and
-//! decimal ranges), [`scientific`] (exponent spellings) and [`multiples`] (`multipleOf`).
+//! Files: `decimal.rs` (exact decimals and digit arithmetic), `ranges.rs` (integer and
+//! decimal ranges), `scientific.rs` (exponent spellings) and `multiples.rs` (`multipleOf`).
 
 use crate::grammar::Expr;
 

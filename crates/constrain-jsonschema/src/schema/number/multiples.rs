@@ -148,7 +148,7 @@ pub enum Signs {
 /// to `(10r + d) mod q`; the integer part ends where `r · 10^s ≡ 0`, and after `L` fraction
 /// digits where `r · 10^(s-L) ≡ 0`. The rules call each other once per integer digit, so a
 /// number longer than the matcher's stack depth limit is cut (and reported there).
-/// `None` when `q · (s + 1)` exceeds [`MAX_REMAINDER_STATES`].
+/// `None` when `q · (s + 1)` exceeds `MAX_REMAINDER_STATES` (1000).
 pub fn remainder_multiples(b: &mut GrammarBuilder, q: u64, s: usize, zeros: usize, signs: Signs) -> Option<Expr> {
     let states = q.checked_mul(s as u64 + 1)?;
     if q == 0 || states > MAX_REMAINDER_STATES || (zeros > 0 && s > 0) {

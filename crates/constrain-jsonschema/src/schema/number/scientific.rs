@@ -114,7 +114,7 @@ const SMALL_EXPONENTS: usize = 24;
 /// Multiples of `10^-s` below 1 in magnitude, within the bounds, in scientific notation with
 /// one leading digit, as serializers print small floats (`1e-05`, `2.5e-07`, `-3E-6`):
 /// `d.f · 10^-e` is such a multiple iff the fraction's digits up to its last non-zero one
-/// and `e` add up to at most `s`. Each exponent up to [`SMALL_EXPONENTS`] is spelled where its
+/// and `e` add up to at most `s`. Each exponent up to `SMALL_EXPONENTS` (24) is spelled where its
 /// whole decade `[10^-e, 10^(1-e))` (for that sign) lies within the bounds.
 ///
 /// ```
