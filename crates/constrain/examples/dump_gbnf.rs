@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use constrain::grammar::gbnf::to_gbnf;
-use constrain::schema::{compile_with_notes, Options};
+use constrain::schema::{compile, Options};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -54,11 +54,11 @@ fn main() {
             let _ = writeln!(out, "{shown}\tJSON");
             continue;
         };
-        let line = match compile_with_notes(&schema, &Options::default()) {
-            Ok((grammar, notes)) => {
-                let gbnf = to_gbnf(&grammar);
-                let notes = format!("{notes:?}");
-                let checks = if grammar.checks().is_some() { "rc" } else { "-" };
+        let line = match compile(&schema, &Options::default()) {
+            Ok(compiled) => {
+                let gbnf = to_gbnf(compiled.grammar());
+                let notes = format!("{:?}", compiled.notes());
+                let checks = if compiled.checks().is_some() { "rc" } else { "-" };
                 format!("{shown}\t{:016x}\t{:016x}\t{checks}", xxh3_64(gbnf.as_bytes()), xxh3_64(notes.as_bytes()))
             }
             Err(e) => format!("{shown}\tERR\t{}", e.to_string().replace(['\n', '\t'], " ")),

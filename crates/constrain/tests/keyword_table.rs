@@ -91,9 +91,9 @@ fn compile(schema: &Value, checks: bool) -> Result<Compiled, schema::Error> {
 /// read in each: a function (`fn NAME`, its quoted strings) or a constant (`const NAME`).
 /// Paths are relative to this crate; the schema compiler is the crate constrain-jsonschema.
 const KNOWN_KEYWORD_SOURCES: &[(&str, &[&str])] = &[
-    ("../constrain-jsonschema/src/schema/mod.rs", &["fn is_constraint_keyword"]),
+    ("../constrain-jsonschema/src/schema/keywords.rs", &["fn is_constraint_keyword"]),
     (
-        "../constrain-jsonschema/src/schema/dialect.rs",
+        "../constrain-jsonschema/src/schema/dialect/mod.rs",
         &["fn knows", "const SINGLE", "const ARRAYS", "const MAPS", "const COUNTS", "const INSTANCES", "const CONTENT"],
     ),
 ];
