@@ -93,4 +93,13 @@
 pub use constrain_core::{automaton, closing, explain, grammar, limits, mask, matcher, sampling, util, vocab};
 pub use constrain_core::{Constraint, Limits, Liveness, Matcher, TokenId, TokenIndex, Vocabulary};
 #[cfg(feature = "schema")]
-pub use constrain_jsonschema::{check, schema};
+pub use constrain_jsonschema::check;
+
+/// The JSON Schema front end: [`schema::compile`] a schema into a grammar with its run-time
+/// checks ([`schema::Compiled`]), under [`schema::Options`]. The crate
+/// `constrain-jsonschema`'s compiler module and its entry point, under one name.
+#[cfg(feature = "schema")]
+pub mod schema {
+    pub use constrain_jsonschema::schema::*;
+    pub use constrain_jsonschema::{compile, with_order_hint, Compiled};
+}

@@ -6,7 +6,7 @@
 //! `if`/`then`/`else`, `not`, `multipleOf` without a remainder automaton, `pattern` with
 //! lookaround, `dependentSchemas`, `propertyNames`, …), each with the JSON pointer of the
 //! schema holding it. Output: [`ValueChecks`], which the compile result carries
-//! ([`crate::schema::Compiled::checks`]) and every [`crate::Matcher`] of its constraint
+//! ([`crate::Compiled::checks`]) and every [`crate::Matcher`] of its constraint
 //! applies through the engine's hook ([`crate::matcher::RuntimeChecks`]).
 //!
 //! ## How

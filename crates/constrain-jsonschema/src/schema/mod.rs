@@ -6,11 +6,11 @@
 //! meaning made explicit), then `unevaluated*` into plain keywords (`unevaluated`). Output: a [`Grammar`] whose start rule matches JSON texts (under the
 //! whitespace policy) that validate against the schema — never one that does not. A keyword
 //! or combination no grammar can express is left out of the grammar and recorded: the
-//! [`Compiled`] result carries [`crate::check::ValueChecks`] beside the grammar, and every
+//! [`crate::Compiled`] result carries [`crate::check::ValueChecks`] beside the grammar, and every
 //! matcher of a constraint built from it enforces them exactly at run time
 //! ([`Options::runtime_checks`], on by default; off, it is an [`Error`] naming the keyword
 //! and its JSON pointer, as it is for what no check can enforce either). Where the grammar
-//! accepts less than the schema, the result says so in a [`Note`] ([`Compiled::notes`]).
+//! accepts less than the schema, the result says so in a [`Note`] ([`crate::Compiled::notes`]).
 //!
 //! How: the schema is walked recursively; each schema becomes an [`Expr`]. Objects, arrays
 //! and constrained strings become rules of their own, interned so identical bodies are one
@@ -85,7 +85,6 @@
 //! ```
 
 mod arrays;
-mod compiled;
 pub mod dialect;
 mod ecma;
 mod enums;
@@ -95,7 +94,6 @@ mod keywords;
 
 /// Python's `repr(float)`, the spelling `json.dumps` gives a float: the compiler spells
 /// `const`/`enum` numbers this way too, and evaluation harnesses serialise instances with it.
-pub use compiled::{with_order_hint, Compiled};
 pub use json::python_float_repr;
 mod merge;
 pub mod number;
@@ -149,15 +147,34 @@ pub fn order_hint(schema: &Value, options: &Options) -> Option<Grammar> {
     options.schema_order = true;
     options.lenient = true;
     options.runtime_checks = false;
-    compile(schema, &options).ok().map(Compiled::into_grammar)
+    lower(schema, &options).ok().map(|l| l.grammar)
 }
 
-/// Compiles a JSON Schema: a grammar whose start rule matches JSON texts (under
-/// `options.whitespace`) that validate against the schema, the run-time checks for the
-/// keywords it could not say, and the [`Note`]s on where it accepts less than the schema
-/// allows (e.g. host names without A-labels). Build the constraint from the result
-/// ([`Compiled::constraint`] or [`crate::Constraint::new`]), so the checks come along.
-pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
+/// What the compiler makes of a schema before its run-time checks are built: the grammar, the
+/// notes, and what the checks must enforce ([`crate::compile`] builds them and the result).
+pub(crate) struct Lowered {
+    /// The grammar: exact when `relaxed` is `None`, else a superset the checks narrow.
+    pub grammar: Grammar,
+    /// Where the grammar accepts less than the schema, and warnings.
+    pub notes: Vec<Note>,
+    /// The keywords left to run-time checks, if any, each as (pointer of the schema holding it
+    /// in the canonical document, keyword, pointer as written), and what the checks read.
+    pub relaxed: Option<Relaxed>,
+}
+
+/// What the run-time checks need from a compile (see [`Lowered::relaxed`]).
+pub(crate) struct Relaxed {
+    /// The keywords, as (canonical pointer, keyword, pointer as written).
+    pub list: Vec<(String, String, String)>,
+    /// The canonical document, before `unevaluated*` were rewritten.
+    pub normalised: Value,
+    /// The schema's dialect.
+    pub draft: dialect::Draft,
+}
+
+/// Compiles `schema` into a grammar and notes, and lists what the run-time checks must
+/// enforce ([`crate::compile`], the public entry point, builds them).
+pub(crate) fn lower(schema: &Value, options: &Options) -> Result<Lowered, Error> {
     let (normalised, draft) = dialect::normalise(schema, options.draft)?;
     let mut notes = Vec::new();
     if let (None, Some(Value::String(uri))) = (options.draft, schema.get("$schema")) {
@@ -223,7 +240,7 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
             "asserted (as draft-07's optional tests do), and the output must also validate with contentEncoding/contentMediaType ignored (as Python's jsonschema does)",
         ));
     }
-    let checks = if !relaxed.is_empty() || legacy.is_some() || content.is_some() {
+    let relaxed = if !relaxed.is_empty() || legacy.is_some() || content.is_some() {
         let mut list = Vec::new();
         if let Some(shown) = content {
             let keyword = shown.rsplit_once('/').map_or("contentEncoding", |(_, k)| k).to_string();
@@ -239,15 +256,7 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
         // The checks validate against the schema before `unevaluated*` were rewritten (the
         // rewrite may narrow a subschema, which under `not` would widen it), and the whole
         // document against the schema as written, in its own dialect.
-        let checks =
-            crate::check::ValueChecks::build(&normalised, schema, draft, list, options.strict).map_err(|e| {
-                Error::new(
-                    &dialect::original_pointer(&e.pointer),
-                    "",
-                    format!("cannot build the run-time check: {}", e.message),
-                )
-            })?;
-        Some(checks)
+        Some(Relaxed { list, normalised, draft })
     } else {
         None
     };
@@ -255,7 +264,7 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
         n.at.pointer = dialect::original_pointer(&n.at.pointer);
     }
     notes.dedup();
-    Ok(Compiled::new(g, checks, notes))
+    Ok(Lowered { grammar: g, notes, relaxed })
 }
 
 /// The JSON types, in a fixed order.

@@ -3,6 +3,7 @@
 use super::*;
 use crate::automaton::Pda;
 use crate::Limits;
+use crate::{compile, with_order_hint};
 use serde_json::json;
 
 fn pda_with(schema: Value, opts: &Options) -> Pda {

@@ -401,7 +401,7 @@ mod tests {
         let (n, _) = normalise(&s, None).unwrap();
         assert_eq!(n, json!({"maxItems": 2, "minLength": 10, "maxProperties": 1.5, "minItems": -1.0}));
         // Left for the compiler to refuse at its keyword.
-        let err = crate::schema::compile(&json!({"maxProperties": 1.5}), &Default::default()).unwrap_err();
+        let err = crate::compile(&json!({"maxProperties": 1.5}), &Default::default()).unwrap_err();
         assert!(err.to_string().contains("/maxProperties"), "{err}");
     }
 

@@ -8,7 +8,7 @@
 //! by byte, which is what generation can produce ([`walk`]); and near misses made from each
 //! walk by deleting, doubling, replacing or swapping characters ([`mutants`]). Each is
 //! judged by the automaton of `{"type": "string", "format": F}` compiled with
-//! [`crate::schema::compile`], on its quoted JSON spelling.
+//! [`crate::compile`], on its quoted JSON spelling.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -20,7 +20,8 @@ use rand::{Rng, SeedableRng};
 
 use super::python;
 use crate::automaton::Pda;
-use crate::schema::{compile, Options, Whitespace};
+use crate::compile;
+use crate::schema::{Options, Whitespace};
 use crate::Limits;
 
 /// Every format [`super::format_expr`] compiles.

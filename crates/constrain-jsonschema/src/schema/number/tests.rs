@@ -421,7 +421,7 @@ fn check_exact(
     extra: &[&str],
 ) {
     let value: serde_json::Value = serde_json::from_str(schema).unwrap();
-    let g = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
+    let g = crate::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
         .unwrap_or_else(|e| panic!("{schema}: {e}"));
     let p = Pda::build(g.grammar(), &Limits::default()).unwrap();
     let mut around: Vec<&str> = extra.to_vec();
@@ -577,7 +577,7 @@ fn small_multiples_in_scientific_notation_are_exact() {
     let mantissas = ["1", "2.5", "9.99", "1.0", "1.50", "3.000", "7.0001", "5.25", "10", "0.5"];
     for (schema, lo, hi, m) in cases {
         let value: serde_json::Value = serde_json::from_str(schema).unwrap();
-        let g = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
+        let g = crate::compile(&value, &crate::schema::Options::default().with_runtime_checks(false))
             .unwrap_or_else(|e| panic!("{schema}: {e}"));
         let p = Pda::build(g.grammar(), &Limits::default()).unwrap();
         let mut accepted = 0;
@@ -674,10 +674,7 @@ fn remainder_automata_are_exact() {
 #[test]
 fn unbounded_moduli_are_refused_not_dropped() {
     let compile = |s: &str| {
-        crate::schema::compile(
-            &serde_json::from_str(s).unwrap(),
-            &crate::schema::Options::default().with_runtime_checks(false),
-        )
+        crate::compile(&serde_json::from_str(s).unwrap(), &crate::schema::Options::default().with_runtime_checks(false))
     };
     for s in [
         r#"{"type": "integer", "multipleOf": 1234567}"#,
@@ -716,7 +713,7 @@ proptest::proptest! {
         }
         schema += "}";
         let value: serde_json::Value = serde_json::from_str(&schema).unwrap();
-        if let Ok(g) = crate::schema::compile(&value, &crate::schema::Options::default().with_runtime_checks(false)) {
+        if let Ok(g) = crate::compile(&value, &crate::schema::Options::default().with_runtime_checks(false)) {
             // An empty set does not build (`Empty`): then every candidate must be outside.
             let p = Pda::build(g.grammar(), &Limits::default()).ok();
             let lo_b = lo.as_ref().map(|(l, s)| (l.as_str(), *s));

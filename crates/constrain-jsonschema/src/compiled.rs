@@ -1,9 +1,13 @@
-//! What compiling a schema gives ([`Compiled`]), and how it becomes a constraint.
+//! The front end's entry point: [`compile`] runs the schema compiler ([`crate::schema`]),
+//! builds the run-time checks ([`crate::check`]) for what it left out, and returns both as a
+//! [`Compiled`], which becomes a constraint. It sits above both modules, so that neither
+//! imports the other's caller: the checks read the schema compiler's helpers, and the schema
+//! compiler knows nothing of the checks.
 
-use super::{order_hint, Note, Options};
 use crate::check::ValueChecks;
 use crate::grammar::Grammar;
 use crate::matcher::{ConstraintSource, Error as MatchError, RuntimeChecks};
+use crate::schema::{dialect, lower, order_hint, Error, Lowered, Note, Options, Relaxed};
 use crate::{Constraint, Limits, TokenIndex};
 use serde_json::Value;
 use std::sync::Arc;
@@ -22,11 +26,30 @@ pub struct Compiled {
     notes: Vec<Note>,
 }
 
-impl Compiled {
-    pub(super) fn new(grammar: Grammar, checks: Option<ValueChecks>, notes: Vec<Note>) -> Compiled {
-        Compiled { grammar, checks: checks.map(Arc::new), notes }
-    }
+/// Compiles a JSON Schema: a grammar whose start rule matches JSON texts (under
+/// `options.whitespace`) that validate against the schema, the run-time checks for the
+/// keywords it could not say, and the [`Note`]s on where it accepts less than the schema
+/// allows (e.g. host names without A-labels). Build the constraint from the result
+/// ([`Compiled::constraint`] or [`Constraint::new`]), so the checks come along.
+pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
+    let Lowered { grammar, notes, relaxed } = lower(schema, options)?;
+    let checks = match relaxed {
+        None => None,
+        Some(Relaxed { list, normalised, draft }) => {
+            let built = ValueChecks::build(&normalised, schema, draft, list, options.strict).map_err(|e| {
+                Error::new(
+                    &dialect::original_pointer(&e.pointer),
+                    "",
+                    format!("cannot build the run-time check: {}", e.message),
+                )
+            })?;
+            Some(Arc::new(built))
+        }
+    };
+    Ok(Compiled { grammar, checks, notes })
+}
 
+impl Compiled {
     /// A plain grammar as a compile result with no checks and no notes, for callers that
     /// hold a schema's, a GBNF file's or a regex's grammar in one type.
     pub fn from_grammar(grammar: Grammar) -> Compiled {
