@@ -322,7 +322,7 @@ mod tests {
         assert!(quiet.iter().any(|l| l.starts_with("warning: /$schema")), "{quiet:?}");
         let last = quiet.last().unwrap();
         assert!(last.contains("2 keywords compiled as documented subsets, 1 keyword checked at run time"), "{last}");
-        let all = note_lines(&notes, &checked, true);
+        let all = note_lines(notes, &checked, true);
         assert_eq!(all.iter().filter(|l| l.starts_with("note: /properties/")).count(), 2, "{all:?}");
         assert!(all.iter().any(|l| l.contains("checked at run time, as each value completes: not at /not")));
         assert!(note_lines(&[], &[], false).is_empty(), "nothing to say: silence");
