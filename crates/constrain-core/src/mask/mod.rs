@@ -1,6 +1,6 @@
 //! Stage 4: per-state token masks over a vocabulary trie.
 //!
-//! Input: a [`Vocabulary`] (once per tokenizer) and, per automaton state, a *context*: the
+//! Input: a [`crate::Vocabulary`] (once per tokenizer) and, per automaton state, a *context*: the
 //! stack top plus the few frames below it that decide what the top can do (see
 //! `Context` for how the context is chosen). Output: an `Entry` per context, cached
 //! in the [`TokenIndex`] and shared by every constraint built over that tokenizer.

@@ -1,6 +1,6 @@
 //! Stage 5: the compiled, shareable [`Constraint`] and the per-sequence [`Matcher`].
 //!
-//! Input: a [`Grammar`] and a [`TokenIndex`]. Output: token masks, token acceptance,
+//! Input: a [`crate::grammar::Grammar`] and a [`TokenIndex`]. Output: token masks, token acceptance,
 //! rollback and completion for one generated sequence, usable from any decode loop.
 //!
 //! ## How

@@ -6,7 +6,7 @@
 //! `if`/`then`/`else`, `not`, `multipleOf` without a remainder automaton, `pattern` with
 //! lookaround, `dependentSchemas`, `propertyNames`, …), each with the JSON pointer of the
 //! schema holding it. Output: [`ValueChecks`], which the compile result carries
-//! ([`crate::Compiled::checks`]) and every [`crate::Matcher`] of its constraint
+//! ([`crate::Compiled::checks`]) and every [`constrain_core::Matcher`] of its constraint
 //! applies through the engine's hook ([`crate::matcher::RuntimeChecks`]).
 //!
 //! ## How
@@ -26,7 +26,7 @@
 //!   output, knows the set of positions that apply to each open value, and validates a value
 //!   the moment it completes (closing quote, bracket, the byte after a number, the last
 //!   letter of a literal). The mask leaves out every token that would complete a value that
-//!   fails, and [`crate::Matcher::accept_token`] refuses it.
+//!   fails, and [`constrain_core::Matcher::accept_token`] refuses it.
 //! - Last, the whole document is validated against the whole schema before the output may
 //!   end: whatever the tracker could not place is still checked, so the constraint never
 //!   accepts a document the schema rejects.

@@ -1,6 +1,6 @@
 //! Witnesses: a few small documents built from the schema itself, which a liveness proof
 //! tries from the start of the output when its searches run out of fuel
-//! ([`crate::Matcher::prove_live_into`]).
+//! ([`constrain_core::Matcher::prove_live_into`]).
 //!
 //! Why: a search over bytes cannot write a document that needs many exact parts (an object
 //! with fifteen required properties under a `oneOf`), and without a proved completion from

@@ -35,7 +35,7 @@ pub(super) struct CachedRule {
 
 /// Determinised rule bodies by canonical key, shared by the grammars built with one cache,
 /// and the salts of their fingerprints. Owned by the caller: a token index holds one for
-/// every constraint compiled against it ([`Pda::build_with`]); [`Pda::build`] uses a fresh
+/// every constraint compiled against it ([`crate::automaton::Pda::build_with`]); [`crate::automaton::Pda::build`] uses a fresh
 /// one. Bounded in bytes like the mask cache (a generational `GenCache`): new rules go to
 /// the young generation; when it holds half of the bound it becomes the old one and the
 /// previous old one is dropped. A hit in the old one is copied back to the young one, so

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{lex::Cx, lex::Lex, lex::State, lex::Step, Checker};
 
 impl Checker {
-    /// For closing mode's distances ([`crate::Matcher::min_bytes_to_finish_checked`]):
+    /// For closing mode's distances ([`constrain_core::Matcher::min_bytes_to_finish_checked`]):
     /// whether the key being written (in a checked object) begins a property name written
     /// already. The grammar's distance may then run through that name, which this check
     /// refuses when the key closes; `out` gets the ways to end the key that the check does
