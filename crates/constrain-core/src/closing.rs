@@ -112,13 +112,21 @@ pub struct BudgetTooSmall {
 
 /// Byte steps the liveness proof after a sampled token may take ([`Matcher::prove_live`]).
 /// About 0.1 ms at most, and the usual proof is one walk of the shortest completion.
+///
+/// A constant of the algorithm, not a user limit: a proof out of fuel refuses the sampled
+/// token (a smaller choice, counted in [`ProofStats`]), never accepts one unproved.
 pub const PROOF_FUEL: usize = 4096;
 
 /// Byte steps of the proof at the start of a generation (once per generation).
+///
+/// A constant of the algorithm, not a user limit (see [`PROOF_FUEL`]).
 const START_FUEL: usize = 1 << 16;
 
 /// Sampled tokens one step may refuse (not proved live, or not within the budget) before
 /// the step follows the plan, the completion last proved.
+///
+/// A constant of the algorithm, not a user limit (see [`PROOF_FUEL`]): past it the step
+/// takes the plan's token, which is proved live.
 pub const PROOF_TRIES: usize = 8;
 
 /// Closing-mode state for one generation (see the module doc).
@@ -596,4 +604,7 @@ impl Closer {
 
 /// The largest logit bonus soft closing gives a token that shortens the distance to the end
 /// (reached one token before the hard limit; a logit difference of 4 is a factor of ~55).
+///
+/// A constant of the algorithm, not a user limit: it shapes the distribution near the
+/// budget, not what the mask allows.
 pub const SOFT_CLOSE_BONUS: f32 = 4.0;

@@ -20,6 +20,10 @@
 //! Set them with the `with_*` methods (the struct is `#[non_exhaustive]`, so new budgets can
 //! be added without breaking callers); the command line has a flag for the compile ones.
 //!
+//! The `MAX_*` constants of the algorithm (bounds on one step's recursion or work, the same
+//! for every caller) are each documented where they are defined, and listed with what
+//! happens past them in the repository's `docs/limits.md`.
+//!
 //! The shared per-tokenizer mask cache is bounded by the token index that owns it
 //! (`mask::IndexConfig::cache_bytes`, 1 GiB by default), not per constraint.
 //!

@@ -8,6 +8,10 @@
 use crate::Limits;
 
 /// Work items one closure may take whatever the fuel ([`ParseLimit::Closure`]).
+///
+/// A constant of the algorithm, not a user limit: it bounds one closure's work even under a
+/// huge [`Limits::mask_fuel`]; past it the path is cut and reported as
+/// [`ParseLimit::Closure`], never dropped silently.
 pub(crate) const CLOSURE_BUDGET: u64 = 1 << 20;
 
 /// One parse limit that can cut a path of the automaton.

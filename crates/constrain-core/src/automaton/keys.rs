@@ -136,4 +136,7 @@ fn node_key(pda: &Pda, start: u32) -> u128 {
 }
 
 /// See [`NodeKeys`].
+///
+/// A constant of the algorithm, not a user limit: it only decides which states share a
+/// cache key, never what a mask holds.
 const MAX_CANONICAL_NODES: usize = 64;

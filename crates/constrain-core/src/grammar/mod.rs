@@ -205,6 +205,8 @@ struct BranchSet {
 }
 
 /// Alternations up to this many branches are scanned; larger ones are hashed.
+///
+/// A constant of the algorithm: it picks how duplicates are found, not which are.
 const SCAN_BRANCHES: usize = 16;
 
 impl BranchSet {

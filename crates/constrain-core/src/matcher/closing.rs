@@ -78,7 +78,9 @@ impl Matcher {
     /// [`Matcher::shortest_completion`], leaving in `out` the bytes the matcher accepted also
     /// when it fails: the walk up to the byte refused (where a liveness proof repairs it).
     pub(crate) fn attempt_completion(&mut self, out: &mut Vec<u8>) -> Result<bool, Error> {
-        /// Walks made again at most (each after a refused byte), and their bytes at most.
+        /// Walks made again at most (each after a refused byte), and their bytes at most: a
+        /// constant of the algorithm, not a user limit (past it the answer is "not found",
+        /// which the liveness proof repairs; never a wrong completion).
         const MAX_WALKS: usize = 256;
         const MAX_BYTES: usize = 1 << 20;
         out.clear();

@@ -477,6 +477,8 @@ impl Matcher {
     /// possible and the output cannot end — for jump-forward decoding. Empty if there is a
     /// choice right away.
     pub fn forced_bytes(&mut self) -> Vec<u8> {
+        /// Longest run returned: a constant of the algorithm, not a user limit (the rest
+        /// is forced again on the next call).
         const MAX_FORCED: usize = 4096;
         let level = self.level();
         let mut out = Vec::new();

@@ -44,9 +44,14 @@ const EOS_NAMES: &[&str] = &[
 
 /// Largest token id accepted; above this the file is considered malformed (a dense table of
 /// that many entries would be allocated).
+///
+/// A constant of the algorithm, not a user limit: past it the file is an error.
 const MAX_TOKEN_ID: u32 = (1 << 24) - 1;
 
 /// Decoder nesting (`Sequence` inside `Sequence`) deeper than this is refused.
+///
+/// A constant of the algorithm, not a user limit: real tokenizers nest one level; past it
+/// the file is an error.
 const MAX_DECODER_DEPTH: usize = 8;
 
 /// The parts of `tokenizer.json` that decide token bytes.

@@ -7,10 +7,16 @@ use std::borrow::Cow;
 
 /// Deepest expression nesting accepted (guards the recursive construction), whatever
 /// [`Limits::max_nesting_depth`] says.
+///
+/// A constant of the algorithm, not a user limit: it bounds the builder's recursion (the
+/// thread's stack, which no setting grows); past it the build is an error.
 pub(super) const MAX_EXPR_DEPTH: usize = 500;
 
 /// Most NFA states a small counted repetition may unroll to (its body's unrolled size times
 /// its count); past it the repetition keeps a run-time counter, as large counts do.
+///
+/// A constant of the algorithm, not a user limit: it picks between two exact forms of the
+/// same repetition and never changes what is accepted.
 pub(super) const UNROLL_COST: u64 = 4096;
 
 /// A rule after lifting: either a regular body (borrowed from the grammar when nothing in it

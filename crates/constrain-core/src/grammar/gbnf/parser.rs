@@ -10,10 +10,15 @@ use std::collections::{HashMap, HashSet};
 
 /// Deepest nesting of parenthesised groups accepted; deeper input is a syntax error rather
 /// than a stack overflow.
+///
+/// A constant of the algorithm, not a user limit: it bounds the parser's recursion (the
+/// thread's stack, which no setting grows).
 pub const MAX_GROUP_DEPTH: usize = 128;
 
 /// Most postfix operators accepted on one item (`"a"?*` is two); each one nests the
 /// expression one level deeper, so this keeps the tree shallow.
+///
+/// A constant of the algorithm, not a user limit: more is a syntax error naming the item.
 const MAX_POSTFIX: usize = 4;
 
 /// Rule name used in errors that occur outside any rule.
