@@ -37,11 +37,11 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
         None => None,
         Some(Relaxed { list, normalised, draft }) => {
             let built = ValueChecks::build(&normalised, schema, draft, list, options.strict).map_err(|e| {
-                Error::new(
-                    &dialect::original_pointer(&e.pointer),
-                    "",
-                    format!("cannot build the run-time check: {}", e.message),
-                )
+                // Name the keyword: the last segment of the pointer refused.
+                let pointer = dialect::as_written(schema, &e.pointer);
+                let (at, keyword) = pointer.rsplit_once('/').unwrap_or(("", ""));
+                let keyword = keyword.replace("~1", "/").replace("~0", "~");
+                Error::new(at, &keyword, format!("cannot build the run-time check: {}", e.message))
             })?;
             Some(Arc::new(built))
         }
@@ -109,5 +109,45 @@ pub fn with_order_hint(constraint: Constraint, schema: &Value, options: &Options
     match hint {
         Some(hint) => constraint.with_order_hint(hint),
         None => constraint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `(pointer, keyword)` of the error compiling `schema`.
+    fn refused_at(schema: Value, options: &Options) -> (String, String) {
+        let err = compile(&schema, options).unwrap_err();
+        (err.pointer().to_string(), err.keyword().to_string())
+    }
+
+    fn at(pointer: &str, keyword: &str) -> (String, String) {
+        (pointer.to_string(), keyword.to_string())
+    }
+
+    #[test]
+    fn errors_name_the_keyword_as_written() {
+        let checks = Options::default();
+        // A pattern no validator can read: at the pattern, not at its subschema.
+        let bad = json!({"type": "string", "pattern": "(?<x>a"});
+        assert_eq!(refused_at(bad.clone(), &checks), at("/pattern", "pattern"));
+        let nested = json!({"type": "object", "properties": {"a": bad.clone()}});
+        assert_eq!(refused_at(nested, &checks), at("/properties/a/pattern", "pattern"));
+        // Keywords the dialect renamed are named as written.
+        let d7 = "http://json-schema.org/draft-07/schema#";
+        let tuple = json!({"$schema": d7, "items": [true], "additionalItems": bad});
+        assert_eq!(refused_at(tuple, &checks), at("/additionalItems/pattern", "pattern"));
+        let deps = json!({"$schema": d7, "properties": {"a": {"dependencies": {"b": {"not": {"required": ["c"]}}}}}});
+        let no_checks = Options::default().with_runtime_checks(false);
+        assert_eq!(refused_at(deps.clone(), &no_checks), at("/properties/a/dependencies", "dependencies"));
+        let compiled = compile(&deps, &checks).unwrap();
+        let relaxed = compiled.checks().map(|c| c.relaxed().to_vec()).unwrap_or_default();
+        assert_eq!(relaxed.len(), 1, "{relaxed:?}");
+        assert_eq!(
+            (relaxed[0].pointer.as_str(), relaxed[0].keyword.as_str()),
+            ("/properties/a/dependencies", "dependencies")
+        );
     }
 }

@@ -226,11 +226,11 @@ fn probes() -> Vec<Probe> {
         probe("dependencies", Exact, json!({"$schema": D7, "type": "object", "dependencies": {"a": ["b"]}}))
             .valid(&["{}", "{\"a\":1,\"b\":2}"])
             .invalid(&["{\"a\":1}"]),
-        // The schema form is compiled as `dependentSchemas`, and the error says so.
+        // The schema form is compiled as `dependentSchemas`; the error names it as written.
         probe("dependencies", Checked, json!({"$schema": D7, "type": "object", "dependencies": {"a": {"required": ["b"]}}}))
             .valid(&["{}", "{\"a\":1,\"b\":2}"])
             .invalid(&["{\"a\":1}"])
-            .at("/dependentSchemas"),
+            .at("/dependencies"),
         // Arrays.
         probe("items", Exact, json!({"type": "array", "items": {"type": "integer"}})).valid(&["[]", "[1,2]"]).invalid(&["[1,\"a\"]"]),
         probe("prefixItems", Exact, json!({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": false}))

@@ -81,7 +81,8 @@ pub struct Relaxed {
 /// Why [`ValueChecks`] could not be built: a subschema the validator refuses.
 #[derive(Clone, Debug)]
 pub(crate) struct BuildError {
-    /// Pointer (canonical document) of the subschema.
+    /// Pointer (canonical document) of the value refused: the keyword when the validator
+    /// names one (`/properties/a/pattern`), else the subschema.
     pub pointer: String,
     /// The validator's message.
     pub message: String,
@@ -400,7 +401,9 @@ impl ValueChecks {
             } else {
                 nodes[anchor as usize].anchored_from_below = true;
             }
-            out_relaxed.push(Relaxed { pointer: shown, keyword });
+            // Named as written: a draft-07 `dependencies` is not shown as `dependentSchemas`.
+            let written = shown.rsplit_once('/').map(|(_, k)| k.replace("~1", "/").replace("~0", "~"));
+            out_relaxed.push(Relaxed { keyword: written.unwrap_or(keyword), pointer: shown });
         }
         let any_mark = nodes.iter().any(|n| n.marked);
         for i in opaque {
@@ -700,9 +703,10 @@ fn reverse_reach<'n, C: Iterator<Item = u32> + 'n>(
 /// A validator for the subschema at `ptr` of `doc`, with the document's reference targets
 /// copied in when it holds references.
 fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildError> {
-    let err = |message: String| BuildError { pointer: ptr.to_string(), message };
+    use crate::schema::Refusal;
+    let err = |r: Refusal| BuildError { pointer: format!("{ptr}{}", r.at), message: r.message };
     let built = match doc.pointer(ptr) {
-        None => return Err(err("no such subschema".into())),
+        None => return Err(err(Refusal { at: String::new(), message: "no such subschema".into() })),
         Some(Value::Object(m)) if !ptr.is_empty() => crate::schema::subschema_validator(doc, m.clone()),
         Some(other) => {
             let mut other = other.clone();
@@ -712,7 +716,7 @@ fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildEr
                 .should_validate_formats(true)
                 .with_keyword(crate::schema::JSON_TEXT, |_, _, _| Ok(Box::new(crate::schema::JsonText)))
                 .build(&other)
-                .map_err(|e| e.to_string())
+                .map_err(Refusal::from)
         }
     };
     built.map_err(err)
@@ -732,7 +736,7 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
         D::Draft201909 => jsonschema::Draft::Draft201909,
         D::Draft202012 => jsonschema::Draft::Draft202012,
     };
-    let err = |message: String| BuildError { pointer: String::new(), message };
+    let err = |r: crate::schema::Refusal| BuildError { pointer: r.at, message: r.message };
     let mut schema = schema.clone();
     crate::schema::portable_patterns(&mut schema).map_err(err)?;
     let mut options = jsonschema::options().with_draft(d).should_validate_formats(true);
@@ -746,7 +750,7 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
             options = options.with_keyword(k, |_, _, _| Ok(Box::new(Ignored)));
         }
     }
-    options.build(&schema).map_err(|e| err(e.to_string()))
+    options.build(&schema).map_err(|e| err(e.into()))
 }
 
 /// A keyword read as no keyword at all: every instance satisfies it.

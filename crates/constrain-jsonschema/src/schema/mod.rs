@@ -135,6 +135,7 @@ pub(crate) use pointers::escape_pointer_segment;
 pub(crate) use pointers::percent_decode_pointer;
 pub(crate) use pointers::portable_patterns;
 pub(crate) use pointers::subschema_validator;
+pub(crate) use pointers::Refusal;
 use refs::{collect_ids, percent_decode};
 use shared::SharedRule;
 
@@ -200,7 +201,7 @@ pub(crate) fn lower(schema: &Value, options: &Options) -> Result<Lowered, Error>
     notes.append(&mut c.notes);
     let relaxed = c.relaxed.take();
     let g = built.map_err(|mut e| {
-        e.0.pointer = dialect::original_pointer(&e.0.pointer);
+        e.0.point_as_written(schema);
         e
     })?;
     // `dependencies` where 2019-09 dropped it: the document must also validate with it
@@ -247,7 +248,7 @@ pub(crate) fn lower(schema: &Value, options: &Options) -> Result<Lowered, Error>
             list.push((String::new(), keyword, shown));
         }
         for (ptr, keyword) in relaxed {
-            let shown = dialect::original_pointer(&format!("{ptr}/{}", escape_pointer(&keyword)));
+            let shown = dialect::as_written(schema, &format!("{ptr}/{}", escape_pointer(&keyword)));
             list.push((ptr, keyword, shown));
         }
         if let Some(shown) = legacy {
@@ -261,7 +262,7 @@ pub(crate) fn lower(schema: &Value, options: &Options) -> Result<Lowered, Error>
         None
     };
     for n in &mut notes {
-        n.at.pointer = dialect::original_pointer(&n.at.pointer);
+        n.at.point_as_written(schema);
     }
     notes.dedup();
     Ok(Lowered { grammar: g, notes, relaxed })

@@ -3,6 +3,7 @@
 
 use super::dialect;
 use super::pointers::escape_pointer;
+use serde_json::Value;
 
 /// How much whitespace the generated JSON may contain between tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,6 +106,18 @@ impl Located {
             keyword: keyword.to_string(),
             message: message.into(),
         }
+    }
+    /// Points the message at the schema as written (`written`), from the canonical form's
+    /// pointer: see [`super::dialect::as_written`]. A renamed keyword gets its written name.
+    pub(super) fn point_as_written(&mut self, written: &Value) {
+        let pointer = super::dialect::as_written(written, &self.pointer);
+        let last = |p: &str| p.rsplit_once('/').map(|(_, k)| k.replace("~1", "/").replace("~0", "~"));
+        if !self.keyword.is_empty() && last(&self.pointer).as_deref() == Some(self.keyword.as_str()) {
+            if let Some(k) = last(&pointer) {
+                self.keyword = k;
+            }
+        }
+        self.pointer = pointer;
     }
     /// JSON pointer of the keyword, e.g. `/properties/age/minimum`.
     pub fn pointer(&self) -> &str {

@@ -22,7 +22,7 @@ pub(super) fn escape_pointer(seg: &str) -> String {
 pub(crate) fn subschema_validator(
     root: &Value,
     mut schema: Map<String, Value>,
-) -> Result<jsonschema::Validator, String> {
+) -> Result<jsonschema::Validator, Refusal> {
     let has_ref = schema.contains_key("$ref") || schema.values().any(contains_ref);
     if let (Value::Object(root), true) = (root, has_ref) {
         for k in ["definitions", "$defs", dialect::TARGETS] {
@@ -38,7 +38,34 @@ pub(crate) fn subschema_validator(
         .should_validate_formats(true)
         .with_keyword(JSON_TEXT, |_, _, _| Ok(Box::new(JsonText)))
         .build(&schema)
-        .map_err(|e| e.to_string())
+        .map_err(Refusal::from)
+}
+
+/// Why a schema document was refused, by the `jsonschema` crate or by
+/// [`portable_patterns`]: the JSON pointer, within that document, of the value refused
+/// (`/properties/a/pattern` for a pattern that is not a regex), and the message. Callers
+/// prefix the pointer with the document's own place, so the user's error names the keyword.
+#[derive(Clone, Debug)]
+pub(crate) struct Refusal {
+    /// Pointer within the document refused (`""` for the document itself).
+    pub(crate) at: String,
+    /// What was wrong.
+    pub(crate) message: String,
+}
+
+impl From<jsonschema::ValidationError<'_>> for Refusal {
+    fn from(e: jsonschema::ValidationError<'_>) -> Self {
+        Refusal { at: e.instance_path().to_string(), message: e.to_string() }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.at.as_str() {
+            "" => f.write_str(&self.message),
+            at => write!(f, "{} (at {at})", self.message),
+        }
+    }
 }
 
 /// Rewrites, in place, every `pattern` and `patternProperties` name of a schema document with
@@ -46,14 +73,24 @@ pub(crate) fn subschema_validator(
 /// `jsonschema` crate built from it reads them as ECMA-262 does. Every validator the
 /// compiler builds goes through this. Values under `enum`, `const`, `default` and `examples`
 /// are data and left alone; anything else is walked (a `$ref` may point anywhere).
-pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
+pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), Refusal> {
+    let mut at = String::new();
+    portable_at(v, &mut at).map_err(|message| Refusal { at, message })
+}
+
+/// [`portable_patterns`] of the value at pointer `at`; on an error `at` is left pointing at
+/// the pattern refused.
+fn portable_at(v: &mut Value, at: &mut String) -> Result<(), String> {
     use super::ecma::ecma_portable;
+    let len = at.len();
     match v {
         Value::Object(m) => {
             if let Some(Value::String(p)) = m.get_mut("pattern") {
+                at.push_str("/pattern");
                 if let Some(new) = ecma_portable(p)? {
                     *p = new;
                 }
+                at.truncate(len);
             }
             for (k, c) in m.iter_mut() {
                 match (k.as_str(), c) {
@@ -69,27 +106,37 @@ pub(crate) fn portable_patterns(v: &mut Value) -> Result<(), String> {
                         | dialect::TARGETS,
                         Value::Object(names),
                     ) => {
-                        for x in names.values_mut() {
-                            portable_patterns(x)?;
+                        for (n, x) in names.iter_mut() {
+                            at.push_str(&format!("/{}/{}", escape_pointer(k), escape_pointer(n)));
+                            portable_at(x, at)?;
+                            at.truncate(len);
                         }
                     }
-                    (_, c) => portable_patterns(c)?,
+                    (_, c) => {
+                        at.push_str(&format!("/{}", escape_pointer(k)));
+                        portable_at(c, at)?;
+                        at.truncate(len);
+                    }
                 }
             }
             if let Some(Value::Object(pp)) = m.get_mut("patternProperties") {
                 let mut renamed = Map::new();
                 for (p, x) in std::mem::take(pp) {
+                    at.push_str(&format!("/patternProperties/{}", escape_pointer(&p)));
                     let p = ecma_portable(&p)?.unwrap_or(p);
                     if renamed.insert(p.clone(), x).is_some() {
                         return Err(format!("two patternProperties patterns read alike as {p:?}"));
                     }
+                    at.truncate(len);
                 }
                 *pp = renamed;
             }
         }
         Value::Array(a) => {
-            for x in a {
-                portable_patterns(x)?;
+            for (i, x) in a.iter_mut().enumerate() {
+                at.push_str(&format!("/{i}"));
+                portable_at(x, at)?;
+                at.truncate(len);
             }
         }
         _ => {}

@@ -365,6 +365,74 @@ fn subschemas<'v>(m: &'v Map<String, Value>, ptr: &str, f: &mut impl FnMut(&'v V
     }
 }
 
+/// Maps a pointer into the canonical form back to the schema as the user wrote it: first
+/// [`original_pointer`], then the keywords the dialect renamed are given their written
+/// names again, so that a draft-07 `dependencies` is named as such and not as the
+/// `dependentSchemas` it became. `written` is the schema as written. A pointer that does
+/// not lead through `written` (a reference target's URI) is returned as mapped so far.
+///
+/// ```
+/// use constrain::schema::dialect::as_written;
+/// use serde_json::json;
+/// let doc = json!({"properties": {"a": {"dependencies": {"b": {"not": {}}},
+///                                        "items": [true], "additionalItems": false}}});
+/// assert_eq!(as_written(&doc, "/properties/a/dependentSchemas/b"), "/properties/a/dependencies/b");
+/// assert_eq!(as_written(&doc, "/properties/a/prefixItems/0"), "/properties/a/items/0");
+/// assert_eq!(as_written(&doc, "/properties/a/items"), "/properties/a/additionalItems");
+/// assert_eq!(as_written(&doc, "/properties/a/minimum"), "/properties/a/minimum");
+/// ```
+pub fn as_written(written: &Value, ptr: &str) -> String {
+    let mapped = original_pointer(ptr);
+    if !mapped.starts_with('/') {
+        return mapped;
+    }
+    let mut at = written;
+    let mut out = String::new();
+    let mut segments = mapped[1..].split('/');
+    for seg in segments.by_ref() {
+        let key = seg.replace("~1", "/").replace("~0", "~");
+        let next = match at {
+            // A tuple `items` became `prefixItems`, and `additionalItems` beside it `items`.
+            Value::Object(m) if key == "items" && m.get("items").is_some_and(Value::is_array) => {
+                m.get("additionalItems").map(|v| ("additionalItems".to_string(), v))
+            }
+            Value::Object(m) => match m.get(&key) {
+                Some(v) => Some((seg.to_string(), v)),
+                None => renamed_from(&key).iter().find_map(|old| Some((old.to_string(), m.get(*old)?))),
+            },
+            Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)).map(|v| (seg.to_string(), v)),
+            _ => None,
+        };
+        match next {
+            Some((name, v)) => {
+                out.push('/');
+                out.push_str(&name);
+                at = v;
+            }
+            None => {
+                out.push('/');
+                out.push_str(seg);
+                break;
+            }
+        }
+    }
+    for seg in segments {
+        out.push('/');
+        out.push_str(seg);
+    }
+    out
+}
+
+/// The keywords written before normalising that a canonical keyword may come from (see
+/// the module documentation).
+fn renamed_from(canonical: &str) -> &'static [&'static str] {
+    match canonical {
+        "dependentSchemas" | "dependentRequired" => &["dependencies"],
+        "prefixItems" => &["items"],
+        _ => &[],
+    }
+}
+
 /// Maps a pointer into the canonical form back to the original document's pointer (a
 /// pointer under [`TARGETS`] names its target's original pointer in its first segment).
 pub fn original_pointer(ptr: &str) -> String {

@@ -244,7 +244,7 @@ impl<'a> Compiler<'a> {
             if let Some(v) = map.get(k) {
                 let trivial = v.as_object().is_some_and(|m| m.is_empty()) || v == &Value::Bool(true);
                 if !trivial {
-                    self.unsupported(ptr, k, &format!("{k} is not supported"))?;
+                    self.unsupported(ptr, k, "schema-valued dependencies have no grammar: they need run-time checks")?;
                 }
             }
         }
