@@ -1,8 +1,11 @@
-//! Small helpers shared by the stages: 128-bit structural hashing (the keys of every cache)
-//! and token bitsets (the masks). They sit below [`crate::automaton`] and [`crate::mask`] so
-//! that neither needs to reach into the other for them.
+//! Small helpers shared by the stages: 128-bit structural hashing (the keys of every cache),
+//! token bitsets (the masks), and the one subset construction (`subset`, for the PDA builder
+//! and the character automata of [`crate::grammar::dfa`]). They sit below
+//! [`crate::grammar`], [`crate::automaton`] and [`crate::mask`] so that none needs to reach
+//! into another for them.
 
 pub(crate) mod cache;
+pub(crate) mod subset;
 
 use std::hash::Hash;
 

@@ -1,10 +1,10 @@
 //! Step 3 of the build: subset construction of a rule's NFA into a DFA, and which of its
 //! nodes reach a final node.
 
-use super::nfa::{ClosureScratch, Grouped, Nfa};
+use super::nfa::{Grouped, Nfa};
 use crate::automaton::{ByteEdge, CallEdge, Span};
 use crate::util::hash128;
-use rustc_hash::FxHashMap as HashMap;
+use crate::util::subset::{self, Exceeded};
 
 /// A determinised rule: nodes with local targets, their edges in two flat lists as in a
 /// [`Pda`].
@@ -16,43 +16,20 @@ pub(super) struct Dfa {
     pub(super) calls: Vec<CallEdge>,
 }
 
-/// Which budget a determinisation ran out of.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Exceeded {
-    /// [`Limits::max_automaton_states`].
-    States,
-    /// [`Limits::compile_fuel`].
-    Fuel,
-}
-
-/// Subset construction. Spends fuel for every NFA state and edge of every subset visited,
-/// so the work is bounded even where the number of subsets is not the problem.
+/// Subset construction of a rule's NFA ([`subset::determinise`]): per DFA state, byte
+/// edges over the windows between the bounds of its NFA states' byte ranges, then one call
+/// edge per callee; final where the set holds `accept`. Spends fuel for every NFA state of
+/// every subset visited, so the work is bounded even where the number of subsets is not the
+/// problem.
 pub(super) fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fuel: &mut u64) -> Result<Dfa, Exceeded> {
-    let mut sets = Subsets::default();
     let mut out = Dfa::default();
-    let mut scratch = ClosureScratch::default();
-    let mut first = vec![start];
-    nfa.closure(&mut first, &mut scratch);
-    sets.intern(&first);
     // Buffers reused for every DFA state.
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
     let mut bounds: Vec<u16> = Vec::new();
     let mut target: Vec<u32> = Vec::new();
     let mut cover: Vec<(u16, u32)> = Vec::new();
     let mut by_callee: Vec<(u32, u32)> = Vec::new();
-    let mut set: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < sets.len() {
-        if sets.len() > budget {
-            return Err(Exceeded::States);
-        }
-        set.clear();
-        set.extend_from_slice(sets.get(i));
-        let work = set.len() as u64 + 1;
-        if *fuel < work {
-            return Err(Exceeded::Fuel);
-        }
-        *fuel -= work;
+    subset::determinise(nfa, start, budget, fuel, |set, next| {
         let is_final = set.binary_search(&accept).is_ok();
         // Byte edges: sweep over the boundaries of this set's edges.
         edges.clear();
@@ -81,8 +58,7 @@ pub(super) fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fue
                 k += 1;
             }
             let (lo, hi) = (bounds[w], bounds[w + 1] - 1);
-            nfa.closure(&mut target, &mut scratch);
-            let t = sets.intern(&target);
+            let t = next.intern(&mut target);
             let own = out.bytes.len() > bytes_start;
             match out.bytes.last_mut() {
                 Some(last) if own && last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
@@ -102,14 +78,12 @@ pub(super) fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fue
                 target.push(by_callee[j].1);
                 j += 1;
             }
-            nfa.closure(&mut target, &mut scratch);
-            let t = sets.intern(&target);
+            let t = next.intern(&mut target);
             out.calls.push(CallEdge { callee, ret: t });
         }
         let span = |start: usize, end: usize| Span { start: start as u32, len: (end - start) as u32 };
         out.nodes.push((is_final, span(bytes_start, out.bytes.len()), span(calls_start, out.calls.len())));
-        i += 1;
-    }
+    })?;
     Ok(out)
 }
 
@@ -179,49 +153,5 @@ impl CoReach {
             }
         }
         live
-    }
-}
-
-/// The NFA state sets a subset construction has met, numbered in order: each stored once
-/// in one flat list and found by its hash, so a new DFA state costs no allocation of its own.
-#[derive(Default)]
-pub(super) struct Subsets {
-    pub(super) data: Vec<u32>,
-    /// Set `i` is `data[ends[i - 1]..ends[i]]` (from 0 for the first).
-    pub(super) ends: Vec<usize>,
-    /// The newest set with each hash; older ones with the same hash follow `older`.
-    pub(super) by_hash: HashMap<u64, u32>,
-    pub(super) older: Vec<u32>,
-}
-
-impl Subsets {
-    pub(super) fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// Set `i`'s NFA states (sorted, distinct).
-    pub(super) fn get(&self, i: usize) -> &[u32] {
-        let start = if i == 0 { 0 } else { self.ends.get(i - 1).copied().unwrap_or(0) };
-        let end = self.ends.get(i).copied().unwrap_or(start);
-        self.data.get(start..end).unwrap_or(&[])
-    }
-
-    /// The number of `set`, given a new one the first time it is seen.
-    pub(super) fn intern(&mut self, set: &[u32]) -> u32 {
-        let hash = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, set);
-        let newest = self.by_hash.get(&hash).copied();
-        let mut at = newest;
-        while let Some(id) = at {
-            if self.get(id as usize) == set {
-                return id;
-            }
-            at = self.older.get(id as usize).copied().filter(|&o| o != u32::MAX);
-        }
-        let id = self.len() as u32;
-        self.data.extend_from_slice(set);
-        self.ends.push(self.data.len());
-        self.older.push(newest.unwrap_or(u32::MAX));
-        self.by_hash.insert(hash, id);
-        id
     }
 }

@@ -2,12 +2,14 @@
 //! determinise each rule (Thompson NFA → subset construction), trim, check, fingerprint.
 //!
 //! The steps, one file each: `lift` (loop rules), `nfa` (Thompson construction), `dfa`
-//! (subset construction, co-reachability), `rule_cache` (determinised rules shared between
+//! (subset construction, on the engine shared with the character automata in
+//! `util/subset.rs`; co-reachability), `rule_cache` (determinised rules shared between
 //! grammars), `trim` (trimming, left recursion, dense tables, fingerprints). This file runs
 //! them in order ([`build`]).
 
 use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, Span};
 use crate::grammar::Grammar;
+use crate::util::subset::Exceeded;
 use crate::Limits;
 use std::borrow::Cow;
 
@@ -17,7 +19,6 @@ mod nfa;
 mod rule_cache;
 mod trim;
 
-use dfa::Exceeded;
 use lift::{Lifted, Lifter, MAX_EXPR_DEPTH};
 use rule_cache::CanonicalRule;
 pub use rule_cache::{RuleCache, RULE_CACHE_BYTES};

@@ -2,6 +2,7 @@
 
 use super::lift::MAX_EXPR_DEPTH;
 use crate::grammar::Expr;
+use crate::util::subset::EpsilonMoves;
 
 /// A Thompson NFA for one rule. Edges are listed with their source state while the NFA
 /// is built ([`Nfa::add`]), then grouped by state in one pass ([`Nfa::seal`]): no list per
@@ -88,8 +89,7 @@ impl Nfa {
         self.states as usize
     }
 
-    /// Groups the edges by state; [`Nfa::closure`] and the subset construction read them
-    /// only after this.
+    /// Groups the edges by state; the subset construction reads them only after this.
     pub(super) fn seal(&mut self) {
         self.eps.seal(self.states);
         self.bytes.seal(self.states);
@@ -180,47 +180,18 @@ impl Nfa {
         }
         Ok(())
     }
-
-    /// Extends `set` with every state reachable by epsilon moves, sorted and deduplicated.
-    /// `scratch` is reused across calls so determinisation does not allocate per set.
-    pub(super) fn closure(&self, set: &mut Vec<u32>, scratch: &mut ClosureScratch) {
-        let ClosureScratch { stamp, generation, todo } = scratch;
-        if stamp.len() < self.len() {
-            stamp.resize(self.len(), 0);
-        }
-        *generation = generation.wrapping_add(1);
-        if *generation == 0 {
-            stamp.fill(0);
-            *generation = 1;
-        }
-        let g = *generation;
-        todo.clear();
-        for &s in set.iter() {
-            if let Some(m) = stamp.get_mut(s as usize) {
-                if *m != g {
-                    *m = g;
-                    todo.push(s);
-                }
-            }
-        }
-        while let Some(s) = todo.pop() {
-            for &t in self.eps.of(s) {
-                if stamp[t as usize] != g {
-                    stamp[t as usize] = g;
-                    set.push(t);
-                    todo.push(t);
-                }
-            }
-        }
-        set.sort_unstable();
-        set.dedup();
-    }
 }
 
-/// Reusable buffers for [`Nfa::closure`]: a visited stamp per NFA state and a work list.
-#[derive(Default)]
-pub(super) struct ClosureScratch {
-    pub(super) stamp: Vec<u32>,
-    pub(super) generation: u32,
-    pub(super) todo: Vec<u32>,
+/// What the subset construction ([`super::dfa::determinise`]) reads of the NFA itself: its
+/// ε-moves, grouped by state.
+impl EpsilonMoves for Nfa {
+    #[inline]
+    fn states(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn eps(&self, s: u32) -> &[u32] {
+        self.eps.of(s)
+    }
 }

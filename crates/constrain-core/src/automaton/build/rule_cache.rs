@@ -1,10 +1,11 @@
 //! Determinised rules shared between grammars: canonical rule keys and the [`RuleCache`].
 
-use super::dfa::{determinise, Dfa, Exceeded};
+use super::dfa::{determinise, Dfa};
 use super::nfa::Nfa;
 use crate::automaton::{ByteEdge, CallEdge, Span};
 use crate::grammar::Expr;
 use crate::util::cache::GenCache;
+use crate::util::subset::Exceeded;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 

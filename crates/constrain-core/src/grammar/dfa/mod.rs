@@ -36,9 +36,11 @@
 //! ```
 //!
 //! Files: this one holds [`CharDfa`] and its operations; `classes.rs` splits the
-//! characters into classes; `nfa.rs` builds and determinises the Thompson automaton.
+//! characters into classes; `nfa.rs` builds the Thompson automaton, determinised by the
+//! subset construction the PDA builder uses too (`util/subset.rs` of `constrain-core`).
 
 use super::{Expr, GrammarBuilder, RuleId};
+use crate::util::subset;
 use rustc_hash::FxHashMap as HashMap;
 
 mod classes;
@@ -384,50 +386,29 @@ impl CharDfa {
         Some(CharDfa { classes, next, accepting }.minimise())
     }
 
+    /// Subset construction ([`crate::util::subset::determinise`]): a state's row holds,
+    /// per class, the state of the moves that read it; accepting where the set holds `end`.
+    /// `None` past [`MAX_DFA_STATES`]. No fuel: the budgets on states bound the work.
     fn determinise(nfa: &Nfa, start: u32, end: u32, classes: Classes) -> Option<CharDfa> {
         let n_classes = classes.len();
-        let mut seen = vec![false; nfa.eps.len()];
-        let mut first = vec![start];
-        nfa.closure(&mut first, &mut seen);
-        let mut ids: HashMap<Vec<u32>, u32> = HashMap::default();
-        let mut sets = vec![first.clone()];
-        ids.insert(first, 0);
         let mut next: Vec<Vec<u32>> = Vec::new();
-        let mut i = 0;
-        while i < sets.len() {
+        let mut accepting: Vec<bool> = Vec::new();
+        let mut to: Vec<u32> = Vec::new();
+        let mut no_fuel = u64::MAX;
+        subset::determinise(nfa, start, MAX_DFA_STATES, &mut no_fuel, |set, targets| {
             let mut row = Vec::with_capacity(n_classes);
             for class in 0..n_classes {
-                let mut to: Vec<u32> = Vec::new();
-                for &s in &sets[i] {
-                    for (set, t) in &nfa.moves[s as usize] {
-                        if set.binary_search(&class).is_ok() && !seen[*t as usize] {
-                            seen[*t as usize] = true;
-                            to.push(*t);
-                        }
-                    }
+                to.clear();
+                for &s in set {
+                    let moves = nfa.moves.get(s as usize).map_or(&[][..], Vec::as_slice);
+                    to.extend(moves.iter().filter(|(read, _)| read.binary_search(&class).is_ok()).map(|&(_, t)| t));
                 }
-                for &t in &to {
-                    seen[t as usize] = false;
-                }
-                nfa.closure(&mut to, &mut seen);
-                let id = match ids.get(&to) {
-                    Some(&id) => id,
-                    None => {
-                        if sets.len() >= MAX_DFA_STATES {
-                            return None;
-                        }
-                        let id = sets.len() as u32;
-                        ids.insert(to.clone(), id);
-                        sets.push(to);
-                        id
-                    }
-                };
-                row.push(id);
+                row.push(targets.intern(&mut to));
             }
             next.push(row);
-            i += 1;
-        }
-        let accepting = sets.iter().map(|s| s.binary_search(&end).is_ok()).collect();
+            accepting.push(set.binary_search(&end).is_ok());
+        })
+        .ok()?;
         Some(CharDfa { classes, next, accepting })
     }
 

@@ -1,6 +1,8 @@
-//! The Thompson automaton over character classes and its subset construction.
+//! The Thompson automaton over character classes; [`CharDfa`] determinises it with the
+//! engine's one subset construction ([`crate::util::subset`]).
 
 use crate::grammar::Expr;
+use crate::util::subset::EpsilonMoves;
 
 use super::{classes::char_ranges, classes::Classes, CharDfa, MAX_NFA_STATES};
 
@@ -135,26 +137,16 @@ impl Nfa {
         self.moves[from as usize].push((set, to));
         Some(to)
     }
+}
 
-    /// The ε-closure of `states` (distinct), sorted; `seen` is all false on entry and exit.
-    pub(super) fn closure(&self, states: &mut Vec<u32>, seen: &mut [bool]) {
-        for &s in states.iter() {
-            seen[s as usize] = true;
-        }
-        let mut i = 0;
-        while i < states.len() {
-            let s = states[i] as usize;
-            for &t in &self.eps[s] {
-                if !seen[t as usize] {
-                    seen[t as usize] = true;
-                    states.push(t);
-                }
-            }
-            i += 1;
-        }
-        for &s in states.iter() {
-            seen[s as usize] = false;
-        }
-        states.sort_unstable();
+/// What the subset construction ([`crate::util::subset::determinise`]) reads of the
+/// automaton itself: its ε-moves.
+impl EpsilonMoves for Nfa {
+    fn states(&self) -> usize {
+        self.eps.len()
+    }
+
+    fn eps(&self, s: u32) -> &[u32] {
+        self.eps.get(s as usize).map_or(&[], Vec::as_slice)
     }
 }
