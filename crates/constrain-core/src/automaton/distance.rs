@@ -18,7 +18,7 @@
 //! final before its own last change, so following steps never cycles, not even through
 //! calls of rules that match the empty string.
 
-use super::Pda;
+use super::{NodeId, Pda};
 use crate::automaton::exec::Frame;
 
 /// "Cannot complete" (with the allowed bytes).
@@ -59,30 +59,30 @@ impl Distances {
                 let mut best = if n.is_final { 0 } else { UNREACHABLE };
                 let mut how = STEP_END;
                 for (i, e) in pda.bytes(n).iter().enumerate() {
-                    let t = node.get(e.target as usize).copied().unwrap_or(UNREACHABLE);
+                    let t = node.get(e.target.index()).copied().unwrap_or(UNREACHABLE);
                     if add(t, 1) < best && (e.lo..=e.hi).any(|b| allowed[b as usize]) {
                         best = add(t, 1);
                         how = n.bytes.start + i as u32;
                     }
                 }
                 for (i, c) in pda.calls(n).iter().enumerate() {
-                    let r = rule.get(c.callee as usize).copied().unwrap_or(UNREACHABLE);
-                    let t = node.get(c.ret as usize).copied().unwrap_or(UNREACHABLE);
+                    let r = rule.get(c.callee.index()).copied().unwrap_or(UNREACHABLE);
+                    let t = node.get(c.ret.index()).copied().unwrap_or(UNREACHABLE);
                     if add(r, t) < best {
                         best = add(r, t);
                         how = STEP_CALL | (n.calls.start + i as u32);
                     }
                 }
                 if let Some(l) = n.repeat {
-                    let body = rule.get(l.body as usize).copied().unwrap_or(UNREACHABLE);
+                    let body = rule.get(l.body.index()).copied().unwrap_or(UNREACHABLE);
                     best = best.min(loop_rest(l.min, 0, body));
                 }
                 if best < node[id] {
                     node[id] = best;
                     step[id] = how;
                     changed = true;
-                    let r = n.rule as usize;
-                    if pda.rules.get(r).is_some_and(|info| info.start as usize == id) {
+                    let r = n.rule.index();
+                    if pda.rules.get(r).is_some_and(|info| info.start.index() == id) {
                         rule[r] = best;
                     }
                 }
@@ -102,24 +102,24 @@ impl Distances {
     pub(crate) fn walk(
         &self,
         pda: &Pda,
-        frames: &mut Vec<(u32, u32)>,
+        frames: &mut Vec<(NodeId, u32)>,
         out: &mut Vec<u8>,
         max_bytes: usize,
         max_depth: usize,
     ) -> bool {
         let limit = out.len().saturating_add(max_bytes);
         while let Some(top) = frames.last_mut() {
-            let Some(n) = pda.nodes.get(top.0 as usize) else { return false };
+            let Some(n) = pda.nodes.get(top.0.index()) else { return false };
             if let Some(l) = n.repeat {
                 if top.1 >= l.min {
                     frames.pop();
                     continue;
                 }
                 top.1 += 1;
-                let Some(body) = pda.rules.get(l.body as usize) else { return false };
+                let Some(body) = pda.rules.get(l.body.index()) else { return false };
                 frames.push((body.start, 0));
             } else {
-                let how = self.step.get(top.0 as usize).copied().unwrap_or(STEP_END);
+                let how = self.step.get(top.0.index()).copied().unwrap_or(STEP_END);
                 if how == STEP_END {
                     if !n.is_final {
                         return false;
@@ -129,7 +129,7 @@ impl Distances {
                 }
                 if how & STEP_CALL != 0 {
                     let Some(c) = pda.call_edges.get((how & !STEP_CALL) as usize) else { return false };
-                    let Some(callee) = pda.rules.get(c.callee as usize) else { return false };
+                    let Some(callee) = pda.rules.get(c.callee.index()) else { return false };
                     top.0 = c.ret;
                     frames.push((callee.start, 0));
                 } else {
@@ -152,17 +152,17 @@ impl Distances {
     /// The bytes that complete frame `f`'s rule from where it stands (its node, and for a
     /// loop frame its count), not counting the frames below.
     pub(crate) fn of_frame(&self, pda: &Pda, f: &Frame) -> u64 {
-        let Some(n) = pda.nodes.get(f.node as usize) else { return UNREACHABLE };
+        let Some(n) = pda.nodes.get(f.node().index()) else { return UNREACHABLE };
         if let Some(l) = n.repeat {
-            let body = self.rule.get(l.body as usize).copied().unwrap_or(UNREACHABLE);
-            return loop_rest(l.min, f.count, body);
+            let body = self.rule.get(l.body.index()).copied().unwrap_or(UNREACHABLE);
+            return loop_rest(l.min, f.count(), body);
         }
-        self.node.get(f.node as usize).copied().unwrap_or(UNREACHABLE)
+        self.node.get(f.node().index()).copied().unwrap_or(UNREACHABLE)
     }
 
     /// The distance of the grammar's start (what an empty output needs).
     pub fn start(&self, pda: &Pda) -> u64 {
-        self.rule.get(pda.start_rule as usize).copied().unwrap_or(UNREACHABLE)
+        self.rule.get(pda.start_rule.index()).copied().unwrap_or(UNREACHABLE)
     }
 
     /// Approximate heap bytes held.

@@ -10,20 +10,65 @@
 //! The closure is an explicit work list, so its depth never follows user input.
 
 use super::cut::{Cut, CLOSURE_BUDGET};
-use super::Pda;
+use super::{FrameId, NodeId, Pda};
 use crate::Limits;
 
-/// "No parent": the frame is the bottom of its stack.
-pub(crate) const BOTTOM: u32 = u32::MAX;
+/// "No parent": the frame is the bottom of its stack ([`FrameId::BOTTOM`]).
+pub(crate) const BOTTOM: FrameId = FrameId::BOTTOM;
 
 /// One stack frame: the node the rule is at, the loop count (loop nodes only), the frame
 /// below, and the stack depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Frame {
-    pub node: u32,
-    pub count: u32,
-    pub parent: u32,
-    pub depth: u32,
+    node: NodeId,
+    count: u32,
+    parent: FrameId,
+    depth: u32,
+}
+
+impl Frame {
+    /// A frame at `node` with loop count `count` over `parent`, `depth` frames deep (tests
+    /// build contexts by hand; the runtime makes frames only here, in `exec`).
+    #[cfg(test)]
+    pub fn new(node: NodeId, count: u32, parent: FrameId, depth: u32) -> Frame {
+        Frame { node, count, parent, depth }
+    }
+
+    /// The node the frame's rule is at.
+    #[inline]
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// The loop count (loop nodes only; [`RELAXED`] marks a relaxed loop's count).
+    #[inline]
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The frame below ([`BOTTOM`] for a stack's bottom frame).
+    #[inline]
+    pub fn parent(&self) -> FrameId {
+        self.parent
+    }
+
+    /// This frame moved to `node`.
+    #[inline]
+    pub fn with_node(self, node: NodeId) -> Frame {
+        Frame { node, ..self }
+    }
+
+    /// This frame with loop count `count`.
+    #[inline]
+    pub fn with_count(self, count: u32) -> Frame {
+        Frame { count, ..self }
+    }
+
+    /// This frame over `parent`.
+    #[inline]
+    pub fn with_parent(self, parent: FrameId) -> Frame {
+        Frame { parent, ..self }
+    }
 }
 
 /// Closure bookkeeping for a frame created during the current closure.
@@ -46,10 +91,10 @@ pub(crate) struct Stacks {
     work: Vec<Work>,
     closure: Vec<ClosureInfo>,
     /// The frames made by the current closure, once there are many (see [`Stacks::alloc`]).
-    made: rustc_hash::FxHashMap<Frame, u32>,
+    made: rustc_hash::FxHashMap<Frame, FrameId>,
     /// The tops the current closure put out, once there are many (node, parent, count).
-    tops_out: rustc_hash::FxHashSet<(u32, u32, u32)>,
-    old_done: Vec<(u32, bool)>,
+    tops_out: rustc_hash::FxHashSet<(NodeId, FrameId, u32)>,
+    old_done: Vec<(FrameId, bool)>,
     max_depth: u32,
     max_tops: usize,
     /// Work left ([`Limits::mask_fuel`]): a top moved over a byte or a closure item spends
@@ -81,9 +126,9 @@ pub(crate) const RELAXED: u32 = 1 << 31;
 #[derive(Clone, Copy, Debug)]
 enum Work {
     /// Expand this frame (it is at its node, nothing consumed since `fresh` says).
-    Visit(u32, bool),
+    Visit(FrameId, bool),
     /// The rule of this frame completed: continue in its parent.
-    Pop(u32, bool),
+    Pop(FrameId, bool),
 }
 
 /// [`Stacks::alloc`] scans for duplicates up to this many frames made, then hashes.
@@ -122,8 +167,8 @@ impl Stacks {
 
     /// The frame `id` of the arena, if it is there.
     #[inline]
-    pub fn frame(&self, id: u32) -> Option<&Frame> {
-        self.arena.get(id as usize)
+    pub fn frame(&self, id: FrameId) -> Option<&Frame> {
+        self.arena.get(id.index())
     }
 
     /// The whole arena (frames are found by index; see [`Frame::parent`]).
@@ -213,16 +258,16 @@ impl Stacks {
 
     /// Pushes the start rule's frame and closes over it; returns whether the empty string
     /// already completes the start rule.
-    pub fn start(&mut self, pda: &Pda, out: &mut Vec<u32>) -> bool {
-        let node = pda.rules[pda.start_rule as usize].start;
+    pub fn start(&mut self, pda: &Pda, out: &mut Vec<FrameId>) -> bool {
+        let node = pda.rules[pda.start_rule.index()].start;
         self.arena.push(Frame { node, count: 0, parent: BOTTOM, depth: 1 });
-        let root = (self.arena.len() - 1) as u32;
+        let root = FrameId::at(self.arena.len() - 1);
         self.close(pda, &[Work::Visit(root, false)], out)
     }
 
     /// Moves every top in `tops` over `byte`; the closed result goes to `out` (appended).
     /// Returns whether some stack completed its bottom rule with this byte.
-    pub fn step(&mut self, pda: &Pda, tops: &[u32], byte: u8, out: &mut Vec<u32>) -> bool {
+    pub fn step(&mut self, pda: &Pda, tops: &[FrameId], byte: u8, out: &mut Vec<FrameId>) -> bool {
         self.reached_counts.clear();
         let cost = tops.len() as u64;
         if cost > self.fuel {
@@ -233,8 +278,8 @@ impl Stacks {
         self.fuel -= cost;
         let first_seed = self.arena.len();
         for &t in tops {
-            let f = self.arena[t as usize];
-            if let Some(target) = pda.step(&pda.nodes[f.node as usize], byte) {
+            let f = self.arena[t.index()];
+            if let Some(target) = pda.step(&pda.nodes[f.node.index()], byte) {
                 self.arena.push(Frame { node: target, ..f });
             }
         }
@@ -244,13 +289,13 @@ impl Stacks {
         }
         // Fast path: one stack landing on a node that only consumes bytes (no calls, cannot
         // complete, no loop) has a trivial closure — itself.
-        if seeds == first_seed + 1 && pda.nodes[self.arena[first_seed].node as usize].is_plain() {
-            out.push(first_seed as u32);
+        if seeds == first_seed + 1 && pda.nodes[self.arena[first_seed].node.index()].is_plain() {
+            out.push(FrameId::at(first_seed));
             return false;
         }
         let mut work = std::mem::take(&mut self.work);
         work.clear();
-        work.extend((first_seed..seeds).map(|i| Work::Visit(i as u32, false)));
+        work.extend((first_seed..seeds).map(|i| Work::Visit(FrameId::at(i), false)));
         let reached = self.close_from(pda, &mut work, out);
         self.work = work;
         reached
@@ -258,11 +303,11 @@ impl Stacks {
 
     /// Completes frame `f`'s rule and closes over what follows in its parents: the
     /// configuration right after a token crosses the end of a cached mask's context.
-    pub fn pop_into(&mut self, pda: &Pda, f: u32, out: &mut Vec<u32>) -> bool {
+    pub fn pop_into(&mut self, pda: &Pda, f: FrameId, out: &mut Vec<FrameId>) -> bool {
         self.close(pda, &[Work::Pop(f, false)], out)
     }
 
-    fn close(&mut self, pda: &Pda, init: &[Work], out: &mut Vec<u32>) -> bool {
+    fn close(&mut self, pda: &Pda, init: &[Work], out: &mut Vec<FrameId>) -> bool {
         let mut work = std::mem::take(&mut self.work);
         work.clear();
         work.extend_from_slice(init);
@@ -275,21 +320,21 @@ impl Stacks {
     /// found by a scan while the closure has made few frames, through `made` (which then
     /// holds every frame made since `boundary`) beyond that, so that wide closures — an
     /// object with a hundred optional properties left — stay linear.
-    fn alloc(&mut self, boundary: usize, frame: Frame) -> u32 {
+    fn alloc(&mut self, boundary: usize, frame: Frame) -> FrameId {
         let made = self.arena.len() - boundary;
         if made <= ALLOC_SCAN {
             if let Some(i) = self.arena[boundary..].iter().position(|f| *f == frame) {
-                return (boundary + i) as u32;
+                return FrameId::at(boundary + i);
             }
         } else if let Some(&i) = self.made.get(&frame) {
             return i;
         }
-        let id = self.arena.len() as u32;
+        let id = FrameId::at(self.arena.len());
         self.arena.push(frame);
         self.closure.push(ClosureInfo::default());
         if made == ALLOC_SCAN {
             for (i, f) in self.arena[boundary..].iter().enumerate() {
-                self.made.insert(*f, (boundary + i) as u32);
+                self.made.insert(*f, FrameId::at(boundary + i));
             }
         } else if made > ALLOC_SCAN {
             self.made.insert(frame, id);
@@ -297,7 +342,7 @@ impl Stacks {
         id
     }
 
-    fn close_from(&mut self, pda: &Pda, work: &mut Vec<Work>, out: &mut Vec<u32>) -> bool {
+    fn close_from(&mut self, pda: &Pda, work: &mut Vec<Work>, out: &mut Vec<FrameId>) -> bool {
         let boundary = self.arena.len();
         if !self.made.is_empty() {
             self.made.clear();
@@ -324,8 +369,8 @@ impl Stacks {
             match item {
                 Work::Visit(f, fresh) => {
                     // Skip frames already expanded with this freshness.
-                    if (f as usize) >= boundary {
-                        let info = &mut self.closure[f as usize - boundary];
+                    if f.index() >= boundary {
+                        let info = &mut self.closure[f.index() - boundary];
                         if info.done & bit(fresh) != 0 {
                             continue;
                         }
@@ -335,8 +380,8 @@ impl Stacks {
                     } else {
                         self.old_done.push((f, fresh));
                     }
-                    let fr = self.arena[f as usize];
-                    let node = &pda.nodes[fr.node as usize];
+                    let fr = self.arena[f.index()];
+                    let node = &pda.nodes[fr.node.index()];
                     if let Some(l) = node.repeat {
                         let relaxed = fr.count & RELAXED != 0;
                         if relaxed || fr.count < l.max {
@@ -344,8 +389,8 @@ impl Stacks {
                                 self.cut |= Cut::DEPTH;
                             } else {
                                 let ret = self.alloc(boundary, Frame { count: fr.count + 1, ..fr });
-                                self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
-                                let start = pda.rules[l.body as usize].start;
+                                self.closure[ret.index() - boundary].ret_fresh |= bit(fresh);
+                                let start = pda.rules[l.body.index()].start;
                                 let child = self
                                     .alloc(boundary, Frame { node: start, count: 0, parent: ret, depth: fr.depth + 1 });
                                 work.push(Work::Visit(child, true));
@@ -363,7 +408,7 @@ impl Stacks {
                         let n_out = out.len() - out_start;
                         let dup = if n_out <= ALLOC_SCAN {
                             out[out_start..].iter().any(|&o| {
-                                let of = self.arena[o as usize];
+                                let of = self.arena[o.index()];
                                 (of.node, of.parent, of.count) == key
                             })
                         } else {
@@ -376,7 +421,7 @@ impl Stacks {
                                 out.push(f);
                                 if n_out == ALLOC_SCAN {
                                     for &o in &out[out_start..] {
-                                        let of = self.arena[o as usize];
+                                        let of = self.arena[o.index()];
                                         self.tops_out.insert((of.node, of.parent, of.count));
                                     }
                                 } else if n_out > ALLOC_SCAN {
@@ -386,47 +431,47 @@ impl Stacks {
                         }
                     }
                     for ci in 0..node.calls.len() {
-                        let c = pda.calls(&pda.nodes[fr.node as usize])[ci];
+                        let c = pda.calls(&pda.nodes[fr.node.index()])[ci];
                         if fr.depth >= self.max_depth {
                             self.cut |= Cut::DEPTH;
                             break;
                         }
                         let ret = self.alloc(boundary, Frame { node: c.ret, ..fr });
-                        self.closure[ret as usize - boundary].ret_fresh |= bit(fresh);
-                        let start = pda.rules[c.callee as usize].start;
+                        self.closure[ret.index() - boundary].ret_fresh |= bit(fresh);
+                        let start = pda.rules[c.callee.index()].start;
                         let child =
                             self.alloc(boundary, Frame { node: start, count: 0, parent: ret, depth: fr.depth + 1 });
                         work.push(Work::Visit(child, true));
                     }
-                    if pda.nodes[fr.node as usize].is_final {
+                    if pda.nodes[fr.node.index()].is_final {
                         work.push(Work::Pop(f, fresh));
                     }
                 }
                 Work::Pop(f, fresh) => {
-                    let p = self.arena[f as usize].parent;
+                    let p = self.arena[f.index()].parent;
                     if p == BOTTOM {
                         reached = true;
-                        let count = self.arena[f as usize].count;
+                        let count = self.arena[f.index()].count;
                         if !self.reached_counts.contains(&count) {
                             self.reached_counts.push(count);
                         }
                         continue;
                     }
-                    let parent_is_loop = pda.nodes[self.arena[p as usize].node as usize].repeat.is_some();
+                    let parent_is_loop = pda.nodes[self.arena[p.index()].node.index()].repeat.is_some();
                     if parent_is_loop && fresh {
                         // An empty loop iteration: never needed (loops over nullable bodies
                         // have min 0), and skipping it keeps the closure finite.
                         continue;
                     }
-                    let count = self.arena[f as usize].count;
+                    let count = self.arena[f.index()].count;
                     if count & RELAXED != 0 && !parent_is_loop {
                         // Leaving a relaxed loop: the parent carries its iteration count on.
-                        let copy = self.alloc(boundary, Frame { count, ..self.arena[p as usize] });
+                        let copy = self.alloc(boundary, Frame { count, ..self.arena[p.index()] });
                         work.push(Work::Visit(copy, false));
                         continue;
                     }
-                    if (p as usize) >= boundary {
-                        let rf = self.closure[p as usize - boundary].ret_fresh;
+                    if p.index() >= boundary {
+                        let rf = self.closure[p.index() - boundary].ret_fresh;
                         // The parent resumes as fresh as its caller was, unless this child
                         // consumed something.
                         if fresh {
@@ -453,11 +498,23 @@ impl Stacks {
 /// One result of [`Recognizer::push_byte`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByteStep {
+    alive: bool,
+    reached_end: bool,
+}
+
+impl ByteStep {
     /// Some stack can still continue after this byte.
-    pub alive: bool,
+    #[inline]
+    pub fn alive(&self) -> bool {
+        self.alive
+    }
+
     /// Some stack completed the bottom of the recognizer's context with this byte (for a
     /// matcher: the whole output may end here).
-    pub reached_end: bool,
+    #[inline]
+    pub fn reached_end(&self) -> bool {
+        self.reached_end
+    }
 }
 
 /// The narrow interface the mask stage walks token tries with: push a byte, pop bytes.
@@ -473,7 +530,7 @@ pub(crate) struct Runner<'p> {
     pda: &'p Pda,
     stacks: Stacks,
     /// All tops, level after level.
-    tops: Vec<u32>,
+    tops: Vec<FrameId>,
     /// Per pushed byte: (start of its tops in `tops`, arena length before it).
     levels: Vec<(usize, usize)>,
     accepting: bool,
@@ -495,7 +552,7 @@ impl<'p> Runner<'p> {
         let mut parent = BOTTOM;
         for f in chain {
             stacks.arena.push(Frame { parent, ..*f });
-            parent = (stacks.arena.len() - 1) as u32;
+            parent = FrameId::at(stacks.arena.len() - 1);
         }
         let tops = if chain.is_empty() { Vec::new() } else { vec![parent] };
         Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting: false }
@@ -505,7 +562,7 @@ impl<'p> Runner<'p> {
     /// pointing where they should) with the stacks `tops`, without consuming a byte (the mask
     /// walk materialises a configuration it interned); undone by one
     /// [`Recognizer::pop_bytes`].
-    pub fn push_level(&mut self, frames: impl Iterator<Item = Frame>, tops: impl Iterator<Item = u32>) {
+    pub fn push_level(&mut self, frames: impl Iterator<Item = Frame>, tops: impl Iterator<Item = FrameId>) {
         let arena_len = self.stacks.arena.len();
         self.stacks.arena.extend(frames);
         let start = self.tops.len();
@@ -520,7 +577,7 @@ impl<'p> Runner<'p> {
     }
 
     /// Tops of the current level.
-    pub fn current_tops(&self) -> &[u32] {
+    pub fn current_tops(&self) -> &[FrameId] {
         let (start, _) = *self.levels.last().unwrap_or(&(0, 0));
         &self.tops[start..]
     }
@@ -552,7 +609,7 @@ impl Recognizer for Runner<'_> {
         // Step from a copy of the current level's tops into new tops appended after them.
         let mut out = std::mem::take(&mut self.tops);
         let reached = {
-            let cur: &[u32] = &out[start..end];
+            let cur: &[FrameId] = &out[start..end];
             // `step` reads `cur` and appends to a separate vector, so copy the level (small).
             let cur: smallvec_like::Tops = smallvec_like::Tops::from(cur);
             self.stacks.step(self.pda, cur.as_slice(), byte, &mut out)
@@ -578,15 +635,17 @@ impl Recognizer for Runner<'_> {
 /// A tiny inline buffer for a level's tops (usually one or two), avoiding an allocation per
 /// byte on the hot path.
 mod smallvec_like {
+    use super::FrameId;
+
     pub(crate) enum Tops {
-        Inline([u32; 8], usize),
-        Heap(Vec<u32>),
+        Inline([FrameId; 8], usize),
+        Heap(Vec<FrameId>),
     }
 
     impl Tops {
-        pub(crate) fn from(s: &[u32]) -> Self {
+        pub(crate) fn from(s: &[FrameId]) -> Self {
             if s.len() <= 8 {
-                let mut a = [0u32; 8];
+                let mut a = [FrameId::new(0); 8];
                 a[..s.len()].copy_from_slice(s);
                 Tops::Inline(a, s.len())
             } else {
@@ -594,7 +653,7 @@ mod smallvec_like {
             }
         }
 
-        pub(crate) fn as_slice(&self) -> &[u32] {
+        pub(crate) fn as_slice(&self) -> &[FrameId] {
             match self {
                 Tops::Inline(a, n) => &a[..*n],
                 Tops::Heap(v) => v,

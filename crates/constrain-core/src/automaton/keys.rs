@@ -4,7 +4,7 @@
 //! the same encoding of a node ([`encode_node`]), with the same tags, so that the two never
 //! drift apart.
 
-use super::{ByteEdge, CallEdge, Loop, Node, Pda};
+use super::{ByteEdge, CallEdge, Loop, Node, NodeId, Pda, RuleIdx};
 use crate::util::hash128;
 use std::sync::OnceLock;
 
@@ -20,8 +20,8 @@ pub(crate) fn encode_node(
     buf: &mut Vec<u64>,
     pda: &Pda,
     node: &Node,
-    target: impl FnMut(u32) -> u64,
-    callee_fp: impl Fn(u32) -> u128,
+    target: impl FnMut(NodeId) -> u64,
+    callee_fp: impl Fn(RuleIdx) -> u128,
 ) {
     encode_parts(buf, node.is_final, pda.bytes(node), pda.calls(node), node.repeat, target, callee_fp);
 }
@@ -38,8 +38,8 @@ pub(crate) fn encode_parts(
     bytes: &[ByteEdge],
     calls: &[CallEdge],
     repeat: Option<Loop>,
-    mut target: impl FnMut(u32) -> u64,
-    callee_fp: impl Fn(u32) -> u128,
+    mut target: impl FnMut(NodeId) -> u64,
+    callee_fp: impl Fn(RuleIdx) -> u128,
 ) {
     buf.push(TAG_NODE + is_final as u64);
     for e in bytes {
@@ -76,7 +76,7 @@ impl NodeKeys {
             .nodes
             .iter()
             .map(|n| match n.repeat {
-                Some(l) => pda.rules.get(l.body as usize).map_or(0, |r| hash128(&(TAG_LOOP as u32, r.fingerprint))),
+                Some(l) => pda.rules.get(l.body.index()).map_or(0, |r| hash128(&(TAG_LOOP as u32, r.fingerprint))),
                 None => 0,
             })
             .collect();
@@ -84,8 +84,8 @@ impl NodeKeys {
     }
 
     /// The key of `node` (0 for a node outside the automaton).
-    pub fn get(&self, pda: &Pda, node: u32) -> u128 {
-        match self.keys.get(node as usize) {
+    pub fn get(&self, pda: &Pda, node: NodeId) -> u128 {
+        match self.keys.get(node.index()) {
             Some(slot) => *slot.get_or_init(|| node_key(pda, node)),
             None => 0,
         }
@@ -93,8 +93,8 @@ impl NodeKeys {
 
     /// For a loop node, a hash of its body rule (not of its bounds): loops of one body share
     /// it. 0 for other nodes.
-    pub fn loop_shape(&self, node: u32) -> u128 {
-        self.loop_shape.get(node as usize).copied().unwrap_or(0)
+    pub fn loop_shape(&self, node: NodeId) -> u128 {
+        self.loop_shape.get(node.index()).copied().unwrap_or(0)
     }
 
     /// Approximate heap bytes.
@@ -105,23 +105,23 @@ impl NodeKeys {
 
 /// See [`NodeKeys`]: a breadth-first walk of the nodes reachable from `start` inside its
 /// rule, numbering them in visit order, hashed with their edges.
-fn node_key(pda: &Pda, start: u32) -> u128 {
+fn node_key(pda: &Pda, start: NodeId) -> u128 {
     // Nodes in BFS order; a node's number is its position. At most MAX_CANONICAL_NODES + 1
     // of them, so a scan finds a number faster than a hash map is built (this runs once per
     // node a decode visits, inside its first mask).
-    let mut order: Vec<u32> = Vec::with_capacity(16);
+    let mut order: Vec<NodeId> = Vec::with_capacity(16);
     order.push(start);
     let mut buf: Vec<u64> = Vec::with_capacity(32);
-    let fingerprint = |r: u32| pda.rules.get(r as usize).map_or(0, |r| r.fingerprint);
+    let fingerprint = |r: RuleIdx| pda.rules.get(r.index()).map_or(0, |r| r.fingerprint);
     let mut k = 0;
     while k < order.len() {
         if order.len() > MAX_CANONICAL_NODES {
-            let rule = &pda.rules[pda.nodes[start as usize].rule as usize];
-            return hash128(&(rule.fingerprint, start - rule.first_node));
+            let rule = &pda.rules[pda.nodes[start.index()].rule.index()];
+            return hash128(&(rule.fingerprint, start.as_u32() - rule.first_node.as_u32()));
         }
-        let node = &pda.nodes[order[k] as usize];
+        let node = &pda.nodes[order[k].index()];
         k += 1;
-        let visit = |t: u32| -> u64 {
+        let visit = |t: NodeId| -> u64 {
             match order.iter().position(|&o| o == t) {
                 Some(i) => i as u64,
                 None => {

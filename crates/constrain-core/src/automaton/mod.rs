@@ -48,6 +48,7 @@ pub(crate) mod build;
 mod cut;
 pub mod distance;
 pub(crate) mod exec;
+mod ids;
 pub(crate) mod keys;
 
 use crate::grammar::Grammar;
@@ -57,10 +58,8 @@ use crate::Limits;
 pub use build::{RuleCache, RULE_CACHE_BYTES};
 pub use cut::{Cut, LimitHit, ParseLimit};
 pub(crate) use exec::Recognizer;
-
-/// Identifies a node (state) of a [`Pda`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub u32);
+pub(crate) use ids::FrameId;
+pub use ids::{NodeId, RuleIdx};
 
 /// "No limit" for a loop's maximum count.
 pub(crate) const UNBOUNDED: u32 = u32::MAX;
@@ -68,25 +67,79 @@ pub(crate) const UNBOUNDED: u32 = u32::MAX;
 /// One byte edge: bytes `lo..=hi` lead to `target`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct ByteEdge {
-    pub lo: u8,
-    pub hi: u8,
-    pub target: u32,
+    lo: u8,
+    hi: u8,
+    target: NodeId,
+}
+
+impl ByteEdge {
+    /// The first byte of the range.
+    #[inline]
+    pub fn lo(&self) -> u8 {
+        self.lo
+    }
+
+    /// The last byte of the range (inclusive).
+    #[inline]
+    pub fn hi(&self) -> u8 {
+        self.hi
+    }
+
+    /// Where the bytes lead.
+    #[inline]
+    pub fn target(&self) -> NodeId {
+        self.target
+    }
 }
 
 /// One call edge: enter rule `callee`, continue at `ret` when it completes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct CallEdge {
-    pub callee: u32,
-    pub ret: u32,
+    callee: RuleIdx,
+    ret: NodeId,
+}
+
+impl CallEdge {
+    /// The rule entered.
+    #[inline]
+    pub fn callee(&self) -> RuleIdx {
+        self.callee
+    }
+
+    /// Where the caller continues once the callee completes.
+    #[inline]
+    pub fn ret(&self) -> NodeId {
+        self.ret
+    }
 }
 
 /// A counted loop: call `body` again while the count is below `max`, may stop once it
 /// reaches `min`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Loop {
-    pub body: u32,
-    pub min: u32,
-    pub max: u32,
+    body: RuleIdx,
+    min: u32,
+    max: u32,
+}
+
+impl Loop {
+    /// The rule each iteration calls.
+    #[inline]
+    pub fn body(&self) -> RuleIdx {
+        self.body
+    }
+
+    /// The fewest iterations that let the loop stop.
+    #[inline]
+    pub fn min(&self) -> u32 {
+        self.min
+    }
+
+    /// The most iterations ([`UNBOUNDED`] for no limit).
+    #[inline]
+    pub fn max(&self) -> u32 {
+        self.max
+    }
 }
 
 /// Where a node's edges sit in its automaton's flat edge lists ([`Pda::bytes`],
@@ -94,8 +147,8 @@ pub(crate) struct Loop {
 /// rule's edges in a single pass instead of allocating two lists per node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Span {
-    pub start: u32,
-    pub len: u32,
+    start: u32,
+    len: u32,
 }
 
 impl Span {
@@ -122,19 +175,19 @@ impl Span {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Node {
     /// The rule this node belongs to.
-    pub rule: u32,
+    rule: RuleIdx,
     /// Reaching this node may complete the rule.
-    pub is_final: bool,
+    is_final: bool,
     /// Byte edges ([`Pda::bytes`]), sorted by `lo`, disjoint.
-    pub bytes: Span,
+    bytes: Span,
     /// Call edges ([`Pda::calls`]).
-    pub calls: Span,
+    calls: Span,
     /// Set on the single node of a loop rule.
-    pub repeat: Option<Loop>,
+    repeat: Option<Loop>,
     /// For nodes with many byte edges (string bodies, UTF-8 lead bytes): the target of every
     /// byte (`NO_TARGET` for none, [`PLAIN_TARGET`] set when the target is plain), so the
     /// mask walk's hottest step is one load instead of a binary search.
-    pub dense: Option<Box<[u32; 256]>>,
+    dense: Option<Box<[u32; 256]>>,
 }
 
 /// In [`Node::dense`]: no edge for this byte.
@@ -148,6 +201,36 @@ pub(crate) const PLAIN_TARGET: u32 = 1 << 31;
 pub(crate) const DENSE_MIN_EDGES: usize = 8;
 
 impl Node {
+    /// The rule this node belongs to.
+    #[inline]
+    pub fn rule(&self) -> RuleIdx {
+        self.rule
+    }
+
+    /// Whether reaching this node may complete its rule.
+    #[inline]
+    pub fn is_final(&self) -> bool {
+        self.is_final
+    }
+
+    /// The loop of a loop rule's single node; `None` for every other node.
+    #[inline]
+    pub fn repeat(&self) -> Option<Loop> {
+        self.repeat
+    }
+
+    /// Whether the node has byte edges (a stack whose top is here can consume a byte).
+    #[inline]
+    pub fn has_bytes(&self) -> bool {
+        !self.bytes.is_empty()
+    }
+
+    /// How many call edges the node has.
+    #[inline]
+    pub fn num_calls(&self) -> usize {
+        self.calls.len()
+    }
+
     /// Whether the node only consumes bytes: it has byte edges, no calls, no loop, and
     /// cannot complete its rule — so its closure is itself.
     #[inline]
@@ -159,14 +242,14 @@ impl Node {
 impl Pda {
     /// The node `id` (an id from this automaton: its edges, frames and rules).
     #[inline]
-    pub(crate) fn node(&self, id: u32) -> &Node {
-        &self.nodes[id as usize]
+    pub(crate) fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
     }
 
     /// The node `id`, if this automaton has it.
     #[inline]
-    pub(crate) fn get_node(&self, id: u32) -> Option<&Node> {
-        self.nodes.get(id as usize)
+    pub(crate) fn get_node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id.index())
     }
 
     /// Every rule, by id.
@@ -177,8 +260,8 @@ impl Pda {
 
     /// The rule `id` (its name, start node and fingerprint), if this automaton has it.
     #[inline]
-    pub(crate) fn rule(&self, id: u32) -> Option<&RuleInfo> {
-        self.rules.get(id as usize)
+    pub(crate) fn rule(&self, id: RuleIdx) -> Option<&RuleInfo> {
+        self.rules.get(id.index())
     }
 
     /// Where the grammar's string exclusions are (see [`ExcludedWords`]).
@@ -202,10 +285,10 @@ impl Pda {
     /// Every byte one of `nodes` has an edge on. Over the tops of closed stacks these are the
     /// bytes that keep one alive: a byte no top consumes neither moves a stack nor completes
     /// a rule, so the mask walks skip it unstepped.
-    pub(crate) fn edge_bytes(&self, nodes: impl IntoIterator<Item = u32>) -> ByteSet {
+    pub(crate) fn edge_bytes(&self, nodes: impl IntoIterator<Item = NodeId>) -> ByteSet {
         let mut set = ByteSet::default();
         for node in nodes {
-            for e in self.nodes.get(node as usize).map_or(&[][..], |n| self.bytes(n)) {
+            for e in self.nodes.get(node.index()).map_or(&[][..], |n| self.bytes(n)) {
                 set.insert_range(e.lo, e.hi);
             }
         }
@@ -214,10 +297,10 @@ impl Pda {
 
     /// Where `byte` leads from `node`, if anywhere.
     #[inline]
-    pub(crate) fn step(&self, node: &Node, byte: u8) -> Option<u32> {
+    pub(crate) fn step(&self, node: &Node, byte: u8) -> Option<NodeId> {
         if let Some(dense) = &node.dense {
             let t = dense[byte as usize];
-            return if t == NO_TARGET { None } else { Some(t & !PLAIN_TARGET) };
+            return if t == NO_TARGET { None } else { Some(NodeId::new(t & !PLAIN_TARGET)) };
         }
         let e = self.bytes(node);
         if e.len() <= DENSE_MIN_EDGES {
@@ -243,26 +326,53 @@ impl Pda {
     /// when the node has one, so the mask walk's hottest step (a string body) loads no second
     /// node.
     #[inline]
-    pub(crate) fn step_to_plain(&self, node: &Node, byte: u8) -> Option<(u32, bool)> {
+    pub(crate) fn step_to_plain(&self, node: &Node, byte: u8) -> Option<(NodeId, bool)> {
         if let Some(dense) = &node.dense {
             let t = dense[byte as usize];
-            return if t == NO_TARGET { None } else { Some((t & !PLAIN_TARGET, t & PLAIN_TARGET != 0)) };
+            return if t == NO_TARGET { None } else { Some((NodeId::new(t & !PLAIN_TARGET), t & PLAIN_TARGET != 0)) };
         }
         let t = self.step(node, byte)?;
-        Some((t, self.nodes.get(t as usize).is_some_and(Node::is_plain)))
+        Some((t, self.nodes.get(t.index()).is_some_and(Node::is_plain)))
     }
 }
 
 /// Per-rule facts.
 #[derive(Clone, Debug)]
 pub(crate) struct RuleInfo {
-    pub name: String,
-    pub start: u32,
+    name: String,
+    start: NodeId,
     /// First node id of this rule (nodes of a rule are contiguous).
-    pub first_node: u32,
+    first_node: NodeId,
     /// Structural fingerprint; equal fingerprints mean identical behaviour, also across
     /// grammars built over the same vocabulary.
-    pub fingerprint: u128,
+    fingerprint: u128,
+}
+
+impl RuleInfo {
+    /// The rule's name (as in the grammar, or derived for generated rules).
+    #[cfg(test)]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The node a call of the rule enters.
+    #[inline]
+    pub fn start(&self) -> NodeId {
+        self.start
+    }
+
+    /// The rule's first node (its nodes are contiguous from here).
+    #[inline]
+    pub fn first_node(&self) -> NodeId {
+        self.first_node
+    }
+
+    /// Structural fingerprint: equal fingerprints mean identical behaviour, also across
+    /// grammars built over the same vocabulary.
+    #[inline]
+    pub fn fingerprint(&self) -> u128 {
+        self.fingerprint
+    }
 }
 
 /// A byte-level pushdown automaton compiled from a [`Grammar`]; immutable and shareable.
@@ -274,7 +384,7 @@ pub struct Pda {
     /// Every node's call edges ([`Node::calls`]).
     call_edges: Vec<CallEdge>,
     rules: Vec<RuleInfo>,
-    start_rule: u32,
+    start_rule: RuleIdx,
     excluded: ExcludedWords,
 }
 
@@ -294,14 +404,14 @@ pub(crate) struct ExcludedWords {
 #[derive(Clone, Debug)]
 struct ExcludedSet {
     /// The start node of the string rest its masks derive from.
-    rest: u32,
+    rest: NodeId,
     /// Sorted, distinct.
     words: Box<[Box<[u8]>]>,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct ExcludedAt {
-    node: u32,
+    node: NodeId,
     set: u32,
     /// Bytes of the words read to reach the node.
     prefix: u32,
@@ -318,7 +428,7 @@ impl ExcludedWords {
             let (Some(rule), Some(rest)) = (pda.rules.get(ex.rule.index()), pda.rules.get(ex.rest.index())) else {
                 continue;
             };
-            let Some(after_quote) = pda.step(&pda.nodes[rule.start as usize], b'"') else { continue };
+            let Some(after_quote) = pda.step(pda.node(rule.start), b'"') else { continue };
             let set = out.sets.len() as u32;
             let words = &ex.words;
             // Words sharing a prefix are adjacent (sorted): one node per distinct prefix.
@@ -331,7 +441,7 @@ impl ExcludedWords {
                         out.at.push(ExcludedAt { node, set, prefix: prefix as u32, lo: w as u32, hi: hi as u32 });
                     }
                     let Some(&b) = word.get(prefix) else { break };
-                    match pda.step(&pda.nodes[node as usize], b) {
+                    match pda.step(pda.node(node), b) {
                         Some(t) => node = t,
                         None => break,
                     }
@@ -347,7 +457,7 @@ impl ExcludedWords {
 
     /// For a node of an exclusion rule (see [`ExcludedWords`]): the start node of the string
     /// rest it is derived from, and the remainders of the words to exclude from here.
-    pub(crate) fn at(&self, node: u32) -> Option<(u32, impl Iterator<Item = &[u8]>)> {
+    pub(crate) fn at(&self, node: NodeId) -> Option<(NodeId, impl Iterator<Item = &[u8]>)> {
         let a = self.at[self.at.binary_search_by_key(&node, |a| a.node).ok()?];
         let set = self.sets.get(a.set as usize)?;
         let words = set.words.get(a.lo as usize..a.hi as usize)?;
@@ -412,24 +522,24 @@ impl Pda {
         use std::fmt::Write;
         let mut out = String::new();
         for (ri, rule) in self.rules.iter().enumerate() {
-            let _ = writeln!(out, "rule {ri} `{}` start {}", rule.name, rule.start);
-            let end = self.rules.get(ri + 1).map(|r| r.first_node).unwrap_or(self.nodes.len() as u32);
-            for id in rule.first_node..end {
-                let n = &self.nodes[id as usize];
+            let _ = writeln!(out, "rule {ri} `{}` start {}", rule.name, rule.start.as_u32());
+            let end = self.rules.get(ri + 1).map_or(self.nodes.len(), |r| r.first_node.index());
+            for id in rule.first_node.index()..end {
+                let n = &self.nodes[id];
                 let _ = write!(out, "  {id}{}", if n.is_final { " (final)" } else { "" });
                 for e in self.bytes(n) {
                     if e.lo == e.hi {
-                        let _ = write!(out, " {:?}->{}", e.lo as char, e.target);
+                        let _ = write!(out, " {:?}->{}", e.lo as char, e.target.as_u32());
                     } else {
-                        let _ = write!(out, " [{:?}-{:?}]->{}", e.lo as char, e.hi as char, e.target);
+                        let _ = write!(out, " [{:?}-{:?}]->{}", e.lo as char, e.hi as char, e.target.as_u32());
                     }
                 }
                 for c in self.calls(n) {
-                    let _ = write!(out, " call `{}`->{}", self.rules[c.callee as usize].name, c.ret);
+                    let _ = write!(out, " call `{}`->{}", self.rules[c.callee.index()].name, c.ret.as_u32());
                 }
                 if let Some(l) = n.repeat {
                     let max = if l.max == UNBOUNDED { "inf".to_string() } else { l.max.to_string() };
-                    let _ = write!(out, " loop `{}` {{{},{max}}}", self.rules[l.body as usize].name, l.min);
+                    let _ = write!(out, " loop `{}` {{{},{max}}}", self.rules[l.body.index()].name, l.min);
                 }
                 out.push('\n');
             }
@@ -492,9 +602,9 @@ mod tests {
         let mut flagged = 0;
         for node in p.nodes.iter() {
             for byte in 0..=255u8 {
-                let expected = p.step(node, byte).map(|t| (t, p.nodes[t as usize].is_plain()));
+                let expected = p.step(node, byte).map(|t| (t, p.nodes[t.index()].is_plain()));
                 assert_eq!(p.step_to_plain(node, byte), expected);
-                assert!(p.step(node, byte).is_none_or(|t| (t as usize) < p.nodes.len()));
+                assert!(p.step(node, byte).is_none_or(|t| t.index() < p.nodes.len()));
                 flagged += usize::from(node.dense.is_some() && expected.is_some_and(|(_, plain)| plain));
             }
         }

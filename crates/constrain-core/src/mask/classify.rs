@@ -67,7 +67,7 @@ impl Classified {
         // Tried where the top's own edges take a non-ASCII character (a string body):
         // elsewhere most text dies at once, and the walk is cheap.
         let string_body = |top: &Frame| {
-            pda.get_node(top.node).is_some_and(|n| pda.bytes(n).iter().any(|e| e.hi >= 0xC2 && e.lo <= 0xF4))
+            pda.get_node(top.node()).is_some_and(|n| pda.bytes(n).iter().any(|e| e.hi() >= 0xC2 && e.lo() <= 0xF4))
         };
         let first_chars = match relaxed {
             None if context.last().is_some_and(string_body) => {

@@ -22,7 +22,7 @@
 
 use super::relaxed::Cond;
 use crate::automaton::exec::{Frame, Recognizer, Runner, BOTTOM, RELAXED};
-use crate::automaton::Pda;
+use crate::automaton::{FrameId, NodeId, Pda};
 use crate::util::ByteSet;
 use rustc_hash::FxHashMap;
 use std::hash::{Hash, Hasher};
@@ -43,7 +43,7 @@ enum Kind {
     Config(ConfigId),
     /// The single stack of configuration `base` with its top frame moved to `node`, a node
     /// that only consumes bytes.
-    Plain { node: u32, base: ConfigId },
+    Plain { node: NodeId, base: ConfigId },
 }
 
 /// One parse state of the walk ([`Kind`]) packed in a word, so a step's result travels in
@@ -64,7 +64,7 @@ impl State {
         match kind {
             Kind::Dead => State(0),
             Kind::Config(c) => State(c as u64),
-            Kind::Plain { node, base } => State(((node as u64 + 1) << 32) | base as u64),
+            Kind::Plain { node, base } => State(((node.as_u32() as u64 + 1) << 32) | base as u64),
         }
     }
 
@@ -73,7 +73,7 @@ impl State {
         let high = (self.0 >> 32) as u32;
         let low = self.0 as u32;
         if high != 0 {
-            Kind::Plain { node: high - 1, base: low }
+            Kind::Plain { node: NodeId::new(high - 1), base: low }
         } else if low == DEAD {
             Kind::Dead
         } else {
@@ -84,13 +84,13 @@ impl State {
     /// The single stack at a node that only consumes bytes: configuration `base`'s stack with
     /// its top moved to `node`.
     #[inline]
-    pub fn plain(node: u32, base: ConfigId) -> State {
+    pub fn plain(node: NodeId, base: ConfigId) -> State {
         State::pack(Kind::Plain { node, base })
     }
 
     /// `(node, base)` of a state made by [`State::plain`].
     #[inline]
-    pub fn plain_parts(self) -> Option<(u32, ConfigId)> {
+    pub fn plain_parts(self) -> Option<(NodeId, ConfigId)> {
         match self.unpack() {
             Kind::Plain { node, base } => Some((node, base)),
             _ => None,
@@ -148,7 +148,7 @@ pub(super) struct Configs {
     /// Stored frames; a `parent` (and a top) below `base_len` is a context frame, at or
     /// above it `base_len + k` is the `k`-th frame of the same configuration.
     frames: Vec<Frame>,
-    tops: Vec<u32>,
+    tops: Vec<FrameId>,
     /// Per configuration, the conditions its stacks are valid under (see
     /// [`Configs::conds_of`]).
     conds: Vec<Cond>,
@@ -160,7 +160,7 @@ pub(super) struct Configs {
     reached: FxHashMap<(ConfigId, u8), Range<u32>>,
     /// Steps out of [`Kind::Plain`] onto nodes that are not plain: (node, base, byte) to
     /// the next state and its conditions as in `reached`.
-    plain_exits: FxHashMap<(u32, ConfigId, u8), (Kind, Range<u32>)>,
+    plain_exits: FxHashMap<(NodeId, ConfigId, u8), (Kind, Range<u32>)>,
     reached_conds: Vec<Cond>,
     /// Configurations by the hash of their frames and tops.
     by_hash: FxHashMap<u64, ConfigId>,
@@ -173,7 +173,7 @@ pub(super) struct Configs {
     /// Scratch: per arena frame above the context, its index in the configuration being
     /// interned.
     local_of: Vec<u32>,
-    order: Vec<u32>,
+    order: Vec<FrameId>,
     cond_scratch: Vec<Cond>,
 }
 
@@ -273,7 +273,7 @@ impl Configs {
     #[inline]
     fn decode(&self, c: ConfigId, byte: u8, e: u32) -> (Kind, Range<u32>) {
         if e & PLAIN != 0 {
-            return (Kind::Plain { node: e & !PLAIN, base: c }, 0..0);
+            return (Kind::Plain { node: NodeId::new(e & !PLAIN), base: c }, 0..0);
         }
         let reached = if e & REACHED != 0 { self.reached.get(&(c, byte)).cloned().unwrap_or(0..0) } else { 0..0 };
         (Kind::of(e & !REACHED), reached)
@@ -325,7 +325,7 @@ impl Configs {
             None => pda.edge_bytes(
                 self.tops[config.tops.start as usize..config.tops.end as usize]
                     .iter()
-                    .map(|&top| self.frame(runner, config.frames.start as usize, top).node),
+                    .map(|&top| self.frame(runner, config.frames.start as usize, top).node()),
             ),
         }
     }
@@ -340,7 +340,7 @@ impl Configs {
         let mut moving = None;
         for &top in tops {
             let frame = self.frame(runner, config.frames.start as usize, top);
-            if let Some(t) = pda.step(pda.node(frame.node), byte) {
+            if let Some(t) = pda.step(pda.node(frame.node()), byte) {
                 if moving.is_some() {
                     return None;
                 }
@@ -349,7 +349,9 @@ impl Configs {
         }
         match moving {
             None => Some(DEAD),
-            Some(t) if tops.len() == 1 && pda.node(t).is_plain() && t & (PLAIN | REACHED) == 0 => Some(t | PLAIN),
+            Some(t) if tops.len() == 1 && pda.node(t).is_plain() && t.as_u32() & (PLAIN | REACHED) == 0 => {
+                Some(t.as_u32() | PLAIN)
+            }
             Some(_) => None,
         }
     }
@@ -357,11 +359,11 @@ impl Configs {
     /// Frame `f`: a context frame, or a stored frame of the configuration whose frames start
     /// at `frames_start`.
     #[inline]
-    fn frame(&self, runner: &Runner, frames_start: usize, f: u32) -> Frame {
-        if f < self.base_len {
-            runner.stacks().frames()[f as usize]
+    fn frame(&self, runner: &Runner, frames_start: usize, f: FrameId) -> Frame {
+        if f.as_u32() < self.base_len {
+            runner.stacks().frames()[f.index()]
         } else {
-            self.frames[frames_start + (f - self.base_len) as usize]
+            self.frames[frames_start + (f.as_u32() - self.base_len) as usize]
         }
     }
 
@@ -372,7 +374,7 @@ impl Configs {
         &mut self,
         pda: &Pda,
         runner: &mut Runner,
-        node: u32,
+        node: NodeId,
         base: ConfigId,
         byte: u8,
     ) -> (Kind, Range<u32>) {
@@ -390,12 +392,12 @@ impl Configs {
         self.materialize(State::pack(state), runner);
         let step = runner.push_byte(byte);
         let start = self.reached_conds.len() as u32;
-        if step.reached_end {
+        if step.reached_end() {
             let counts = &runner.stacks().reached_counts();
             self.reached_conds.extend(counts.iter().map(|&count| Cond::of_count(count, false)));
         }
         let reached = start..self.reached_conds.len() as u32;
-        let next = if step.alive {
+        let next = if step.alive() {
             let runner: &Runner = runner;
             Kind::of(self.intern(pda, runner, runner.current_tops()))
         } else {
@@ -419,18 +421,23 @@ impl Configs {
         let tops = &self.tops[config.tops.start as usize..config.tops.end as usize];
         match (moved, tops) {
             // The single top is a context frame: the moved copy is the level's one frame.
-            (Some(node), &[top]) if top < base => {
-                let frame = Frame { node, ..runner.stacks().frames()[top as usize] };
-                runner.push_level(std::iter::once(frame), std::iter::once(offset));
+            (Some(node), &[top]) if top.as_u32() < base => {
+                let frame = runner.stacks().frames()[top.index()].with_node(node);
+                runner.push_level(std::iter::once(frame), std::iter::once(FrameId::new(offset)));
             }
             _ => {
-                let map = move |p: u32| if p == BOTTOM || p < base { p } else { p - base + offset };
+                let map = move |p: FrameId| {
+                    if p == BOTTOM || p.as_u32() < base {
+                        p
+                    } else {
+                        FrameId::new(p.as_u32() - base + offset)
+                    }
+                };
                 // A moved top is the configuration's first stored frame.
                 runner.push_level(
-                    frames.iter().enumerate().map(|(k, f)| Frame {
-                        node: if k == 0 { moved.unwrap_or(f.node) } else { f.node },
-                        parent: map(f.parent),
-                        ..*f
+                    frames.iter().enumerate().map(|(k, f)| {
+                        let node = if k == 0 { moved.unwrap_or(f.node()) } else { f.node() };
+                        f.with_node(node).with_parent(map(f.parent()))
                     }),
                     tops.iter().map(|&t| map(t)),
                 );
@@ -440,7 +447,7 @@ impl Configs {
 
     /// The configuration whose stacks are `tops` of the runner's arena: stored (frames above
     /// the context copied, renumbered) unless an equal one is.
-    fn intern(&mut self, pda: &Pda, runner: &Runner, tops: &[u32]) -> ConfigId {
+    fn intern(&mut self, pda: &Pda, runner: &Runner, tops: &[FrameId]) -> ConfigId {
         if tops.is_empty() {
             return DEAD;
         }
@@ -452,22 +459,28 @@ impl Configs {
         self.local_of.resize(arena.len().saturating_sub(base as usize), u32::MAX);
         for &t in tops {
             let mut f = t;
-            while f != BOTTOM && f >= base {
-                let slot = &mut self.local_of[(f - base) as usize];
+            while f != BOTTOM && f.as_u32() >= base {
+                let slot = &mut self.local_of[(f.as_u32() - base) as usize];
                 if *slot != u32::MAX {
                     break;
                 }
                 *slot = self.order.len() as u32;
                 self.order.push(f);
-                f = arena[f as usize].parent;
+                f = arena[f.index()].parent();
             }
         }
         let local_of = &self.local_of;
-        let renumber = |p: u32| if p == BOTTOM || p < base { p } else { base + local_of[(p - base) as usize] };
+        let renumber = |p: FrameId| {
+            if p == BOTTOM || p.as_u32() < base {
+                p
+            } else {
+                FrameId::new(base + local_of[(p.as_u32() - base) as usize])
+            }
+        };
         let frames_start = self.frames.len();
         self.frames.extend(self.order.iter().map(|&g| {
-            let f = arena[g as usize];
-            Frame { parent: renumber(f.parent), ..f }
+            let f = arena[g.index()];
+            f.with_parent(renumber(f.parent()))
         }));
         let tops_start = self.tops.len();
         self.tops.extend(tops.iter().map(|&t| renumber(t)));
@@ -487,11 +500,11 @@ impl Configs {
             let mut cond = Cond::Always;
             while f != BOTTOM {
                 let fr = self.frame(runner, frames_start, f);
-                if fr.count & RELAXED != 0 {
-                    cond = Cond::of_count(fr.count, pda.node(fr.node).repeat.is_some());
+                if fr.count() & RELAXED != 0 {
+                    cond = Cond::of_count(fr.count(), pda.node(fr.node()).repeat().is_some());
                     break;
                 }
-                f = fr.parent;
+                f = fr.parent();
             }
             if !self.cond_scratch.contains(&cond) {
                 self.cond_scratch.push(cond);

@@ -4,7 +4,7 @@
 use super::RelaxedLoop;
 use crate::automaton::exec::{Frame, BOTTOM};
 use crate::automaton::keys::NodeKeys;
-use crate::automaton::{Pda, UNBOUNDED};
+use crate::automaton::{FrameId, Pda, UNBOUNDED};
 use crate::util::hash128;
 use crate::Limits;
 
@@ -56,7 +56,7 @@ pub(crate) struct Target<'a> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Context {
     /// The context's frames as arena indices, top first.
-    chain: Vec<u32>,
+    chain: Vec<FrameId>,
     /// The context's frames, bottom first.
     pub(super) frames: Vec<Frame>,
     /// The entry's cache key.
@@ -70,45 +70,46 @@ pub(crate) struct Context {
 impl Context {
     /// Sets this context to `top`'s in the stacks' `arena`; `cap` caps loop distances
     /// (the longest token length + 1: no token can tell two counts apart beyond that).
-    pub(super) fn build(&mut self, target: &Target, cap: u32, arena: &[Frame], top: u32) {
+    pub(super) fn build(&mut self, target: &Target, cap: u32, arena: &[Frame], top: FrameId) {
         let Target { pda, keys, .. } = *target;
         let class = |frame: &Frame, l: &crate::automaton::Loop| {
-            let below_min = if frame.count < l.min { (l.min - frame.count).min(cap) } else { 0 };
-            let to_max = if l.max == UNBOUNDED { cap } else { l.max.saturating_sub(frame.count).min(cap) };
+            let (count, min, max) = (frame.count(), l.min(), l.max());
+            let below_min = if count < min { (min - count).min(cap) } else { 0 };
+            let to_max = if max == UNBOUNDED { cap } else { max.saturating_sub(count).min(cap) };
             (below_min, to_max)
         };
         self.chain.clear();
         self.chain.push(top);
-        let top_frame = arena[top as usize];
-        let mut key = keys.get(pda, top_frame.node);
+        let top_frame = arena[top.index()];
+        let mut key = keys.get(pda, top_frame.node());
         let mut relaxed: Option<(usize, RelaxedLoop)> = None;
-        let mut f = top_frame.parent;
-        if let Some(frame) = arena.get(f as usize) {
-            if let Some(l) = pda.node(frame.node).repeat {
-                key = hash128(&(key, SALT_RELAXED, keys.loop_shape(frame.node)));
-                let r = RelaxedLoop { context_index: 0, count: frame.count, min: l.min, max: l.max };
+        let mut f = top_frame.parent();
+        if let Some(frame) = arena.get(f.index()) {
+            if let Some(l) = pda.node(frame.node()).repeat() {
+                key = hash128(&(key, SALT_RELAXED, keys.loop_shape(frame.node())));
+                let r = RelaxedLoop { context_index: 0, count: frame.count(), min: l.min(), max: l.max() };
                 relaxed = Some((self.chain.len(), r));
                 self.chain.push(f);
-                f = frame.parent;
+                f = frame.parent();
             }
         }
-        let mut extend = relaxed.is_some() || pda.node(top_frame.node).is_final;
+        let mut extend = relaxed.is_some() || pda.node(top_frame.node()).is_final();
         let mut extra = 0;
         while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
-            let frame = arena[f as usize];
-            let node = pda.node(frame.node);
-            if relaxed.is_some() && node.repeat.is_some() {
+            let frame = arena[f.index()];
+            let node = pda.node(frame.node());
+            if relaxed.is_some() && node.repeat().is_some() {
                 // Below a relaxed loop, a counted loop ends the context (see above).
                 break;
             }
-            key = match node.repeat {
-                Some(l) => hash128(&(key, SALT_LOOP_BELOW, keys.loop_shape(frame.node), class(&frame, &l))),
-                None => hash128(&(key, SALT_FRAME_BELOW, keys.get(pda, frame.node))),
+            key = match node.repeat() {
+                Some(l) => hash128(&(key, SALT_LOOP_BELOW, keys.loop_shape(frame.node()), class(&frame, &l))),
+                None => hash128(&(key, SALT_FRAME_BELOW, keys.get(pda, frame.node()))),
             };
-            extend = node.is_final || node.repeat.is_some();
+            extend = node.is_final() || node.repeat().is_some();
             self.chain.push(f);
             extra += 1;
-            f = frame.parent;
+            f = frame.parent();
         }
         if f == BOTTOM {
             // The context is the whole stack: nothing can follow its bottom, which changes
@@ -126,12 +127,12 @@ impl Context {
             None => (key, key, None),
         };
         self.frames.clear();
-        self.frames.extend(self.chain.iter().rev().map(|&f| arena[f as usize]));
+        self.frames.extend(self.chain.iter().rev().map(|&f| arena[f.index()]));
     }
 
     /// The arena index of the context's bottom frame (where its stack-dependent tokens
     /// continue on the real stack).
-    pub(super) fn bottom(&self) -> Option<u32> {
+    pub(super) fn bottom(&self) -> Option<FrameId> {
         self.chain.last().copied()
     }
 }

@@ -4,7 +4,7 @@ use super::context::Context;
 use super::index::TokenIndex;
 use super::trie::ByteTrie;
 use crate::automaton::exec::{Mark, Stacks, BOTTOM};
-use crate::automaton::{Cut, Pda};
+use crate::automaton::{Cut, FrameId, Pda};
 use crate::util::{hash128, or_into, set_bit};
 use std::sync::Arc;
 
@@ -151,7 +151,7 @@ impl Entry {
         &self,
         pda: &Pda,
         stacks: &mut Stacks,
-        bottom: u32,
+        bottom: FrameId,
         scratch: &mut SuffixScratch,
         mask: &mut [u32],
         added: &mut Vec<u32>,
@@ -165,7 +165,7 @@ impl Entry {
         levels.push((0, stacks.mark()));
         // The tops are closed: a first byte none of them has an edge on kills every stack
         // and completes nothing, and its subtree is skipped unstepped.
-        let live = pda.edge_bytes(tops.iter().filter_map(|&t| stacks.frame(t)).map(|f| f.node));
+        let live = pda.edge_bytes(tops.iter().filter_map(|&t| stacks.frame(t)).map(|f| f.node()));
         let trie = &self.suffixes;
         let (mut i, mut roots) = (0usize, 0usize);
         loop {
@@ -241,7 +241,7 @@ impl Scratch {
 #[derive(Debug, Default)]
 pub(super) struct SuffixMemo {
     /// (entry key, frame below) → range of `ids`.
-    answers: rustc_hash::FxHashMap<(u128, u32), (u32, u32)>,
+    answers: rustc_hash::FxHashMap<(u128, FrameId), (u32, u32)>,
     ids: Vec<u32>,
     /// Above every frame an answer depends on: a truncation to this length or above
     /// forgets nothing.
@@ -255,13 +255,13 @@ const MAX_SUFFIX_IDS: usize = 1 << 18;
 
 impl SuffixMemo {
     /// The ids kept for `(key, below)`.
-    pub(super) fn get(&self, key: u128, below: u32) -> Option<&[u32]> {
+    pub(super) fn get(&self, key: u128, below: FrameId) -> Option<&[u32]> {
         let &(start, end) = self.answers.get(&(key, below))?;
         self.ids.get(start as usize..end as usize)
     }
 
     /// Keeps `ids` for `(key, below)`.
-    pub(super) fn insert(&mut self, key: u128, below: u32, ids: &[u32]) {
+    pub(super) fn insert(&mut self, key: u128, below: FrameId, ids: &[u32]) {
         if self.answers.len() >= MAX_SUFFIX_ANSWERS || self.ids.len() + ids.len() > MAX_SUFFIX_IDS {
             self.clear();
         }
@@ -269,7 +269,7 @@ impl SuffixMemo {
             return;
         }
         if below != BOTTOM {
-            self.high = self.high.max(below as usize + 1);
+            self.high = self.high.max(below.index() + 1);
         }
         let start = self.ids.len() as u32;
         self.ids.extend_from_slice(ids);
@@ -283,7 +283,7 @@ impl SuffixMemo {
             return;
         }
         self.high = arena_len;
-        self.answers.retain(|&(_, below), _| below == BOTTOM || (below as usize) < arena_len);
+        self.answers.retain(|&(_, below), _| below == BOTTOM || below.index() < arena_len);
         if self.answers.is_empty() {
             self.ids.clear();
         }
@@ -300,40 +300,41 @@ impl SuffixMemo {
 /// Reusable buffers for [`Entry::add_suffixes`], so the per-token path does not allocate.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SuffixScratch {
-    pub(super) tops: Vec<u32>,
+    pub(super) tops: Vec<FrameId>,
     pub(super) levels: Vec<(usize, Mark)>,
-    pub(super) cur: Vec<u32>,
+    pub(super) cur: Vec<FrameId>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    const F: fn(u32) -> FrameId = FrameId::new;
 
     #[test]
     fn a_rollback_forgets_the_answers_on_removed_frames_only() {
         let mut memo = SuffixMemo::default();
-        memo.insert(1, 3, &[10, 11]);
-        memo.insert(1, 9, &[12]);
+        memo.insert(1, F(3), &[10, 11]);
+        memo.insert(1, F(9), &[12]);
         memo.insert(2, BOTTOM, &[13]);
-        assert_eq!(memo.get(1, 9), Some(&[12][..]));
+        assert_eq!(memo.get(1, F(9)), Some(&[12][..]));
         // The arena was truncated to 5 frames: frame 9 may be another frame now.
         memo.forget_from(5);
-        assert_eq!(memo.get(1, 3), Some(&[10, 11][..]));
-        assert_eq!(memo.get(1, 9), None);
+        assert_eq!(memo.get(1, F(3)), Some(&[10, 11][..]));
+        assert_eq!(memo.get(1, F(9)), None);
         // Completing the whole stack depends on no frame.
         assert_eq!(memo.get(2, BOTTOM), Some(&[13][..]));
-        assert_eq!(memo.get(2, 3), None);
+        assert_eq!(memo.get(2, F(3)), None);
     }
 
     #[test]
     fn a_full_memo_starts_over() {
         let mut memo = SuffixMemo::default();
         for below in 0..MAX_SUFFIX_ANSWERS as u32 {
-            memo.insert(7, below, &[below]);
+            memo.insert(7, F(below), &[below]);
         }
-        assert_eq!(memo.get(7, 0), Some(&[0][..]));
-        memo.insert(8, 0, &[1, 2]);
-        assert_eq!(memo.get(7, 0), None, "forgotten at once when full");
-        assert_eq!(memo.get(8, 0), Some(&[1, 2][..]));
+        assert_eq!(memo.get(7, F(0)), Some(&[0][..]));
+        memo.insert(8, F(0), &[1, 2]);
+        assert_eq!(memo.get(7, F(0)), None, "forgotten at once when full");
+        assert_eq!(memo.get(8, F(0)), Some(&[1, 2][..]));
     }
 }

@@ -23,9 +23,9 @@ impl TokenIndex {
         frame: &Frame,
         scratch: &mut WalkScratch,
     ) -> Option<Entry> {
-        let (rest, words) = pda.excluded().at(frame.node)?;
+        let (rest, words) = pda.excluded().at(frame.node())?;
         // The frame's own byte edges take the first byte; its calls are tops of their own.
-        let node = pda.node(frame.node);
+        let node = pda.node(frame.node());
         let mut firsts = [0u64; 4];
         for b in 0..=255u8 {
             if pda.step(node, b).is_some() {
@@ -33,8 +33,8 @@ impl TokenIndex {
             }
         }
         let first_byte = |b: u8| firsts[b as usize / 64] >> (b % 64) & 1 == 1;
-        let like = Frame { node: rest, ..*frame };
-        let whole_stack = like.parent == BOTTOM;
+        let like = frame.with_node(rest);
+        let whole_stack = like.parent() == BOTTOM;
         let key = hash128(&(node_keys.get(pda, rest), 0x5E57u16, whole_stack, firsts));
         let cached = self.cache.classified(key);
         let classified = cached.unwrap_or_else(|| {
@@ -54,6 +54,7 @@ impl TokenIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::automaton::{FrameId, NodeId};
     use crate::mask::entry::TokenSet;
     use crate::vocab::Vocabulary;
 
@@ -89,13 +90,14 @@ mod tests {
         let pda = Pda::build(&grammar, &limits).expect("automaton");
         let node_keys = NodeKeys::new(&pda);
         let words = index.vocab().mask_words();
-        let nodes: Vec<u32> = (0..pda.num_states() as u32).filter(|&n| pda.excluded().at(n).is_some()).collect();
+        let nodes: Vec<NodeId> =
+            (0..pda.num_states() as u32).map(NodeId::new).filter(|&n| pda.excluded().at(n).is_some()).collect();
         // The node after the quote (where the name "" ends), and one per prefix of the other
         // names: a, ab, abx, b, x, x1.
         assert_eq!(nodes.len(), 7, "{}", pda.listing());
         for node in nodes {
-            for parent in [BOTTOM, 0] {
-                let frame = Frame { node, count: 0, parent, depth: 1 };
+            for parent in [BOTTOM, FrameId::new(0)] {
+                let frame = Frame::new(node, 0, parent, 1);
                 let scratch = &mut WalkScratch::default();
                 let derived =
                     index.excluding_entry(&pda, &node_keys, &limits, &frame, scratch).expect("an exclusion node");
@@ -105,9 +107,9 @@ mod tests {
                 let vocab = index.vocab();
                 let text = |id: &u32| String::from_utf8_lossy(vocab.token_bytes(crate::TokenId(*id))).into_owned();
                 let only = |a: &[u32], b: &[u32]| a.iter().filter(|i| !b.contains(i)).map(text).collect::<Vec<_>>();
-                assert!(d == w, "node {node}: only derived {:?}, only walked {:?}", only(&d, &w), only(&w, &d));
-                assert_eq!(derived.suffixes.nodes, walked.suffixes.nodes, "node {node}");
-                assert_eq!(derived.suffixes.ids, walked.suffixes.ids, "node {node}");
+                assert!(d == w, "node {node:?}: only derived {:?}, only walked {:?}", only(&d, &w), only(&w, &d));
+                assert_eq!(derived.suffixes.nodes, walked.suffixes.nodes, "node {node:?}");
+                assert_eq!(derived.suffixes.ids, walked.suffixes.ids, "node {node:?}");
             }
         }
     }

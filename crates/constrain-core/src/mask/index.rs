@@ -9,7 +9,7 @@ use super::trie::ByteTrie;
 use super::viable;
 use crate::automaton::exec::{Frame, Stacks, BOTTOM};
 use crate::automaton::keys::NodeKeys;
-use crate::automaton::{Cut, Pda, RuleCache};
+use crate::automaton::{Cut, FrameId, Pda, RuleCache};
 use crate::util::cache::Memo;
 use crate::util::{clear_bits, hash128, or_into, set_bit, ByteSet};
 use crate::vocab::Vocabulary;
@@ -205,8 +205,8 @@ impl TokenIndex {
         context: &[Frame],
         configs: &mut Configs,
     ) -> Option<text::Refused> {
-        let top = context.last()?.node;
-        let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node), f.count)).collect();
+        let top = context.last()?.node();
+        let frames: Vec<(u128, u32)> = context.iter().map(|f| (node_keys.get(pda, f.node()), f.count())).collect();
         let key = hash128(&(0x7E47u16, frames));
         self.first_chars.get_or_compute(key, || {
             // The quick proof first: the top's byte edges alone take any text.
@@ -250,7 +250,7 @@ impl TokenIndex {
     pub(crate) fn fill(
         &self,
         target: &Target,
-        tops: &[u32],
+        tops: &[FrameId],
         stacks: &mut Stacks,
         scratch: &mut Scratch,
         mask: &mut [u32],
@@ -278,7 +278,7 @@ impl TokenIndex {
             }
             if entry.has_suffixes() {
                 let bottom = scratch.context.bottom().unwrap_or(top);
-                let below = stacks.frame(bottom).map_or(BOTTOM, |f| f.parent);
+                let below = stacks.frame(bottom).map_or(BOTTOM, |f| f.parent());
                 let key = scratch.context.key;
                 if let Some(ids) = scratch.suffix_memo.get(key, below) {
                     for &id in ids {

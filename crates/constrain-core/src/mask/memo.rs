@@ -4,8 +4,8 @@ use super::index::TokenIndex;
 use super::relaxed::Cond;
 use super::walk::{Accepted, WholeSubtrees};
 use crate::automaton::exec::{Frame, Runner, BOTTOM};
-use crate::automaton::Pda;
 use crate::automaton::Recognizer;
+use crate::automaton::{FrameId, NodeId, Pda};
 use crate::util::{hash128, is_allowed, Hasher128};
 use std::sync::Arc;
 
@@ -83,15 +83,15 @@ pub(super) const MEMO_MIN_SURVIVORS: usize = 32;
 
 /// Identifies the stacks of a parse state for [`state_key`]: every stack as the rule
 /// positions ([`position_key`]) and loop counts of its frames, order-free.
-pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[u32], chains: &mut Vec<u128>) -> u128 {
+pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[FrameId], chains: &mut Vec<u128>) -> u128 {
     chains.clear();
     chains.extend(tops.iter().map(|&top| {
         let mut h = Hasher128::new();
         let mut f = top;
         while f != BOTTOM {
-            let fr = arena[f as usize];
-            h.add(&(position_key(pda, fr.node), fr.count));
-            f = fr.parent;
+            let fr = arena[f.index()];
+            h.add(&(position_key(pda, fr.node()), fr.count()));
+            f = fr.parent();
         }
         h.finish128()
     }));
@@ -107,10 +107,10 @@ pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[u32], chains: &mut 
 /// reads where a node key, computed on first use, walks the rest of the rule: the stacks
 /// met after a walk's first byte hold many nodes no mask context ever names (every key an
 /// object may start with), and keying them was a tenth of JSONSchemaBench's mask time.
-fn position_key(pda: &Pda, node: u32) -> (u128, u32) {
-    match pda.get_node(node).and_then(|n| pda.rule(n.rule)) {
-        Some(r) => (r.fingerprint, node.wrapping_sub(r.first_node)),
-        None => (0, node),
+fn position_key(pda: &Pda, node: NodeId) -> (u128, u32) {
+    match pda.get_node(node).and_then(|n| pda.rule(n.rule())) {
+        Some(r) => (r.fingerprint(), node.as_u32().wrapping_sub(r.first_node().as_u32())),
+        None => (0, node.as_u32()),
     }
 }
 

@@ -28,7 +28,7 @@ use super::relaxed::Cond;
 use super::trie::ByteTrie;
 use super::walk::Accepted;
 use crate::automaton::exec::Frame;
-use crate::automaton::{Node, Pda};
+use crate::automaton::{Node, NodeId, Pda};
 use crate::vocab::Vocabulary;
 use std::sync::Arc;
 
@@ -417,7 +417,7 @@ const MAX_PAIRS: usize = 4096;
 /// Where [`walk_text`] goes from one node on one byte.
 enum Flow {
     /// On to this node.
-    Follow(u32),
+    Follow(NodeId),
     /// Not past this byte.
     Stop,
     /// The walk fails.
@@ -428,8 +428,8 @@ enum Flow {
 /// gets each pair's node and state with each text byte the decoder allows next there (and
 /// the state after it), and says where to go. Whether the walk ended without failing,
 /// within [`MAX_PAIRS`] pairs.
-fn walk_text(pda: &Pda, node: u32, mut visit: impl FnMut(&Node, Utf8State, u8, Utf8State) -> Flow) -> bool {
-    let mut seen: rustc_hash::FxHashSet<(u32, Utf8State)> = Default::default();
+fn walk_text(pda: &Pda, node: NodeId, mut visit: impl FnMut(&Node, Utf8State, u8, Utf8State) -> Flow) -> bool {
+    let mut seen: rustc_hash::FxHashSet<(NodeId, Utf8State)> = Default::default();
     let mut todo = vec![(node, BOUNDARY)];
     seen.insert((node, BOUNDARY));
     while let Some((n, state)) = todo.pop() {
@@ -459,7 +459,7 @@ fn walk_text(pda: &Pda, node: u32, mut visit: impl FnMut(&Node, Utf8State, u8, U
 /// next has an edge. What else those nodes can do — call a rule (a pattern searched for
 /// calls its counted loops at every character), complete their rule — only adds ways to
 /// take a token, and each text token is already taken along the edges.
-pub(crate) fn text_closed(pda: &Pda, node: u32) -> bool {
+pub(crate) fn text_closed(pda: &Pda, node: NodeId) -> bool {
     walk_text(pda, node, |at, _, byte, _| pda.step(at, byte).map_or(Flow::Fail, Flow::Follow))
 }
 
@@ -540,17 +540,17 @@ pub(crate) enum Exit {
 /// its number of characters, and another by where its first refused character is, given what
 /// follows the loop (the [`Exit`]).
 pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refused, u128, Exit)> {
-    let repeat = context.get(i).and_then(|f| pda.get_node(f.node))?.repeat?;
-    let body = pda.rule(repeat.body)?;
-    let (refused, walked) = one_character(pda, body.start)?;
+    let repeat = context.get(i).and_then(|f| pda.get_node(f.node()))?.repeat()?;
+    let body = pda.rule(repeat.body())?;
+    let (refused, walked) = one_character(pda, body.start())?;
     match &context[i + 1..] {
         [] => {}
-        [top] if top.node == body.start => {}
+        [top] if top.node() == body.start() => {}
         _ => return None,
     }
     let exit = match i.checked_sub(1).and_then(|p| context.get(p)) {
         Some(parent) => {
-            let node = pda.get_node(parent.node)?;
+            let node = pda.get_node(parent.node())?;
             if takes_no_text(pda, node) {
                 Exit::NoText
             } else if node.is_plain() {
@@ -569,8 +569,8 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refu
 fn callee_takes(pda: &Pda, node: &Node, byte: u8) -> Option<bool> {
     let mut takes = false;
     for call in pda.calls(node) {
-        let start = pda.rule(call.callee).and_then(|r| pda.get_node(r.start))?;
-        if start.is_final || !start.calls.is_empty() || start.repeat.is_some() {
+        let start = pda.rule(call.callee()).and_then(|r| pda.get_node(r.start()))?;
+        if start.is_final() || start.num_calls() != 0 || start.repeat().is_some() {
             return None;
         }
         takes |= pda.step(start, byte).is_some();
@@ -580,8 +580,8 @@ fn callee_takes(pda: &Pda, node: &Node, byte: u8) -> Option<bool> {
 
 /// Whether `node` can neither consume a text character nor complete its rule.
 fn takes_no_text(pda: &Pda, node: &Node) -> bool {
-    !node.is_final
-        && node.repeat.is_none()
+    !node.is_final()
+        && node.repeat().is_none()
         && (0..=255u8)
             .filter(|&b| text_step(BOUNDARY, b).is_some())
             .all(|b| pda.step(node, b).is_none() && callee_takes(pda, node, b) == Some(false))
@@ -598,15 +598,15 @@ fn takes_no_text(pda: &Pda, node: &Node) -> bool {
 /// answered too, with every non-ASCII character counted as refused and the lead bytes of
 /// those taken returned as [`lead_bit`]s: the text tokens holding such a character are left
 /// to the walk, the others classified as usual.
-fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
+fn one_character(pda: &Pda, node: NodeId) -> Option<(Refused, u128)> {
     let mut refused = Refused::default();
     let mut non_ascii_taken = false;
     // Some character refused after its lead byte was taken.
     let mut refused_inside = false;
     let uniform = walk_text(pda, node, |at, state, byte, next| {
         let calls_fit =
-            if state == BOUNDARY { callee_takes(pda, at, byte) == Some(false) } else { at.calls.is_empty() };
-        if at.is_final || at.repeat.is_some() || !calls_fit {
+            if state == BOUNDARY { callee_takes(pda, at, byte) == Some(false) } else { at.num_calls() == 0 };
+        if at.is_final() || at.repeat().is_some() || !calls_fit {
             return Flow::Fail;
         }
         let Some(t) = pda.step(at, byte) else {
@@ -622,7 +622,7 @@ fn one_character(pda: &Pda, node: u32) -> Option<(Refused, u128)> {
             return Flow::Follow(t);
         }
         let end = pda.get_node(t);
-        if end.is_some_and(|e| e.is_final && e.bytes.is_empty() && e.calls.is_empty() && e.repeat.is_none()) {
+        if end.is_some_and(|e| e.is_final() && !e.has_bytes() && e.num_calls() == 0 && e.repeat().is_none()) {
             Flow::Stop
         } else {
             Flow::Fail
@@ -698,7 +698,8 @@ mod tests {
             let grammar = crate::test_support::default_schema_grammar(&schema);
             Pda::build(&grammar, &limits).expect("automaton")
         };
-        let closed_nodes = |pda: &Pda| (0..pda.num_states() as u32).filter(|&n| text_closed(pda, n)).count();
+        let closed_nodes =
+            |pda: &Pda| (0..pda.num_states() as u32).map(NodeId::new).filter(|&n| text_closed(pda, n)).count();
         // An unanchored pattern: its body takes any character until the match and after.
         let pda = pda_of(serde_json::json!({"type": "string", "pattern": "[0-9]{4}-[0-9]{2}"}));
         assert!(closed_nodes(&pda) > 0, "{}", pda.listing());
@@ -723,11 +724,12 @@ mod tests {
             let options = constrain::schema::Options::default().with_whitespace(constrain::schema::Whitespace::Compact);
             let grammar = crate::test_support::schema_grammar(&schema, &options);
             let pda = Pda::build(&grammar, &limits).expect("automaton");
-            let loops: Vec<_> = (0..pda.num_states() as u32).filter_map(|n| pda.node(n).repeat).collect();
+            let loops: Vec<_> =
+                (0..pda.num_states() as u32).filter_map(|n| pda.node(NodeId::new(n)).repeat()).collect();
             assert!(!loops.is_empty(), "{schema}: no loop in {}", pda.listing());
             loops
                 .iter()
-                .map(|l| one_character(&pda, pda.rule(l.body).map_or(u32::MAX, |r| r.start)))
+                .map(|l| one_character(&pda, pda.rule(l.body()).map_or(NodeId::new(u32::MAX), |r| r.start())))
                 .collect::<Vec<_>>()
         };
         let bodies = |schema: serde_json::Value| -> Vec<Option<Refused>> {

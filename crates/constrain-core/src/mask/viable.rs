@@ -17,7 +17,7 @@
 use super::configs::{Configs, State};
 use super::text::{text_step, Refused, Utf8State, BOUNDARY, UTF8_STATES};
 use crate::automaton::exec::{Frame, Runner};
-use crate::automaton::Pda;
+use crate::automaton::{NodeId, Pda};
 use crate::Limits;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -51,9 +51,9 @@ fn edge_takes_text(lo: u8, hi: u8) -> bool {
 /// from each, the targets of edges that take text, the callees' starts, the return nodes of
 /// calls and the bodies of loops. (A superset: the stacks are not followed.) `None` past
 /// [`MAX_NODES`].
-fn text_nodes(pda: &Pda, context: &[Frame]) -> Option<Vec<u32>> {
-    let mut seen: FxHashSet<u32> = FxHashSet::default();
-    let mut todo: Vec<u32> = context.iter().map(|f| f.node).collect();
+fn text_nodes(pda: &Pda, context: &[Frame]) -> Option<Vec<NodeId>> {
+    let mut seen: FxHashSet<NodeId> = FxHashSet::default();
+    let mut todo: Vec<NodeId> = context.iter().map(|f| f.node()).collect();
     let mut nodes = Vec::new();
     while let Some(n) = todo.pop() {
         if !seen.insert(n) {
@@ -64,13 +64,13 @@ fn text_nodes(pda: &Pda, context: &[Frame]) -> Option<Vec<u32>> {
         }
         nodes.push(n);
         let node = pda.get_node(n)?;
-        todo.extend(pda.bytes(node).iter().filter(|e| edge_takes_text(e.lo, e.hi)).map(|e| e.target));
+        todo.extend(pda.bytes(node).iter().filter(|e| edge_takes_text(e.lo(), e.hi())).map(|e| e.target()));
         for call in pda.calls(node) {
-            todo.push(pda.rule(call.callee)?.start);
-            todo.push(call.ret);
+            todo.push(pda.rule(call.callee())?.start());
+            todo.push(call.ret());
         }
-        if let Some(l) = node.repeat {
-            todo.push(pda.rule(l.body)?.start);
+        if let Some(l) = node.repeat() {
+            todo.push(pda.rule(l.body())?.start());
         }
     }
     Some(nodes)
@@ -78,7 +78,7 @@ fn text_nodes(pda: &Pda, context: &[Frame]) -> Option<Vec<u32>> {
 
 /// The text bytes split into classes that every node of `nodes` and the UTF-8 decoder treat
 /// alike: a configuration steps the same way on every byte of a class.
-fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
+fn byte_classes(pda: &Pda, nodes: &[NodeId]) -> Vec<ByteClass> {
     let mut cut = [false; 257];
     cut[0] = true;
     cut[256] = true;
@@ -87,14 +87,15 @@ fn byte_classes(pda: &Pda, nodes: &[u32]) -> Vec<ByteClass> {
     }
     for node in nodes.iter().filter_map(|&n| pda.get_node(n)) {
         for e in pda.bytes(node) {
-            cut[e.lo as usize] = true;
-            cut[e.hi as usize + 1] = true;
+            cut[e.lo() as usize] = true;
+            cut[e.hi() as usize + 1] = true;
         }
     }
     // What a byte does: the decoder's step from each state, then each node's target.
     let signature = |b: u8| -> Vec<u32> {
         let decoder = (0..UTF8_STATES).map(|s| text_step(s, b).map_or(u32::MAX, u32::from));
-        let targets = nodes.iter().map(|&n| pda.get_node(n).and_then(|node| pda.step(node, b)).unwrap_or(u32::MAX));
+        let targets =
+            nodes.iter().map(|&n| pda.get_node(n).and_then(|node| pda.step(node, b)).map_or(u32::MAX, NodeId::as_u32));
         decoder.chain(targets).collect()
     };
     let mut classes: Vec<ByteClass> = Vec::new();
@@ -211,8 +212,8 @@ mod tests {
             let grammar = crate::test_support::default_schema_grammar(&schema);
             let pda = Pda::build(&grammar, &limits).expect("automaton");
             let (mut refusing, mut open) = (0, 0);
-            for node in (0..pda.num_states() as u32).filter(|&n| !pda.node(n).bytes.is_empty()) {
-                let context = [Frame { node, count: 0, parent: BOTTOM, depth: 0 }];
+            for node in (0..pda.num_states() as u32).map(NodeId::new).filter(|&n| pda.node(n).has_bytes()) {
+                let context = [Frame::new(node, 0, BOTTOM, 0)];
                 let Some(refused) = first_char_refused(&pda, &limits, &context, &mut Configs::default()) else {
                     continue;
                 };
@@ -227,7 +228,7 @@ mod tests {
                     assert_eq!(
                         taken,
                         !refused.refuses(s.as_bytes()[0]),
-                        "{schema} at node {node} on {s:?}: {}",
+                        "{schema} at node {node:?} on {s:?}: {}",
                         pda.listing()
                     );
                 }

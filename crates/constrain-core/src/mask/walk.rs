@@ -5,7 +5,7 @@ use super::relaxed::Cond;
 use super::text;
 use super::trie::ByteTrie;
 use crate::automaton::exec::{Frame, Runner, BOTTOM, RELAXED};
-use crate::automaton::{Cut, Pda};
+use crate::automaton::{Cut, NodeId, Pda};
 use crate::util::or_into;
 use crate::Limits;
 use std::sync::Arc;
@@ -38,12 +38,12 @@ impl Walk<'_> {
         let Walk { index, pda, limits, context, relaxed, cut } = *self;
         let mut frames = context.to_vec();
         if let Some(f) = relaxed.and_then(|i| frames.get_mut(i)) {
-            f.count = RELAXED;
+            *f = f.with_count(RELAXED);
         }
         let mut runner = Runner::with_context(pda, limits, &frames);
         // When the context is the whole stack (its bottom frame has no parent), completing
         // the bottom completes the output: a token with bytes left after that is dead.
-        let whole_stack = context.first().is_some_and(|f| f.parent == BOTTOM);
+        let whole_stack = context.first().is_some_and(|f| f.parent() == BOTTOM);
         // (bytes consumed, condition) where the context's bottom completed, along the path.
         let mut crossings: Vec<(u32, Cond)> = Vec::new();
         let mut stacks_keys = StacksKeys::default();
@@ -56,7 +56,7 @@ impl Walk<'_> {
         let mut open_memo: Option<(u128, std::ops::Range<usize>, usize, usize)> = None;
         let mut whole = WholeSubtrees::default();
         // Scratch for `PlainRun::walk`.
-        let mut plain_nodes: Vec<u32> = Vec::new();
+        let mut plain_nodes: Vec<NodeId> = Vec::new();
         let mut i = 0usize;
         // The first-byte nodes not reached yet (see `ByteTrie::skip_dead_roots`).
         let mut roots = 0usize;
@@ -241,7 +241,7 @@ impl Alive<'_> {
 /// of one automaton step per trie node — most of the vocabulary, inside a string body.
 pub(super) struct PlainRun<'a> {
     /// The automaton node the stack is at.
-    pub(super) from: u32,
+    pub(super) from: NodeId,
     /// The configuration whose single stack this is, with its top moved.
     pub(super) base: u32,
     /// The conditions of the stack.
@@ -265,7 +265,7 @@ impl PlainRun<'_> {
         acc: &mut Accepted,
         pending: &mut Vec<(u32, u32, Cond)>,
         path: &mut Vec<State>,
-        nodes_by_depth: &mut Vec<u32>,
+        nodes_by_depth: &mut Vec<NodeId>,
     ) -> usize {
         let Some(root) = trie.nodes.get(start) else { return start + 1 };
         let base_depth = root.depth as usize;

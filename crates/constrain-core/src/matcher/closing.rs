@@ -4,6 +4,7 @@
 use super::{Error, Matcher};
 use crate::automaton::distance::UNREACHABLE;
 use crate::automaton::exec::BOTTOM;
+use crate::automaton::FrameId;
 
 /// Ends of an undeclared key that goes past a written name ([`Matcher::min_bytes_to_finish_checked`]),
 /// inside the key and, after a comma, with its opening quote.
@@ -37,7 +38,7 @@ impl Matcher {
 
     /// The current top whose stack is nearest the end, and its distance (see
     /// [`Matcher::min_bytes_to_finish`]); `None` when no stack can complete.
-    fn nearest_top(&self) -> Option<(u32, u64)> {
+    fn nearest_top(&self) -> Option<(FrameId, u64)> {
         let inner = &self.constraint.inner;
         let dist = self.constraint.distances();
         let mut best = (BOTTOM, UNREACHABLE);
@@ -47,7 +48,7 @@ impl Matcher {
             while f != BOTTOM && sum < best.1 {
                 let Some(frame) = self.stacks.frame(f) else { break };
                 sum = sum.saturating_add(dist.of_frame(&inner.pda, frame));
-                f = frame.parent;
+                f = frame.parent();
             }
             if sum < best.1 {
                 best = (top, sum);
@@ -152,8 +153,8 @@ impl Matcher {
             || self.nearest_top().is_some_and(|(top, _)| {
                 let mut f = top;
                 while let Some(frame) = self.stacks.frame(f) {
-                    frames.push((frame.node, frame.count));
-                    f = frame.parent;
+                    frames.push((frame.node(), frame.count()));
+                    f = frame.parent();
                 }
                 frames.reverse();
                 let inner = &self.constraint.inner;

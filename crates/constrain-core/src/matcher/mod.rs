@@ -59,7 +59,7 @@
 use crate::automaton::distance::{Distances, UNREACHABLE};
 use crate::automaton::exec::{Mark, Stacks};
 use crate::automaton::keys::NodeKeys;
-use crate::automaton::{Cut, LimitHit, Pda};
+use crate::automaton::{Cut, FrameId, LimitHit, Pda};
 use crate::mask::{set_bit, Scratch, Target, TokenIndex};
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
@@ -245,10 +245,10 @@ struct Level {
 pub struct Matcher {
     constraint: Constraint,
     stacks: Stacks,
-    tops: Vec<u32>,
+    tops: Vec<FrameId>,
     levels: Vec<Level>,
-    cur: Vec<u32>,
-    next: Vec<u32>,
+    cur: Vec<FrameId>,
+    next: Vec<FrameId>,
     /// The buffers of mask computations.
     scratch: Scratch,
     /// Limits that cut a token's run-time check in the last [`Matcher::fill_mask`].
@@ -309,7 +309,7 @@ impl Matcher {
         })
     }
 
-    fn current_tops(&self) -> &[u32] {
+    fn current_tops(&self) -> &[FrameId] {
         &self.tops[self.level().tops_start..]
     }
 
@@ -494,11 +494,11 @@ impl Matcher {
             let mut only: Option<u8> = None;
             let mut single = !self.cur.is_empty();
             for frame in self.cur.iter().filter_map(|&t| self.stacks.frame(t)) {
-                for e in pda.bytes(pda.node(frame.node)) {
-                    if e.lo != e.hi || only.is_some_and(|b| b != e.lo) {
+                for e in pda.bytes(pda.node(frame.node())) {
+                    if e.lo() != e.hi() || only.is_some_and(|b| b != e.lo()) {
                         single = false;
                     }
-                    only = Some(e.lo);
+                    only = Some(e.lo());
                 }
             }
             let Some(b) = only.filter(|_| single) else { break };
@@ -875,12 +875,13 @@ mod tests {
         let g = &grammars()[1];
         let built = || Pda::build(g, &Limits::default()).unwrap();
         let (a, b) = (built(), built());
-        let value = a.rules().iter().position(|r| r.name == "value").expect("the recursive rule");
-        assert_eq!(a.rules()[value].fingerprint, b.rules()[value].fingerprint, "same salt in fresh caches");
+        let value = a.rules().iter().position(|r| r.name() == "value").expect("the recursive rule");
+        assert_eq!(a.rules()[value].fingerprint(), b.rules()[value].fingerprint(), "same salt in fresh caches");
         let bound = [a, b].map(|p| Constraint::from_pda(p, index.clone(), &Limits::default()));
         let compiled = [(), ()].map(|()| Constraint::new(g, index.clone(), &Limits::default()).unwrap());
+        let rule = crate::automaton::RuleIdx::new(value as u32);
         let fps: Vec<u128> =
-            bound.iter().chain(&compiled).map(|c| c.pda().rule(value as u32).map_or(0, |r| r.fingerprint)).collect();
+            bound.iter().chain(&compiled).map(|c| c.pda().rule(rule).map_or(0, |r| r.fingerprint())).collect();
         for (i, x) in fps.iter().enumerate() {
             assert!(fps[i + 1..].iter().all(|y| y != x), "fingerprints {fps:x?}");
         }

@@ -2,7 +2,7 @@
 //! nodes reach a final node.
 
 use super::nfa::{Grouped, Nfa};
-use crate::automaton::{ByteEdge, CallEdge, Span};
+use crate::automaton::{ByteEdge, CallEdge, NodeId, RuleIdx, Span};
 use crate::util::hash128;
 use crate::util::subset::{self, Exceeded};
 
@@ -61,8 +61,8 @@ pub(super) fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fue
             let t = next.intern(&mut target);
             let own = out.bytes.len() > bytes_start;
             match out.bytes.last_mut() {
-                Some(last) if own && last.target == t && last.hi as u16 + 1 == lo => last.hi = hi as u8,
-                _ => out.bytes.push(ByteEdge { lo: lo as u8, hi: hi as u8, target: t }),
+                Some(last) if own && last.target == NodeId::new(t) && last.hi as u16 + 1 == lo => last.hi = hi as u8,
+                _ => out.bytes.push(ByteEdge { lo: lo as u8, hi: hi as u8, target: NodeId::new(t) }),
             }
         }
         // Call edges: one per callee.
@@ -79,7 +79,7 @@ pub(super) fn determinise(nfa: &Nfa, start: u32, accept: u32, budget: usize, fue
                 j += 1;
             }
             let t = next.intern(&mut target);
-            out.calls.push(CallEdge { callee, ret: t });
+            out.calls.push(CallEdge { callee: RuleIdx::new(callee), ret: NodeId::new(t) });
         }
         let span = |start: usize, end: usize| Span { start: start as u32, len: (end - start) as u32 };
         out.nodes.push((is_final, span(bytes_start, out.bytes.len()), span(calls_start, out.calls.len())));
@@ -100,7 +100,8 @@ impl Dfa {
         let mut buf: Vec<u64> = Vec::with_capacity(self.nodes.len() * 4);
         for (i, &(is_final, _, _)) in self.nodes.iter().enumerate() {
             let (bytes, calls) = self.edges(i);
-            crate::automaton::keys::encode_parts(&mut buf, is_final, bytes, calls, None, u64::from, u128::from);
+            let (target, callee) = (|t: NodeId| u64::from(t.as_u32()), |c: RuleIdx| u128::from(c.as_u32()));
+            crate::automaton::keys::encode_parts(&mut buf, is_final, bytes, calls, None, target, callee);
         }
         hash128(&buf)
     }
@@ -110,7 +111,7 @@ impl Dfa {
     pub(super) fn all_live(&self) -> bool {
         let edges = (0..self.nodes.len()).flat_map(|i| {
             let (bytes, calls) = self.edges(i);
-            bytes.iter().map(|e| e.target).chain(calls.iter().map(|c| c.ret)).map(move |t| (i as u32, t))
+            bytes.iter().map(|e| e.target).chain(calls.iter().map(|c| c.ret)).map(move |t| (i as u32, t.as_u32()))
         });
         CoReach::default().run(self.nodes.len(), edges, |i| self.nodes[i].0).iter().all(|&l| l)
     }

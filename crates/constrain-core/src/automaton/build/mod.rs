@@ -7,7 +7,7 @@
 //! grammars), `trim` (trimming, left recursion, dense tables, fingerprints). This file runs
 //! them in order ([`build`]).
 
-use super::{ByteEdge, CallEdge, Error, Loop, Node, Pda, RuleInfo, Span};
+use super::{ByteEdge, CallEdge, Error, Loop, Node, NodeId, Pda, RuleIdx, RuleInfo, Span};
 use crate::grammar::Grammar;
 use crate::util::subset::Exceeded;
 use crate::Limits;
@@ -69,9 +69,9 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
                 live.push(false);
                 shapes.of.push(None);
                 nodes.push(Node {
-                    rule: ri as u32,
+                    rule: RuleIdx::new(ri as u32),
                     is_final: false,
-                    repeat: Some(Loop { body: *body, min: *min, max: *max }),
+                    repeat: Some(Loop { body: RuleIdx::new(*body), min: *min, max: *max }),
                     ..Node::default()
                 })
             }
@@ -84,7 +84,7 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
                 })?;
                 live.push(dfa.live);
                 // Its shape stands for it while every callee is one of the rules it names.
-                let named = dfa.dfa.calls.iter().all(|c| (c.callee as usize) < canonical.refs.len());
+                let named = dfa.dfa.calls.iter().all(|c| c.callee.index() < canonical.refs.len());
                 shapes.of.push(named.then(|| {
                     let at = shapes.refs.len() as u32;
                     shapes.refs.extend_from_slice(&canonical.refs);
@@ -93,15 +93,18 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
                 // The rule's byte edges in one pass, its nodes' spans moved by as much.
                 let dfa = &dfa.dfa;
                 let edges_at = edges.len() as u32;
-                edges.extend(dfa.bytes.iter().map(|e| ByteEdge { target: e.target + first, ..*e }));
+                edges.extend(
+                    dfa.bytes.iter().map(|e| ByteEdge { target: NodeId::new(e.target.as_u32() + first), ..*e }),
+                );
                 nodes.reserve(dfa.nodes.len());
                 for &(is_final, bytes, calls) in dfa.nodes.iter() {
                     let calls_at = call_edges.len();
                     call_edges.extend(dfa.calls.get(calls.range()).unwrap_or(&[]).iter().filter_map(|c| {
-                        Some(CallEdge { callee: *canonical.refs.get(c.callee as usize)?, ret: c.ret + first })
+                        let callee = RuleIdx::new(*canonical.refs.get(c.callee.index())?);
+                        Some(CallEdge { callee, ret: NodeId::new(c.ret.as_u32() + first) })
                     }));
                     nodes.push(Node {
-                        rule: ri as u32,
+                        rule: RuleIdx::new(ri as u32),
                         is_final,
                         bytes: Span { start: bytes.start + edges_at, len: bytes.len },
                         calls: Span { start: calls_at as u32, len: (call_edges.len() - calls_at) as u32 },
@@ -114,9 +117,11 @@ pub(super) fn build(grammar: &Grammar, limits: &Limits, cache: &RuleCache) -> Re
         if nodes.len() > limits.max_automaton_states {
             return Err(Error::TooManyStates { rule: name.clone(), limit: limits.max_automaton_states });
         }
+        let first = NodeId::new(first);
         rules.push(RuleInfo { name: name.clone(), start: first, first_node: first, fingerprint: 0 });
     }
-    let mut pda = Pda { nodes, edges, call_edges, rules, start_rule: grammar.start().0, excluded: Default::default() };
+    let start_rule = RuleIdx::new(grammar.start().0);
+    let mut pda = Pda { nodes, edges, call_edges, rules, start_rule, excluded: Default::default() };
     let nullable = pda.trim(&mut live)?;
     pda.check_left_recursion(&nullable)?;
     // A rule trimming changed is hashed from its nodes.

@@ -2,7 +2,7 @@
 
 use super::dfa::{determinise, Dfa};
 use super::nfa::Nfa;
-use crate::automaton::{ByteEdge, CallEdge, Span};
+use crate::automaton::{ByteEdge, CallEdge, RuleIdx, Span};
 use crate::grammar::Expr;
 use crate::util::cache::GenCache;
 use crate::util::subset::Exceeded;
@@ -120,11 +120,11 @@ impl CanonicalRule {
         nfa.seal();
         let mut dfa = determinise(&nfa, s, a, budget, fuel)?;
         for c in dfa.calls.iter_mut() {
-            let local = self.local.get(&c.callee).copied();
+            let local = self.local.get(&c.callee.as_u32()).copied();
             // Every callee the DFA names was numbered while encoding the key; u32::MAX
             // (no rule) would make the call edge dead: fewer strings, never more.
-            debug_assert!(local.is_some(), "call edge to callee {} the canonical key did not number", c.callee);
-            c.callee = local.unwrap_or(u32::MAX);
+            debug_assert!(local.is_some(), "call edge to callee {:?} the canonical key did not number", c.callee);
+            c.callee = RuleIdx::new(local.unwrap_or(u32::MAX));
         }
         let bytes = self.key.len()
             + std::mem::size_of::<CachedRule>()

@@ -4,14 +4,14 @@
 use super::dfa::CoReach;
 use super::nfa::Grouped;
 use super::{retain, Shapes, TAG_SHAPE};
-use crate::automaton::{Error, Node, Pda, DENSE_MIN_EDGES, NO_TARGET, PLAIN_TARGET};
+use crate::automaton::{Error, Node, NodeId, Pda, RuleIdx, DENSE_MIN_EDGES, NO_TARGET, PLAIN_TARGET};
 use crate::util::hash128;
 use rustc_hash::FxHashSet as HashSet;
 
 impl Pda {
     pub(super) fn rule_nodes(&self, r: usize) -> std::ops::Range<usize> {
-        let start = self.rules[r].first_node as usize;
-        let end = self.rules.get(r + 1).map(|x| x.first_node as usize).unwrap_or(self.nodes.len());
+        let start = self.rules[r].first_node.index();
+        let end = self.rules.get(r + 1).map(|x| x.first_node.index()).unwrap_or(self.nodes.len());
         start..end
     }
 
@@ -38,9 +38,9 @@ impl Pda {
                 if ok[r] {
                     continue;
                 }
-                let start = self.rules[r].start as usize;
+                let start = self.rules[r].start.index();
                 let reach = match self.nodes[start].repeat {
-                    Some(l) => l.min == 0 || ok[l.body as usize],
+                    Some(l) => l.min == 0 || ok[l.body.index()],
                     None => {
                         generation += 1;
                         todo.clear();
@@ -56,13 +56,13 @@ impl Pda {
                             let nexts = self
                                 .calls(node)
                                 .iter()
-                                .filter(|c| ok[c.callee as usize])
+                                .filter(|c| ok[c.callee.index()])
                                 .map(|c| c.ret)
                                 .chain(self.bytes(node).iter().filter(|_| via_bytes).map(|e| e.target));
                             for t in nexts {
-                                if seen[t as usize] != generation {
-                                    seen[t as usize] = generation;
-                                    todo.push(t as usize);
+                                if seen[t.index()] != generation {
+                                    seen[t.index()] = generation;
+                                    todo.push(t.index());
                                 }
                             }
                         }
@@ -91,7 +91,7 @@ impl Pda {
         let mut callers = Grouped::default();
         for node in &self.nodes {
             for c in self.calls(node).iter().map(|c| c.callee).chain(node.repeat.map(|l| l.body)) {
-                callers.push(c, node.rule);
+                callers.push(c.as_u32(), node.rule.as_u32());
             }
         }
         callers.seal(self.rules.len() as u32);
@@ -102,16 +102,16 @@ impl Pda {
     /// longer known live) and stops loops over them.
     pub(super) fn drop_unproductive(&mut self, productive: &[bool], live_rules: &mut [bool]) {
         for n in &mut self.nodes {
-            let kept = retain(&mut self.call_edges, n.calls, |c| productive[c.callee as usize]);
+            let kept = retain(&mut self.call_edges, n.calls, |c| productive[c.callee.index()]);
             if kept != n.calls {
                 // Fewer ways on: its nodes' liveness must be computed again.
-                if let Some(l) = live_rules.get_mut(n.rule as usize) {
+                if let Some(l) = live_rules.get_mut(n.rule.index()) {
                     *l = false;
                 }
                 n.calls = kept;
             }
             if let Some(l) = &mut n.repeat {
-                if !productive[l.body as usize] {
+                if !productive[l.body.index()] {
                     l.max = 0;
                 }
             }
@@ -126,8 +126,8 @@ impl Pda {
     pub(super) fn trim(&mut self, live_rules: &mut [bool]) -> Result<Vec<bool>, Error> {
         let callers = self.callers();
         let productive = self.rule_fixpoint(true, &callers);
-        if !productive[self.start_rule as usize] {
-            return Err(Error::Empty(self.rules[self.start_rule as usize].name.clone()));
+        if !productive[self.start_rule.index()] {
+            return Err(Error::Empty(self.rules[self.start_rule.index()].name.clone()));
         }
         // Usually every rule is productive, and there is nothing to take out.
         if productive.iter().any(|&p| !p) {
@@ -141,7 +141,7 @@ impl Pda {
                 continue;
             }
             let base = range.start;
-            let local = |t: u32| t - base as u32;
+            let local = |t: NodeId| t.as_u32() - base as u32;
             let edges = self.nodes[range.clone()].iter().enumerate().flat_map(|(i, n)| {
                 let targets = self.bytes(n).iter().map(|e| e.target).chain(self.calls(n).iter().map(|c| c.ret));
                 targets.map(move |t| (i as u32, local(t)))
@@ -150,7 +150,7 @@ impl Pda {
             if live.iter().all(|&l| l) {
                 continue;
             }
-            let keep = |t: u32| live[t as usize - base];
+            let keep = |t: NodeId| live[t.index() - base];
             for n in &mut self.nodes[range] {
                 n.bytes = retain(&mut self.edges, n.bytes, |e| keep(e.target));
                 n.calls = retain(&mut self.call_edges, n.calls, |c| keep(c.ret));
@@ -161,7 +161,7 @@ impl Pda {
         let nullable = self.rule_fixpoint(false, &callers);
         for n in &mut self.nodes {
             if let Some(l) = &mut n.repeat {
-                if nullable[l.body as usize] {
+                if nullable[l.body.index()] {
                     l.min = 0;
                 }
                 n.is_final = l.min == 0;
@@ -175,9 +175,9 @@ impl Pda {
         // left[r] = rules r may enter before consuming anything.
         let mut left: Vec<Vec<u32>> = vec![Vec::new(); self.rules.len()];
         for (r, l) in left.iter_mut().enumerate() {
-            let start = self.rules[r].start as usize;
+            let start = self.rules[r].start.index();
             if let Some(lp) = self.nodes[start].repeat {
-                l.push(lp.body);
+                l.push(lp.body.as_u32());
                 continue;
             }
             let mut seen = HashSet::default();
@@ -185,9 +185,9 @@ impl Pda {
             seen.insert(start);
             while let Some(n) = todo.pop() {
                 for c in self.calls(&self.nodes[n]) {
-                    l.push(c.callee);
-                    if nullable[c.callee as usize] && seen.insert(c.ret as usize) {
-                        todo.push(c.ret as usize);
+                    l.push(c.callee.as_u32());
+                    if nullable[c.callee.index()] && seen.insert(c.ret.index()) {
+                        todo.push(c.ret.index());
                     }
                 }
             }
@@ -231,9 +231,9 @@ impl Pda {
             if node.bytes.len() > DENSE_MIN_EDGES {
                 let mut table = Box::new([NO_TARGET; 256]);
                 for e in self.edges.get(node.bytes.range()).unwrap_or(&[]) {
-                    let flag = if plain.get(e.target as usize) == Some(&true) { PLAIN_TARGET } else { 0 };
+                    let flag = if plain.get(e.target.index()) == Some(&true) { PLAIN_TARGET } else { 0 };
                     for b in e.lo..=e.hi {
-                        table[b as usize] = e.target | flag;
+                        table[b as usize] = e.target.as_u32() | flag;
                     }
                 }
                 node.dense = Some(table);
@@ -261,12 +261,12 @@ impl Pda {
         let mut done: Vec<Option<u128>> = vec![None; n];
         let mut pending: Vec<usize> = vec![0; n];
         for node in &self.nodes {
-            pending[node.rule as usize] += self.calls(node).len() + usize::from(node.repeat.is_some());
+            pending[node.rule.index()] += self.calls(node).len() + usize::from(node.repeat.is_some());
         }
         let callers = self.callers();
         let mut ready: Vec<usize> = (0..n).filter(|&r| pending[r] == 0).collect();
         while let Some(r) = ready.pop() {
-            done[r] = Some(self.hash_rule(r, |c| done[c as usize].unwrap_or(0), 0, shapes));
+            done[r] = Some(self.hash_rule(r, |c| done[c.index()].unwrap_or(0), 0, shapes));
             for &caller in callers.of(r as u32) {
                 let p = &mut pending[caller as usize];
                 *p -= 1;
@@ -281,7 +281,7 @@ impl Pda {
         for (r, known) in done.iter().enumerate() {
             let fp = match known {
                 Some(fp) => *fp,
-                None => self.hash_rule(r, |c| provisional[c as usize], salt, shapes),
+                None => self.hash_rule(r, |c| provisional[c.index()], salt, shapes),
             };
             self.rules[r].fingerprint = fp;
         }
@@ -289,21 +289,22 @@ impl Pda {
 
     /// Rule `r`'s fingerprint: its shape (see [`Shapes`]) and its callees' fingerprints in
     /// their local order, or else its nodes' encoding, targets relative to the rule.
-    pub(super) fn hash_rule(&self, r: usize, callee_fp: impl Fn(u32) -> u128, salt: u64, shapes: &Shapes) -> u128 {
+    pub(super) fn hash_rule(&self, r: usize, callee_fp: impl Fn(RuleIdx) -> u128, salt: u64, shapes: &Shapes) -> u128 {
         if let Some(Some((shape, refs))) = shapes.of.get(r) {
             let refs = shapes.refs.get(refs.range()).unwrap_or(&[]);
             let mut buf: Vec<u64> = Vec::with_capacity(4 + 2 * refs.len());
             buf.extend([TAG_SHAPE, salt, *shape as u64, (*shape >> 64) as u64]);
             for &c in refs {
-                let fp = callee_fp(c);
+                let fp = callee_fp(RuleIdx::new(c));
                 buf.extend([fp as u64, (fp >> 64) as u64]);
             }
             return hash128(&buf);
         }
-        let base = self.rules[r].first_node;
-        let mut buf: Vec<u64> = vec![salt, (self.rules[r].start - base) as u64];
+        let base = self.rules[r].first_node.as_u32();
+        let mut buf: Vec<u64> = vec![salt, (self.rules[r].start.as_u32() - base) as u64];
         for i in self.rule_nodes(r) {
-            crate::automaton::keys::encode_node(&mut buf, self, &self.nodes[i], |t| (t - base) as u64, &callee_fp);
+            let local = |t: NodeId| (t.as_u32() - base) as u64;
+            crate::automaton::keys::encode_node(&mut buf, self, &self.nodes[i], local, &callee_fp);
         }
         hash128(&buf)
     }
