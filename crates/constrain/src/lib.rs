@@ -20,7 +20,8 @@
 //!
 //! - [`schema`]: JSON Schema → [`grammar::Grammar`]; a keyword no grammar can express is
 //!   left to a run-time check ([`check`]) or, with checks off, an error carrying its JSON
-//!   pointer — never silently loosened.
+//!   pointer — never silently loosened. Its patterns are ECMA-262, JSON Schema's regex
+//!   dialect ([`schema::ecma`]), translated into the Rust syntax of [`grammar::regex`].
 //! - [`grammar`]: a context-free grammar whose rule bodies are regular expressions over bytes.
 //! - [`automaton`]: one deterministic byte automaton per rule; rule references push and pop a
 //!   stack (a byte-level pushdown automaton). Large counted repetitions keep a counter on the

@@ -88,7 +88,7 @@ fn multiple_of_any_value() {
 #[test]
 fn pattern_with_lookaround() {
     // A quantified look-around stays a run-time check (a top-level one compiles exactly:
-    // `grammar::lookaround`).
+    // `schema::ecma::lookaround`).
     check(
         json!({"type": "string", "pattern": "^(?:(?!ab)[a-z])+$"}),
         &["\"ba\"", "\"a\""],

@@ -33,7 +33,6 @@
 pub mod complement;
 pub mod dfa;
 pub mod gbnf;
-pub mod lookaround;
 pub mod regex;
 
 use std::fmt;

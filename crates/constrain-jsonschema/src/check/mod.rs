@@ -318,7 +318,7 @@ impl ValueChecks {
             let mut pending: Vec<(String, &Value, Edge)> = Vec::new();
             collect_children(map, &ptr, &mut pending);
             let patterns_ok = match map.get("patternProperties") {
-                Some(Value::Object(p)) => p.keys().all(|k| crate::grammar::regex::ecma_regex(k).is_ok()),
+                Some(Value::Object(p)) => p.keys().all(|k| crate::schema::ecma::regex(k).is_ok()),
                 _ => true,
             };
             if let Some(Value::String(r)) = map.get("$ref") {
@@ -336,7 +336,7 @@ impl ValueChecks {
                 match edge {
                     Edge::Prop(name) if det => n.props.push((name.into(), c)),
                     Edge::Pattern(p) if det => {
-                        if let Ok(re) = crate::grammar::regex::ecma_regex(&p) {
+                        if let Ok(re) = crate::schema::ecma::regex(&p) {
                             n.patterns.push((re, c));
                         }
                     }

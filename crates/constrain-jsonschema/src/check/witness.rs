@@ -21,7 +21,8 @@ use std::cell::Cell;
 use serde_json::{Map, Number, Value};
 
 use crate::grammar::dfa::CharDfa;
-use crate::grammar::regex::{to_expr, RegexOptions};
+use crate::grammar::regex::RegexOptions;
+use crate::schema::ecma;
 
 /// Most documents [`documents`] returns.
 ///
@@ -358,9 +359,9 @@ fn string(m: &Map<String, Value>) -> Option<Value> {
     let min = m.get("minLength").and_then(Value::as_u64).map(|x| x.min(u32::MAX as u64) as u32).unwrap_or(0);
     let max = m.get("maxLength").and_then(Value::as_u64).map(|x| x.min(u32::MAX as u64) as u32);
     if let Some(Value::String(p)) = m.get("pattern") {
-        let dfa = match to_expr(p, &RegexOptions::json_schema()) {
+        let dfa = match ecma::to_expr(p, &RegexOptions::search()) {
             Ok(e) => CharDfa::of(&e),
-            Err(_) => crate::grammar::lookaround::to_dfa(p),
+            Err(_) => ecma::lookaround::to_dfa(p),
         };
         let cut = dfa.and_then(|d| d.with_length(min, max));
         return cut.and_then(|d| d.shortest()).map(Value::String);

@@ -49,8 +49,8 @@
 //! the digit grammars of [`number`]), `enums.rs` (`enum`/`const`) and `one_of.rs`
 //! (`anyOf`/`oneOf`, with the disjointness check), with `presence.rs` (which branches the
 //! sibling keywords decide); `shared.rs` holds the rules all schemas share. For the run-time
-//! checks, `pointers.rs` builds the subschema validators and `ecma.rs` rewrites patterns so
-//! the `jsonschema` crate reads them as ECMA-262 does.
+//! checks, `pointers.rs` builds the subschema validators. Patterns are ECMA-262, whose
+//! translation, look-around compilation and respelling for the validators are [`ecma`].
 //!
 //! # Example
 //!
@@ -86,7 +86,7 @@
 
 mod arrays;
 pub mod dialect;
-mod ecma;
+pub mod ecma;
 mod enums;
 pub mod format;
 mod json;

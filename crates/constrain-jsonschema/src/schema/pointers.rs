@@ -69,7 +69,7 @@ impl std::fmt::Display for Refusal {
 }
 
 /// Rewrites, in place, every `pattern` and `patternProperties` name of a schema document with
-/// [`ecma_portable`](super::ecma::ecma_portable), so that a validator of the
+/// `ecma_portable` (in [`super::ecma`]), so that a validator of the
 /// `jsonschema` crate built from it reads them as ECMA-262 does. Every validator the
 /// compiler builds goes through this. Values under `enum`, `const`, `default` and `examples`
 /// are data and left alone; anything else is walked (a `$ref` may point anywhere).

@@ -23,8 +23,8 @@
 
 use serde_json::{Map, Value};
 
+use super::ecma;
 use super::{is_constraint_keyword, type_list, FORBIDDEN};
-use crate::grammar::regex::ecma_is_match;
 
 /// Deepest nesting of `not`/`allOf`/`anyOf`/`oneOf` the analysis follows (deeper is Unknown).
 ///
@@ -160,7 +160,7 @@ impl<'m> Siblings<'m> {
         if let Some(s) = self.properties.and_then(|p| p.get(name)) {
             return *s == Value::Bool(false);
         }
-        closed && !self.patterns.iter().any(|p| ecma_is_match(p, name).unwrap_or(true))
+        closed && !self.patterns.iter().any(|p| ecma::is_match(p, name).unwrap_or(true))
     }
 
     /// Whether `name` is absent only because the object is closed (a branch naming it would

@@ -4,13 +4,14 @@
 
 use serde_json::{Map, Value};
 
+use super::ecma::{self, to_expr};
 use super::{format, json, Compiler, Error, Note, SharedRule, JSON_TEXT};
 use crate::grammar::dfa::CharDfa;
-use crate::grammar::regex::{to_expr, RegexOptions};
+use crate::grammar::regex::RegexOptions;
 use crate::grammar::{Expr, GrammarBuilder};
 
 /// A regular constraint on a string's content: as an expression, or (look-arounds, which
-/// [`crate::grammar::lookaround`] compiles through automata) as an automaton.
+/// [`ecma::lookaround`] compiles through automata) as an automaton.
 enum Lang {
     Expr(Expr),
     Dfa(CharDfa),
@@ -123,14 +124,14 @@ impl<'a> Compiler<'a> {
     }
 
     /// The language of `pattern`; `None` when the pattern has no regular form (backreferences,
-    /// look-arounds [`crate::grammar::lookaround`] cannot compile) and is left to a run-time
+    /// look-arounds [`ecma::lookaround`] cannot compile) and is left to a run-time
     /// check instead.
     fn pattern_lang(&mut self, pattern: &str, ptr: &str) -> Result<Option<Lang>, Error> {
-        let err = match to_expr(pattern, &RegexOptions::json_schema()) {
+        let err = match to_expr(pattern, &RegexOptions::search()) {
             Ok(e) => return Ok(Some(Lang::Expr(e))),
             Err(e) => e,
         };
-        if let Some(d) = crate::grammar::lookaround::to_dfa(pattern) {
+        if let Some(d) = ecma::lookaround::to_dfa(pattern) {
             return Ok(Some(Lang::Dfa(d)));
         }
         if self.relaxes("pattern") {
@@ -185,7 +186,7 @@ impl<'a> Compiler<'a> {
         // with length 12).
         let whole = pattern
             .filter(|_| keyword == "pattern")
-            .and_then(|p| to_expr(p, &RegexOptions { unanchored: false, ..RegexOptions::json_schema() }).ok())
+            .and_then(|p| to_expr(p, &RegexOptions::default()).ok())
             .and_then(|w| constrain_length(&w, min, max));
         if let Some(cut) = whole {
             return Ok(json::escape_expr(&cut));

@@ -216,7 +216,7 @@ fn patterns_unanchored_and_escaped() {
     );
     assert_eq!(error_keyword(json!({"type": "string", "format": "date", "pattern": "^2020-"})), "");
     assert_eq!(error_keyword(json!({"type": "string", "format": "time", "maxLength": 2})), "");
-    // A look-around compiles exactly (`grammar::lookaround`); a back-reference cannot.
+    // A look-around compiles exactly (`schema::ecma::lookaround`); a back-reference cannot.
     check(json!({"type": "string", "pattern": "(?=a)"}), &["\"xa\""], &["\"x\""]);
     assert_eq!(error_keyword(json!({"type": "string", "pattern": "(a)\\1"})), "pattern");
 }

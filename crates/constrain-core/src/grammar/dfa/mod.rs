@@ -3,10 +3,11 @@
 //! and written back as an [`Expr`] or as grammar rules.
 //!
 //! Why: a JSON Schema string can be under several regular constraints at once: a `pattern`
-//! (with look-arounds, [`super::lookaround`]), a `format`, `minLength`/`maxLength`. The
-//! grammar states their intersection exactly only if something computes it; otherwise a
-//! keyword is left to a run-time check, and a model can write a string that no ending makes
-//! pass (a dead end, issue 37). Object keys need the complement ([`super::complement`]).
+//! (with look-arounds, which the JSON Schema front end compiles through these automata), a
+//! `format`, `minLength`/`maxLength`. The grammar states their intersection exactly only if
+//! something computes it; otherwise a keyword is left to a run-time check, and a model can
+//! write a string that no ending makes pass (a dead end, issue 37). Object keys need the
+//! complement ([`super::complement`]).
 //!
 //! How: the characters are split into classes that no part tells apart; a Thompson automaton
 //! over those classes is determinised (subset construction) and minimised (Moore).
@@ -24,8 +25,8 @@
 //! use constrain::grammar::dfa::CharDfa;
 //! use constrain::grammar::regex::{to_expr, RegexOptions};
 //!
-//! let digit = CharDfa::of(&to_expr(r"\d", &RegexOptions::json_schema())?).expect("small");
-//! let upper = CharDfa::of(&to_expr("[A-Z]", &RegexOptions::json_schema())?).expect("small");
+//! let digit = CharDfa::of(&to_expr("[0-9]", &RegexOptions::search())?).expect("small");
+//! let upper = CharDfa::of(&to_expr("[A-Z]", &RegexOptions::search())?).expect("small");
 //! let password = digit.intersect(&upper).and_then(|d| d.with_length(8, Some(20))).expect("small");
 //! let mut b = constrain::grammar::GrammarBuilder::new();
 //! let body = password.to_rules(&mut b, "password", &|e| e.clone(), 10_000).expect("small");
@@ -543,11 +544,11 @@ fn eliminate(next: &[Vec<u32>], accepting: &[bool], classes: &Classes) -> Option
 pub(crate) mod tests {
     use super::*;
     use crate::automaton::Pda;
-    use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
+    use crate::grammar::regex::{to_expr, RegexOptions};
     use crate::Limits;
 
     fn dfa(pattern: &str) -> CharDfa {
-        CharDfa::of(&to_expr(pattern, &RegexOptions::json_schema()).expect("pattern")).expect("small")
+        CharDfa::of(&to_expr(pattern, &RegexOptions::search()).expect("pattern")).expect("small")
     }
 
     /// Both ways back to the grammar, as automata.
@@ -583,23 +584,23 @@ pub(crate) mod tests {
         let (dp, dq) = (dfa(p), dfa(q));
         type Case = (&'static str, CharDfa, Box<dyn Fn(&str) -> bool>);
         let cases: Vec<Case> = vec![
-            ("and", dp.intersect(&dq).expect("small"), Box::new(move |s| ecma(p, s) && ecma(q, s))),
-            ("or", dp.union(&dq).expect("small"), Box::new(move |s| ecma(p, s) || ecma(q, s))),
-            ("not", dp.complement(), Box::new(move |s| !ecma(p, s))),
+            ("and", dp.intersect(&dq).expect("small"), Box::new(move |s| found(p, s) && found(q, s))),
+            ("or", dp.union(&dq).expect("small"), Box::new(move |s| found(p, s) || found(q, s))),
+            ("not", dp.complement(), Box::new(move |s| !found(p, s))),
             (
                 "length",
                 dq.with_length(2, Some(3)).expect("small"),
-                Box::new(move |s| ecma(q, s) && (2..=3).contains(&s.chars().count())),
+                Box::new(move |s| found(q, s) && (2..=3).contains(&s.chars().count())),
             ),
             (
                 "at least",
                 dq.with_length(2, None).expect("small"),
-                Box::new(move |s| ecma(q, s) && s.chars().count() >= 2),
+                Box::new(move |s| found(q, s) && s.chars().count() >= 2),
             ),
             (
                 "then",
                 CharDfa::seq(&[Part::Expr(&Expr::lit("-")), Part::Dfa(&dp)]).expect("small"),
-                Box::new(move |s| s.strip_prefix('-').is_some_and(|r| ecma(p, r))),
+                Box::new(move |s| s.strip_prefix('-').is_some_and(|r| found(p, r))),
             ),
         ];
         for (name, d, truth) in cases {
@@ -611,15 +612,16 @@ pub(crate) mod tests {
         }
     }
 
-    fn ecma(pattern: &str, s: &str) -> bool {
-        ecma_is_match(pattern, s).expect("pattern")
+    /// Whether `pattern` matches somewhere in `s` (regex-automata, the reference).
+    fn found(pattern: &str, s: &str) -> bool {
+        regex_automata::meta::Regex::new(pattern).expect("pattern").is_match(s)
     }
 
     #[test]
     fn big_automata_become_rules() {
         // Eight to sixty-four characters with a lower-case letter, a digit and a capital.
         let d = dfa("[a-z]")
-            .intersect(&dfa(r"\d"))
+            .intersect(&dfa("[0-9]"))
             .and_then(|d| d.intersect(&dfa("[A-Z]")))
             .and_then(|d| d.with_length(8, Some(64)))
             .expect("small");

@@ -2,8 +2,9 @@
 //! `additionalProperties` allows them.
 
 use crate::grammar::complement::complement;
-use crate::grammar::regex::{ecma_is_match, to_expr, RegexOptions};
+use crate::grammar::regex::RegexOptions;
 use crate::grammar::Expr;
+use crate::schema::ecma::{is_match, to_expr};
 use crate::schema::{escape_pointer, json, Compiler, Error, SharedRule};
 use serde_json::Value;
 
@@ -62,7 +63,7 @@ impl<'a> Compiler<'a> {
             // others when their complement is small enough. A pattern the grammar cannot
             // spell leaves the keys to the run-time check.
             let taken: Option<Vec<Expr>> =
-                kw.patterns.iter().map(|p| to_expr(p.pattern, &RegexOptions::json_schema()).ok()).collect();
+                kw.patterns.iter().map(|p| to_expr(p.pattern, &RegexOptions::search()).ok()).collect();
             let others = taken.and_then(|mut taken| {
                 taken.extend(names.iter().chain(&kw.forbidden).map(|n| Expr::lit(n)));
                 complement(&Expr::alt(taken))
@@ -111,7 +112,7 @@ impl<'a> Compiler<'a> {
         }
         let mut key_alts = Vec::new();
         for p in &kw.patterns {
-            match to_expr(p.pattern, &RegexOptions::json_schema()) {
+            match to_expr(p.pattern, &RegexOptions::search()) {
                 Ok(e) => key_alts.push(e),
                 Err(e) if self.relaxes("patternProperties") => {
                     // A pattern the grammar cannot spell (look-around): any free key takes
@@ -174,7 +175,7 @@ impl<'a> Compiler<'a> {
     pub(super) fn matching(&self, kw: &ObjectKeywords, name: &str, ptr: &str) -> Result<Vec<usize>, Error> {
         let mut out = Vec::new();
         for (i, p) in kw.patterns.iter().enumerate() {
-            match ecma_is_match(p.pattern, name) {
+            match is_match(p.pattern, name) {
                 Ok(true) => out.push(i),
                 Ok(false) => {}
                 Err(e) => self.unsupported(ptr, "patternProperties", &e.to_string())?,

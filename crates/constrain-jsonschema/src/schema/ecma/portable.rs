@@ -2,10 +2,10 @@
 //! engines read some ECMA-isms their own way, so a pattern is rewritten into a spelling that
 //! every one of them reads as ECMA-262 does ([`ecma_portable`]).
 //!
-//! The translation of a pattern into a grammar expression is [`crate::grammar::regex`]'s
-//! (`RegexOptions::ecma`); this is the JSON Schema side's own use of the dialect.
+//! The translation of a pattern for the grammar is [`super::to_rust`]'s; this one keeps
+//! ECMA-262 syntax, for the validators.
 
-use crate::grammar::regex::{ECMA_DIGIT, ECMA_SPACE, ECMA_WORD};
+use super::{DIGIT as ECMA_DIGIT, SPACE as ECMA_SPACE, WORD as ECMA_WORD};
 
 /// ECMA-262's `\b` (between a word character, ASCII, and anything else), in lookaround.
 const ASCII_BOUNDARY: &str = r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))";

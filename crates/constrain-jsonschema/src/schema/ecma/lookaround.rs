@@ -1,6 +1,6 @@
 //! Patterns with look-around assertions, compiled exactly where they are still regular.
 //!
-//! Input: an ECMA-262 `pattern` (JSON Schema search semantics) that [`super::regex::to_expr`]
+//! Input: an ECMA-262 `pattern` (JSON Schema search semantics) that [`super::to_expr`]
 //! refuses because it holds `(?=…)`, `(?!…)`, `(?<=…)` or `(?<!…)`. Output: an [`Expr`] over
 //! characters matching exactly the strings the pattern matches, or `None` (the caller then
 //! keeps its run-time check).
@@ -13,13 +13,17 @@
 //! level of the alternative and all look the same way. For look-aheads `P0 (?=B1) P1 … Pn`,
 //! from the right: `R = Pn·Σ*`, then `R = P(i-1)·(Bi·Σ* ∩ R)` (`¬(Bi·Σ*)` for a negative
 //! one), and last `Σ*·R` (no `Σ*` at an anchored edge, none after a body ending in `$`).
-//! Look-behinds mirror that from the left. Every step is an operation on automata
-//! ([`super::dfa`]), whose budgets bound the work; past them the answer is `None`, never an
-//! approximation. Anything else (a nested or quantified look-around,
-//! mixed directions, an anchor inside, inline flags, back-references) is `None` as well.
+//! Look-behinds mirror that from the left. Every step is an operation on the core's automata
+//! ([`crate::grammar::dfa`]), whose budgets bound the work; past them the answer is `None`,
+//! never an approximation. Anything else (a nested or quantified look-around, mixed
+//! directions, an anchor inside, inline flags, back-references) is `None` as well.
+//!
+//! Why here, not in the core: the cutting reads ECMA-262 syntax (Rust `regex` syntax has no
+//! look-around to cut), and each piece is translated by [`super::to_expr`]; only the automata
+//! are the core's.
 //!
 //! ```rust
-//! use constrain::grammar::lookaround::to_expr;
+//! use constrain::schema::ecma::lookaround::to_expr;
 //!
 //! // "contains a digit and an upper-case letter, 4 or more characters"
 //! let e = to_expr(r"^(?=.*\d)(?=.*[A-Z]).{4,}$").expect("regular");
@@ -30,9 +34,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use super::dfa::{CharDfa, Part};
-use super::regex::{any_char, RegexOptions};
-use super::Expr;
+use crate::grammar::dfa::{CharDfa, Part};
+use crate::grammar::regex::{any_char, RegexOptions};
+use crate::grammar::Expr;
 
 /// One top-level part of an alternative.
 #[derive(Debug, PartialEq, Eq)]
@@ -72,15 +76,15 @@ fn plain(text: &str) -> Option<Expr> {
     if has_anchor(text) {
         return None;
     }
-    super::regex::to_expr(text, &RegexOptions { unanchored: false, ecma: true }).ok()
+    super::to_expr(text, &RegexOptions::default()).ok()
 }
 
 /// One alternative's pieces as an automaton.
 fn branch(mut pieces: Vec<Piece>) -> Option<CharDfa> {
     // An alternative without look-around: the ordinary way.
     match &pieces[..] {
-        [] => return CharDfa::of(&super::regex::to_expr("", &RegexOptions::json_schema()).ok()?),
-        [Piece::Plain(text)] => return CharDfa::of(&super::regex::to_expr(text, &RegexOptions::json_schema()).ok()?),
+        [] => return CharDfa::of(&super::to_expr("", &RegexOptions::search()).ok()?),
+        [Piece::Plain(text)] => return CharDfa::of(&super::to_expr(text, &RegexOptions::search()).ok()?),
         _ => {}
     }
     // Edge anchors belong to the first and last plain pieces.
