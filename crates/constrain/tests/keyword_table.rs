@@ -22,15 +22,16 @@
 //!     keyword's JSON pointer, or, where the row also marks a subset, compiles as that subset;
 //!   - **refused**: compiling fails with checks on, and with checks off the error names the
 //!     keyword's JSON pointer;
-//! - a keyword the compiler knows (read from its source, see [`KNOWN_KEYWORD_SOURCES`]) has
-//!   no row.
+//! - a keyword the compiler knows ([`schema::known_keywords`]) has no row;
+//! - a keyword no run-time check can enforce ([`Treatment::GrammarOnly`]) has a row that
+//!   marks a run-time check, or marks nothing refused (what the grammar cannot say is).
 //!
 //! Run with `cargo test --release -p constrain --test keyword_table`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use constrain::schema::{self, Note, Options};
+use constrain::schema::{self, Note, Options, Treatment};
 use constrain::{Constraint, Limits, TokenIndex, Vocabulary};
 use serde_json::{json, Value};
 
@@ -87,16 +88,10 @@ fn compile(schema: &Value, checks: bool) -> Result<Compiled, schema::Error> {
     Ok(Compiled { constraint, checked, notes: compiled.notes().to_vec() })
 }
 
-/// Files of the compiler whose keyword lists name every keyword it knows, with the items to
-/// read in each: a function (`fn NAME`, its quoted strings) or a constant (`const NAME`).
-/// Paths are relative to this crate; the schema compiler is the crate constrain-jsonschema.
-const KNOWN_KEYWORD_SOURCES: &[(&str, &[&str])] = &[
-    ("../constrain-jsonschema/src/schema/keywords.rs", &["fn is_constraint_keyword"]),
-    (
-        "../constrain-jsonschema/src/schema/dialect/mod.rs",
-        &["fn knows", "const SINGLE", "const ARRAYS", "const MAPS", "const COUNTS", "const INSTANCES", "const CONTENT"],
-    ),
-];
+/// Every keyword the compiler knows, with how it treats it.
+fn known_keywords() -> Vec<schema::KnownKeyword> {
+    schema::known_keywords()
+}
 
 // ---------------------------------------------------------------------------------------
 // Probes.
@@ -459,35 +454,6 @@ fn table() -> Vec<Row> {
     rows
 }
 
-/// Every keyword named in the compiler's keyword lists (see [`KNOWN_KEYWORD_SOURCES`]).
-fn known_keywords() -> BTreeSet<String> {
-    let mut known = BTreeSet::new();
-    for (file, items) in KNOWN_KEYWORD_SOURCES {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (update KNOWN_KEYWORD_SOURCES)", path.display()));
-        for item in *items {
-            let at = text.find(item).unwrap_or_else(|| panic!("{file}: no `{item}` (update KNOWN_KEYWORD_SOURCES)"));
-            // A function runs to its closing brace at the line start, a constant to `];`.
-            let rest = &text[at..];
-            let end = if item.starts_with("fn ") {
-                [rest.find("\n}\n"), rest.find("\n    }\n")].into_iter().flatten().min()
-            } else {
-                rest.find("];")
-            };
-            let body = &rest[..end.unwrap_or(rest.len())];
-            let before = known.len();
-            for s in body.split('"').skip(1).step_by(2) {
-                if !s.is_empty() && !s.starts_with("x-") && !s.contains(' ') {
-                    known.insert(s.to_string());
-                }
-            }
-            assert!(known.len() > before || body.contains('"'), "{file}: `{item}` names no keyword");
-        }
-    }
-    known
-}
-
 // ---------------------------------------------------------------------------------------
 // Judging a probe.
 // ---------------------------------------------------------------------------------------
@@ -671,9 +637,23 @@ fn the_readme_keyword_table_agrees_with_the_compiler() {
             }
         }
     }
-    for k in known_keywords() {
-        if !by_keyword.contains_key(k.as_str()) {
-            errors.push(format!("`{k}`: the compiler knows it, but the README's keyword table has no row for it"));
+    let known = known_keywords();
+    assert!(!known.is_empty(), "the compiler knows no keyword");
+    for k in &known {
+        let Some(&i) = by_keyword.get(k.name) else {
+            errors
+                .push(format!("`{}`: the compiler knows it, but the README's keyword table has no row for it", k.name));
+            continue;
+        };
+        let marks = &rows[i].marks;
+        if k.treatment == Treatment::GrammarOnly
+            && (marks.contains_key(&Kind::Checked) || !marks.contains_key(&Kind::Refused))
+        {
+            errors.push(format!(
+                "`{}`: no run-time check can enforce it (what the grammar cannot say is refused), but its row marks {:?}",
+                k.name,
+                marks.keys().collect::<Vec<_>>()
+            ));
         }
     }
     assert!(errors.is_empty(), "the README's keyword table disagrees with the compiler:\n- {}", errors.join("\n- "));

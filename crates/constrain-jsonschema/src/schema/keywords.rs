@@ -1,6 +1,8 @@
 //! What the compiler knows of keywords and JSON types: which keywords constrain a value,
-//! the compiler's own `x-constrain-*` keywords, and the type of a value.
+//! every keyword it knows ([`known_keywords`]), the compiler's own `x-constrain-*`
+//! keywords, and the type of a value.
 
+use super::dialect::{self, Draft};
 use super::options::Error;
 use super::TYPES;
 use serde_json::{Map, Value};
@@ -32,56 +34,132 @@ pub(super) fn checkable(keyword: &str) -> bool {
 }
 
 /// Keywords that constrain instances (everything else is an annotation or unknown, and is
+/// ignored), but for the compiler's own ([`FORBIDDEN`], [`JSON_TEXT`]).
+const CONSTRAINTS: [&str; 43] = [
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "minProperties",
+    "maxProperties",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "not",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "if",
+    "then",
+    "else",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "propertyNames",
+    "$dynamicRef",
+    "$recursiveRef",
+];
+
+/// Keywords that constrain instances (everything else is an annotation or unknown, and is
 /// ignored).
 pub(crate) fn is_constraint_keyword(k: &str) -> bool {
-    matches!(
-        k,
-        "type"
-            | "enum"
-            | "const"
-            | "properties"
-            | "required"
-            | "additionalProperties"
-            | "patternProperties"
-            | "minProperties"
-            | "maxProperties"
-            | "items"
-            | "prefixItems"
-            | "additionalItems"
-            | "minItems"
-            | "maxItems"
-            | "minLength"
-            | "maxLength"
-            | "pattern"
-            | "format"
-            | "minimum"
-            | "maximum"
-            | "exclusiveMinimum"
-            | "exclusiveMaximum"
-            | "multipleOf"
-            | "anyOf"
-            | "oneOf"
-            | "allOf"
-            | "$ref"
-            | "not"
-            | "uniqueItems"
-            | "contains"
-            | "minContains"
-            | "maxContains"
-            | "dependentRequired"
-            | "dependentSchemas"
-            | "dependencies"
-            | "if"
-            | "then"
-            | "else"
-            | "unevaluatedProperties"
-            | "unevaluatedItems"
-            | "propertyNames"
-            | "$dynamicRef"
-            | "$recursiveRef"
-            | FORBIDDEN
-            | JSON_TEXT
-    )
+    CONSTRAINTS.contains(&k) || k == FORBIDDEN || k == JSON_TEXT
+}
+
+/// A keyword of JSON Schema the compiler knows, and what it does with it: see
+/// [`known_keywords`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownKeyword {
+    /// The keyword as a schema spells it (`minLength`, `$ref`).
+    pub name: &'static str,
+    /// How the compiler treats it.
+    pub treatment: Treatment,
+}
+
+impl KnownKeyword {
+    /// Whether the dialect `draft` knows the keyword as a constraint or applicator (one it
+    /// does not know is dropped from a schema of that dialect: `const` in draft-04).
+    pub fn in_draft(&self, draft: Draft) -> bool {
+        draft.knows(self.name)
+    }
+}
+
+/// How the compiler treats a keyword it knows. Which schemas compile exactly, to a
+/// documented subset, with a run-time check or not at all is the README's keyword table,
+/// which a test holds to the compiler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Treatment {
+    /// Constrains instances, and a run-time check can enforce it where the grammar cannot
+    /// say it exactly; with run-time checks off, such a use is refused at its JSON pointer
+    /// (or compiled to a documented subset, with a note).
+    Checkable,
+    /// Constrains instances, but no run-time check can stand in for it (the dynamic
+    /// references, whose meaning the canonical document no longer holds): a use the grammar
+    /// cannot say is refused.
+    GrammarOnly,
+    /// Asserted only in the dialects that assert it, by being rewritten into constraints
+    /// (draft-06/-07 `contentEncoding` and `contentMediaType`); an annotation elsewhere.
+    Rewritten,
+    /// Asserts nothing itself: it holds subschemas that references reach (`$defs`,
+    /// `definitions`, `contentSchema`) or instances as annotations (`default`, `examples`).
+    NotAsserted,
+}
+
+/// Every JSON Schema keyword the compiler reads (its own `x-constrain-*` keywords left out),
+/// each once, with its [`Treatment`]: what a document of the keywords it supports, such as
+/// the README's table, must cover.
+///
+/// ```rust
+/// use constrain::schema::{known_keywords, Treatment};
+///
+/// let known = known_keywords();
+/// let treatment = |name: &str| known.iter().find(|k| k.name == name).map(|k| k.treatment);
+/// assert_eq!(treatment("uniqueItems"), Some(Treatment::Checkable));
+/// assert_eq!(treatment("$dynamicRef"), Some(Treatment::GrammarOnly));
+/// assert_eq!(treatment("title"), None); // an annotation it never reads
+/// ```
+pub fn known_keywords() -> Vec<KnownKeyword> {
+    let mut out: Vec<KnownKeyword> = Vec::new();
+    for name in CONSTRAINTS.into_iter().chain(dialect::named_keywords()) {
+        if out.iter().any(|k| k.name == name) {
+            continue;
+        }
+        let treatment = if CONSTRAINTS.contains(&name) {
+            if checkable(name) {
+                Treatment::Checkable
+            } else {
+                Treatment::GrammarOnly
+            }
+        } else if dialect::is_content_keyword(name) {
+            Treatment::Rewritten
+        } else {
+            Treatment::NotAsserted
+        };
+        out.push(KnownKeyword { name, treatment });
+    }
+    out
 }
 
 /// Internal keyword (set by `not: {required: [k]}` and by `oneOf` disambiguation): property

@@ -125,6 +125,7 @@ use keywords::value_has_type;
 pub(crate) use keywords::JsonText;
 pub(crate) use keywords::FORBIDDEN;
 pub(crate) use keywords::JSON_TEXT;
+pub use keywords::{known_keywords, KnownKeyword, Treatment};
 pub use options::Error;
 pub use options::Located;
 pub use options::Note;

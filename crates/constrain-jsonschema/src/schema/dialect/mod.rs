@@ -113,7 +113,7 @@ impl Draft {
     }
 
     /// Whether the dialect knows `keyword` as a constraint or applicator.
-    fn knows(self, keyword: &str) -> bool {
+    pub(super) fn knows(self, keyword: &str) -> bool {
         use Draft::*;
         match keyword {
             "const" | "contains" | "propertyNames" => self >= Draft6,
@@ -181,6 +181,19 @@ const SINGLE: [&str; 12] = [
 const ARRAYS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
 /// Keywords whose value is an object of subschemas.
 const MAPS: [&str; 6] = ["properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"];
+
+/// Every keyword named in this module's lists (subschemas, counts, instances, content), for
+/// [`super::known_keywords`]; the draft-gated ones of [`Draft::knows`] are among them or
+/// among the constraint keywords.
+pub(super) fn named_keywords() -> impl Iterator<Item = &'static str> {
+    SINGLE.into_iter().chain(ARRAYS).chain(MAPS).chain(COUNTS).chain(INSTANCES).chain(CONTENT)
+}
+
+/// Whether `keyword` is one of the content keywords that draft-06 and -07 assert
+/// ([`content_assertion`]).
+pub(super) fn is_content_keyword(keyword: &str) -> bool {
+    CONTENT.contains(&keyword)
+}
 
 /// Keywords whose value is a count (a non-negative integer).
 const COUNTS: [&str; 8] =
