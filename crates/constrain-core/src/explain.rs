@@ -7,8 +7,9 @@
 //! How: the whole document is first fed at once (the common, accepted case costs one pass);
 //! when that fails it is fed again byte by byte to find the first refused byte, and every
 //! byte value is tried at that point to list the allowed ones. The JSON pointer comes from a
-//! small incremental tracker ([`JsonPath`]) over the accepted prefix; it assumes the prefix is
-//! JSON, which holds for constraints compiled from a schema.
+//! small incremental tracker ([`JsonPath`], over the shared lexer [`crate::json`]) over the
+//! accepted prefix; it assumes the prefix is JSON, which holds for constraints compiled from
+//! a schema.
 //!
 //! ## Example
 //!
@@ -29,6 +30,7 @@
 //! assert_eq!(e.verdict, Verdict::Refused(b'}'));
 //! assert_eq!((e.offset, e.pointer.as_deref()), (11, Some("/age")));
 //! ```
+use crate::json::{Container, Event, Lex};
 use crate::matcher::{Constraint, Error};
 
 /// How the constraint judged a document.
@@ -225,97 +227,81 @@ pub fn byte_classes(allowed: &[bool]) -> Vec<String> {
 }
 
 /// Tracks the JSON pointer of the value being read, one byte at a time, over a prefix of a
-/// JSON document (no validation: it trusts the constraint to have checked the syntax).
+/// JSON document (no validation: it trusts the constraint to have checked the syntax). The
+/// structure comes from the shared lexer ([`crate::json::Lex`]); this keeps the pointer's
+/// parts: each open container's current key or index.
 #[derive(Clone, Debug, Default)]
 pub struct JsonPath {
-    stack: Vec<Container>,
-    in_string: bool,
-    escape: bool,
-    /// The string being read is an object key.
-    key_string: bool,
+    lex: Lex,
+    stack: Vec<Segment>,
+    /// The key being read (escapes decoded but for `\u`, kept as written).
     key: Vec<u8>,
 }
 
+/// An open container's part of the pointer.
 #[derive(Clone, Debug)]
-enum Container {
-    /// An object: the last complete key, and whether a key (not a value) comes next.
-    Object { key: Option<String>, expect_key: bool },
+enum Segment {
+    /// An object: the current member's key, once complete.
+    Object { key: Option<String> },
     /// An array: the current element's index, and whether that element has started.
     Array { index: usize, started: bool },
+}
+
+impl Container for Segment {
+    fn is_object(&self) -> bool {
+        matches!(self, Segment::Object { .. })
+    }
 }
 
 impl JsonPath {
     /// Consumes one byte of the document.
     pub fn push(&mut self, b: u8) {
-        if self.in_string {
-            if self.escape {
-                self.escape = false;
-                if self.key_string {
-                    let c = match b {
-                        b'n' => b'\n',
-                        b't' => b'\t',
-                        b'r' => b'\r',
-                        b'b' => 8,
-                        b'f' => 12,
-                        other => other,
-                    };
-                    if b == b'u' {
-                        self.key.extend_from_slice(b"\\u");
-                    } else {
-                        self.key.push(c);
+        let before = self.lex;
+        match self.lex.step(b, &self.stack) {
+            Event::None => {
+                if let Lex::Str { key: true, esc } = before {
+                    match (esc, b) {
+                        (0, b'\\') => {}
+                        (1, b'u') => self.key.extend_from_slice(b"\\u"),
+                        (1, b'n') => self.key.push(b'\n'),
+                        (1, b't') => self.key.push(b'\t'),
+                        (1, b'r') => self.key.push(b'\r'),
+                        (1, b'b') => self.key.push(8),
+                        (1, b'f') => self.key.push(12),
+                        _ => self.key.push(b),
                     }
                 }
-            } else if b == b'\\' {
-                self.escape = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                if self.key_string {
-                    let k = String::from_utf8_lossy(&self.key).into_owned();
-                    if let Some(Container::Object { key, .. }) = self.stack.last_mut() {
-                        *key = Some(k);
-                    }
+            }
+            Event::Begin => {
+                if let Some(Segment::Array { started, .. }) = self.stack.last_mut() {
+                    *started = true;
                 }
-            } else if self.key_string {
-                self.key.push(b);
-            }
-            return;
-        }
-        if b.is_ascii_whitespace() {
-            return;
-        }
-        if let Some(Container::Array { started, .. }) = self.stack.last_mut() {
-            if b != b']' && b != b',' {
-                *started = true;
-            }
-        }
-        match b {
-            b'{' => self.stack.push(Container::Object { key: None, expect_key: true }),
-            b'[' => self.stack.push(Container::Array { index: 0, started: false }),
-            b'}' | b']' => {
-                self.stack.pop();
-            }
-            b'"' => {
-                self.in_string = true;
-                self.key_string = matches!(self.stack.last(), Some(Container::Object { expect_key: true, .. }));
-                self.key.clear();
-            }
-            b':' => {
-                if let Some(Container::Object { expect_key, .. }) = self.stack.last_mut() {
-                    *expect_key = false;
+                match b {
+                    b'{' => self.stack.push(Segment::Object { key: None }),
+                    b'[' => self.stack.push(Segment::Array { index: 0, started: false }),
+                    _ => {}
                 }
             }
-            b',' => match self.stack.last_mut() {
-                Some(Container::Object { key, expect_key }) => {
-                    *key = None;
-                    *expect_key = true;
+            Event::KeyStart => self.key.clear(),
+            Event::KeyEnd => {
+                if let Some(Segment::Object { key }) = self.stack.last_mut() {
+                    *key = Some(String::from_utf8_lossy(&self.key).into_owned());
                 }
-                Some(Container::Array { index, started }) => {
+            }
+            Event::Comma => match self.stack.last_mut() {
+                Some(Segment::Object { key }) => *key = None,
+                Some(Segment::Array { index, started }) => {
                     *index += 1;
                     *started = false;
                 }
                 None => {}
             },
-            _ => {}
+            Event::Close => {
+                self.stack.pop();
+            }
+            Event::ScalarEnd => {}
+            // The byte after a number is read again, after it.
+            Event::NumberEnd => self.push(b),
         }
     }
 
@@ -325,11 +311,11 @@ impl JsonPath {
         let mut out = String::new();
         for c in &self.stack {
             match c {
-                Container::Object { key: Some(k), .. } => {
+                Segment::Object { key: Some(k) } => {
                     out.push('/');
                     out.push_str(&k.replace('~', "~0").replace('/', "~1"));
                 }
-                Container::Array { index, started: true } => {
+                Segment::Array { index, started: true } => {
                     out.push('/');
                     out.push_str(&index.to_string());
                 }
@@ -359,6 +345,9 @@ mod tests {
         assert_eq!(path_of("{\"a\": 1, \"b"), "");
         assert_eq!(path_of("{\"a\": {\"x\": 1}, \"b\": [[], 3"), "/b/1");
         assert_eq!(path_of("{\"q\\\"\": 2"), "/q\"");
+        assert_eq!(path_of("{\"a\\u0041\\n\": [true, {\"b\": -1.5e3"), "/a\\u0041\n/1/b");
+        assert_eq!(path_of("{\"a\": [null, 12]"), "/a");
+        assert_eq!(path_of("[3, 4]  "), "");
     }
 
     #[test]

@@ -30,6 +30,8 @@
 //! - [`sampling`]: logit warpers (penalties, temperature, top-k, top-p, min-p) and a seeded draw.
 //! - [`closing`]: closing mode, the policy that ends an output complete within a token budget.
 //! - [`explain`]: why a token or a text is refused, in words.
+//! - [`json`]: an incremental lexer of JSON's structure (syntax only), shared by `explain` and
+//!   the JSON Schema front end's run-time checks.
 //! - [`limits`]: every budget a hostile input could exhaust, in one place.
 //!
 //! ## The decode loop
@@ -79,6 +81,7 @@ pub mod automaton;
 pub mod closing;
 pub mod explain;
 pub mod grammar;
+pub mod json;
 pub mod limits;
 pub mod mask;
 pub mod matcher;

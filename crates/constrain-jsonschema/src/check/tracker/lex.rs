@@ -1,5 +1,7 @@
-//! The byte-level JSON tracker: the lexical state, the stack of open containers, and the
-//! validation of each checked value the moment it completes.
+//! The byte-level JSON tracker: the stack of open containers with their schema positions,
+//! and the validation of each checked value the moment it completes. The lexical state and
+//! its transitions are the shared lexer's ([`constrain_core::json::Lex`]); this reacts to
+//! its events.
 
 use crate::check::ValueChecks;
 use crate::util::hash128;
@@ -7,33 +9,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 use super::{keys::end_key, keys::KeyMemo, sets::Sets};
-
-/// The lexical state between two bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(super) enum Lex {
-    /// A value is expected (the document's start, after `:`, after `,` in an array).
-    #[default]
-    Value,
-    /// Right after `[`: a value or `]`.
-    ArrOpen,
-    /// Right after `{`: a key or `}`.
-    ObjOpen,
-    /// After `,` in an object: a key.
-    ObjKey,
-    /// After a key: `:`.
-    Colon,
-    /// After a value inside a container: `,` or the closing bracket.
-    After,
-    /// Inside a string; `esc` is 0, 1 after a backslash, or 10 + the hex digits left of a
-    /// `\u` escape.
-    Str { key: bool, esc: u8 },
-    /// Inside a number (it completes at the first byte that cannot continue it, or the end).
-    Num,
-    /// Inside `true`/`false`/`null`, with this many letters left.
-    Lit(u8),
-    /// The document's value is complete.
-    Done,
-}
+pub(super) use constrain_core::json::is_ws;
+pub(super) use constrain_core::json::Lex;
+use constrain_core::json::{Container, Event};
 
 /// An open object or array.
 #[derive(Clone, Copy, Debug)]
@@ -54,6 +32,13 @@ pub(super) struct Open {
     /// Checked objects: bit `n % 64` set for each key of `n` bytes (decoded) written, so
     /// that a key of another length is known not to repeat one without hashing it.
     pub(super) key_lens: u64,
+}
+
+impl Container for Open {
+    #[inline]
+    fn is_object(&self) -> bool {
+        self.obj
+    }
 }
 
 /// The tracker's state after some prefix of the output.
@@ -118,10 +103,6 @@ impl Cx<'_> {
     }
 }
 
-pub(super) fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
 /// A value of `set` spanning `start..end` is complete: validate it if its set says so.
 pub(super) fn complete(set: u32, start: u32, end: u32, cx: &mut Cx) -> Step {
     complete_with_keys(set, start, end, None, cx)
@@ -166,17 +147,8 @@ fn complete_with_keys(set: u32, start: u32, end: u32, keys: Option<&[u128]>, cx:
     }
 }
 
-/// The state after a complete value inside the current container (or at the top level).
-fn after_value(st: &State) -> Lex {
-    if st.stack.is_empty() {
-        Lex::Done
-    } else {
-        Lex::After
-    }
-}
-
-/// A value starts with byte `b` at `pos`.
-pub(super) fn start_value(st: &mut State, b: u8, pos: u32, cx: &mut Cx) -> Step {
+/// A value starts with byte `b` at `pos` (the lexer is inside it already).
+fn start_value(st: &mut State, b: u8, pos: u32, cx: &mut Cx) -> Step {
     let set = match st.stack.last_mut() {
         None => cx.sets.root,
         Some(top) if top.obj => top.child,
@@ -200,20 +172,8 @@ pub(super) fn start_value(st: &mut State, b: u8, pos: u32, cx: &mut Cx) -> Step 
                 keys_start,
                 key_lens: 0,
             });
-            st.lex = if b == b'{' { Lex::ObjOpen } else { Lex::ArrOpen };
-        }
-        b'"' => {
-            st.lex = Lex::Str { key: false, esc: 0 };
-            st.scalar_set = set;
-            st.scalar_start = pos;
-        }
-        b't' | b'f' | b'n' => {
-            st.lex = Lex::Lit(if b == b'f' { 4 } else { 3 });
-            st.scalar_set = set;
-            st.scalar_start = pos;
         }
         _ => {
-            st.lex = Lex::Num;
             st.scalar_set = set;
             st.scalar_start = pos;
         }
@@ -221,10 +181,9 @@ pub(super) fn start_value(st: &mut State, b: u8, pos: u32, cx: &mut Cx) -> Step 
     Step::Ok
 }
 
-/// Closes the innermost container with the byte at `pos`.
-pub(super) fn close(st: &mut State, pos: u32, cx: &mut Cx) -> Step {
+/// Closes the innermost container with the byte at `pos` (the lexer is after it already).
+fn close(st: &mut State, pos: u32, cx: &mut Cx) -> Step {
     let Some(open) = st.stack.pop() else { return Step::Ok };
-    st.lex = after_value(st);
     let r = if open.obj {
         let keys = st.keys.get(open.keys_start as usize..).unwrap_or(&[]);
         complete_with_keys(open.set, open.start, pos + 1, Some(keys), cx)
@@ -308,85 +267,28 @@ fn canonical(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// Feeds one byte at offset `pos`.
+/// Feeds one byte at offset `pos`: the shared lexer follows the structure, and each value
+/// it completes is checked here.
+#[inline]
 pub(super) fn step(st: &mut State, b: u8, pos: u32, cx: &mut Cx) -> Step {
-    match st.lex {
-        Lex::Value => {
-            if is_ws(b) {
-                Step::Ok
-            } else {
-                start_value(st, b, pos, cx)
-            }
-        }
-        Lex::ArrOpen => match b {
-            _ if is_ws(b) => Step::Ok,
-            b']' => close(st, pos, cx),
-            _ => start_value(st, b, pos, cx),
-        },
-        Lex::ObjOpen | Lex::ObjKey => match b {
-            b'"' => {
-                if let Some(top) = st.stack.last_mut() {
-                    top.key_start = pos;
-                }
-                st.lex = Lex::Str { key: true, esc: 0 };
-                Step::Ok
-            }
-            b'}' if st.lex == Lex::ObjOpen => close(st, pos, cx),
-            _ => Step::Ok,
-        },
-        Lex::Colon => {
-            if b == b':' {
-                st.lex = Lex::Value;
+    match st.lex.step(b, &st.stack) {
+        Event::None | Event::Comma => Step::Ok,
+        Event::Begin => start_value(st, b, pos, cx),
+        Event::KeyStart => {
+            if let Some(top) = st.stack.last_mut() {
+                top.key_start = pos;
             }
             Step::Ok
         }
-        Lex::After => match b {
-            b',' => {
-                st.lex = if st.stack.last().is_some_and(|o| o.obj) { Lex::ObjKey } else { Lex::Value };
-                Step::Ok
-            }
-            b']' | b'}' => close(st, pos, cx),
-            _ => Step::Ok,
-        },
-        Lex::Str { key, esc } => {
-            let esc = match esc {
-                0 if b == b'\\' => 1,
-                0 if b == b'"' => {
-                    if key {
-                        st.lex = Lex::Colon;
-                        return end_key(st, pos, cx);
-                    }
-                    st.lex = after_value(st);
-                    return scalar_done(st, pos + 1, cx);
-                }
-                0 => 0,
-                1 if b == b'u' => 14,
-                1 => 0,
-                11 => 0,
-                n => n - 1,
-            };
-            st.lex = Lex::Str { key, esc };
-            Step::Ok
-        }
-        Lex::Num => {
-            if matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-                return Step::Ok;
-            }
-            st.lex = after_value(st);
+        Event::KeyEnd => end_key(st, pos, cx),
+        Event::Close => close(st, pos, cx),
+        Event::ScalarEnd => scalar_done(st, pos + 1, cx),
+        Event::NumberEnd => {
             let r = scalar_done(st, pos, cx);
             if r != Step::Ok {
                 return r;
             }
             step(st, b, pos, cx)
         }
-        Lex::Lit(left) => {
-            if left <= 1 {
-                st.lex = after_value(st);
-                return scalar_done(st, pos + 1, cx);
-            }
-            st.lex = Lex::Lit(left - 1);
-            Step::Ok
-        }
-        Lex::Done => Step::Ok,
     }
 }

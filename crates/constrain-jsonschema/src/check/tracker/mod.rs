@@ -6,10 +6,11 @@
 //! snapshot per accepted token for rollback. The constraint's grammar guarantees the text is
 //! JSON, so the tracker only follows structure; it never judges syntax.
 //!
-//! The parts: [`lex`] follows the JSON structure byte by byte and validates completed
-//! values; [`keys`] decides object keys early (repeats, closed objects); [`filter`] clears a
-//! mask's tokens that would fail a check; [`stats`] is the per-vocabulary token data the
-//! filter reads; [`sets`] interns the sets of schema positions.
+//! The parts: [`lex`] follows the JSON structure byte by byte (with the shared lexer,
+//! [`constrain_core::json`]) and validates completed values; [`keys`] decides object keys
+//! early (repeats, closed objects); [`filter`] clears a mask's tokens that would fail a
+//! check; [`stats`] is the per-vocabulary token data the filter reads; [`sets`] interns the
+//! sets of schema positions.
 
 use crate::check::ValueChecks;
 use rustc_hash::FxHashMap as HashMap;
@@ -171,7 +172,7 @@ impl Checker {
     /// literal): there whitespace changes no value, so a completion with whitespace here
     /// is valid only if the same completion without it is (where the grammar allows both).
     pub fn between_tokens(&self) -> bool {
-        !matches!(self.state.lex, Lex::Str { .. } | Lex::Num | Lex::Lit(_))
+        !self.state.lex.in_scalar()
     }
 
     /// Whether the document's value is complete: nothing but whitespace may follow, so
