@@ -5,7 +5,7 @@ use super::index::TokenIndex;
 use super::trie::ByteTrie;
 use crate::automaton::exec::{Mark, Stacks, BOTTOM};
 use crate::automaton::{Cut, FrameId, Pda};
-use crate::util::{hash128, or_into, set_bit};
+use crate::util::{hash128, or_into, set_bit, Levels};
 use std::sync::Arc;
 
 impl TokenIndex {
@@ -157,34 +157,30 @@ impl Entry {
         added: &mut Vec<u32>,
     ) {
         let base = stacks.mark();
-        let SuffixScratch { tops, levels, cur } = scratch;
-        tops.clear();
+        let SuffixScratch { levels, cur } = scratch;
         levels.clear();
         // If this completes the whole output, no tops remain and every suffix dies.
-        stacks.pop_into(pda, bottom, tops);
-        levels.push((0, stacks.mark()));
+        cur.clear();
+        stacks.pop_into(pda, bottom, cur);
+        levels.open(stacks.mark()).extend_from_slice(cur);
         // The tops are closed: a first byte none of them has an edge on kills every stack
         // and completes nothing, and its subtree is skipped unstepped.
-        let live = pda.edge_bytes(tops.iter().filter_map(|&t| stacks.frame(t)).map(|f| f.node()));
+        let live = pda.edge_bytes(cur.iter().filter_map(|&t| stacks.frame(t)).map(|f| f.node()));
         let trie = &self.suffixes;
         let (mut i, mut roots) = (0usize, 0usize);
         loop {
             i = trie.skip_dead_roots(i, &mut roots, &live);
             let Some(node) = trie.nodes.get(i) else { break };
             while levels.len() > node.depth as usize {
-                if let Some((start, mark)) = levels.pop() {
-                    tops.truncate(start);
+                if let Some(mark) = levels.pop() {
                     stacks.rewind(mark);
                 }
             }
-            let cur_start = levels.last().map_or(0, |l| l.0);
-            let cur_end = tops.len();
             cur.clear();
-            cur.extend_from_slice(&tops[cur_start..cur_end]);
+            cur.extend_from_slice(levels.top());
             let mark = stacks.mark();
-            let reached = stacks.step(pda, cur, node.byte, tops);
-            levels.push((cur_end, mark));
-            let alive = tops.len() > cur_end;
+            let reached = stacks.step(pda, cur, node.byte, levels.open(mark));
+            let alive = !levels.top().is_empty();
             if alive || reached {
                 for &id in trie.ids_at(node) {
                     set_bit(mask, id);
@@ -194,7 +190,6 @@ impl Entry {
             i = if alive { i + 1 } else { node.end as usize };
         }
         stacks.rewind(base);
-        tops.clear();
         levels.clear();
     }
 
@@ -300,8 +295,8 @@ impl SuffixMemo {
 /// Reusable buffers for [`Entry::add_suffixes`], so the per-token path does not allocate.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SuffixScratch {
-    pub(super) tops: Vec<FrameId>,
-    pub(super) levels: Vec<(usize, Mark)>,
+    /// Per byte of the trie path walked: the stacks' mark before it and the tops after it.
+    pub(super) levels: Levels<FrameId, Mark>,
     pub(super) cur: Vec<FrameId>,
 }
 

@@ -61,6 +61,7 @@ use crate::automaton::exec::{Mark, Stacks};
 use crate::automaton::keys::NodeKeys;
 use crate::automaton::{Cut, FrameId, LimitHit, Pda};
 use crate::mask::{set_bit, Scratch, Target, TokenIndex};
+use crate::util::Levels;
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
 
@@ -225,11 +226,10 @@ fn single_byte_tokens(vocab: &crate::Vocabulary) -> [bool; 256] {
     out
 }
 
-/// One accepted token's worth of parse state.
+/// One accepted token's worth of parse state (its stack tops are the level's items in
+/// `Matcher::levels`).
 #[derive(Clone, Copy, Debug)]
 struct Level {
-    /// Where this level's tops start in `Matcher::tops`.
-    tops_start: usize,
     /// The stacks before this level was built (rollback rewinds to it).
     mark: Mark,
     /// The output so far is a complete string of the grammar.
@@ -245,8 +245,8 @@ struct Level {
 pub struct Matcher {
     constraint: Constraint,
     stacks: Stacks,
-    tops: Vec<FrameId>,
-    levels: Vec<Level>,
+    /// Per accepted token (the first level: the start), its state and stack tops.
+    levels: Levels<FrameId, Level>,
     cur: Vec<FrameId>,
     next: Vec<FrameId>,
     /// The buffers of mask computations.
@@ -267,8 +267,7 @@ impl Matcher {
         let mut m = Matcher {
             constraint,
             stacks,
-            tops: Vec::new(),
-            levels: Vec::new(),
+            levels: Levels::new(),
             cur: Vec::new(),
             next: Vec::new(),
             scratch,
@@ -284,24 +283,23 @@ impl Matcher {
     pub fn reset(&mut self) {
         self.stacks.reset();
         self.scratch.forget_stacks();
-        self.tops.clear();
         self.levels.clear();
         self.mask_cut = Cut::NONE;
         self.stacks.refuel();
-        let mut accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.tops);
+        self.cur.clear();
+        let mut accepting = self.stacks.start(&self.constraint.inner.pda, &mut self.cur);
         if let Some(ch) = &mut self.checker {
             ch.reset();
             accepting = accepting && ch.end_ok();
         }
         let cut = self.stacks.cut();
-        self.levels.push(Level { tops_start: 0, mark: Mark::default(), accepting, finished: false, cut });
+        self.levels.open(Level { mark: Mark::default(), accepting, finished: false, cut }).extend_from_slice(&self.cur);
     }
 
     fn level(&self) -> Level {
         // `levels` is never empty: `reset` pushes the first level and rollback keeps it.
         debug_assert!(!self.levels.is_empty(), "a matcher without its first level");
         self.levels.last().copied().unwrap_or(Level {
-            tops_start: 0,
             mark: Mark::default(),
             accepting: false,
             finished: true,
@@ -310,7 +308,7 @@ impl Matcher {
     }
 
     fn current_tops(&self) -> &[FrameId] {
-        &self.tops[self.level().tops_start..]
+        self.levels.top()
     }
 
     /// The constraint this matcher follows.
@@ -336,7 +334,7 @@ impl Matcher {
         self.stacks.clear_cut();
         self.stacks.refuel();
         let target = Target { pda: &inner.pda, keys: &inner.node_key, limits: &inner.limits };
-        let tops = self.tops.get(level.tops_start..).unwrap_or(&[]);
+        let tops = self.levels.top();
         let cut = inner.index.fill(&target, tops, &mut self.stacks, &mut self.scratch, mask);
         if let Some(ch) = &mut self.checker {
             ch.filter(mask, vocab);
@@ -368,15 +366,7 @@ impl Matcher {
             if !level.accepting {
                 return Err(Error::Rejected(token.0));
             }
-            let tops_start = self.tops.len();
-            self.tops.extend_from_within(level.tops_start..);
-            self.levels.push(Level {
-                tops_start,
-                mark: self.stacks.mark(),
-                accepting: true,
-                finished: true,
-                cut: level.cut,
-            });
+            self.levels.open_copy(Level { mark: self.stacks.mark(), accepting: true, finished: true, cut: level.cut });
             return Ok(());
         }
         if token.index() >= vocab.len() || vocab.is_special(token) {
@@ -403,7 +393,7 @@ impl Matcher {
         let pda = &self.constraint.inner.pda;
         let mark = self.stacks.mark();
         self.cur.clear();
-        self.cur.extend_from_slice(&self.tops[level.tops_start..]);
+        self.cur.extend_from_slice(self.levels.top());
         let mut accepting = level.accepting;
         self.mask_cut = Cut::NONE;
         self.stacks.clear_cut();
@@ -430,10 +420,8 @@ impl Matcher {
             }
             accepting = accepting && ch.end_ok();
         }
-        let tops_start = self.tops.len();
-        self.tops.extend_from_slice(&self.cur);
         let cut = level.cut | self.stacks.cut();
-        self.levels.push(Level { tops_start, mark, accepting, finished: false, cut });
+        self.levels.open(Level { mark, accepting, finished: false, cut }).extend_from_slice(&self.cur);
         Ok(())
     }
 
@@ -445,7 +433,6 @@ impl Matcher {
         }
         for _ in 0..n {
             if let Some(l) = self.levels.pop() {
-                self.tops.truncate(l.tops_start);
                 // The mask's memo of stack-dependent tokens learns of the dropped frames
                 // from the stacks ([`Stacks::take_low_water`]).
                 self.stacks.rewind(l.mark);
@@ -488,7 +475,7 @@ impl Matcher {
         let pda = &self.constraint.inner.pda;
         let mark = self.stacks.mark();
         self.cur.clear();
-        self.cur.extend_from_slice(&self.tops[level.tops_start..]);
+        self.cur.extend_from_slice(self.levels.top());
         let mut accepting = level.accepting;
         while !accepting && out.len() < MAX_FORCED {
             let mut only: Option<u8> = None;

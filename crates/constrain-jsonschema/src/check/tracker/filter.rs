@@ -294,7 +294,7 @@ impl Checker {
         // How far back the string being read began, up to "before the last byte": a span
         // from further back reads the text (and voids the reuse), one from the last byte
         // does not, but whether the string so far is empty still decides (a key `""`).
-        let n = self.text.len();
+        let n = self.levels.items().len();
         let began = match (st.lex, st.stack.last()) {
             (Lex::Str { key: true, .. }, Some(top)) => top.key_start as usize,
             (Lex::Str { .. } | Lex::Num | Lex::Lit(_), _) => st.scalar_start as usize,

@@ -22,7 +22,9 @@ impl Checker {
             return false;
         }
         let (prefix, lead) = match self.state.lex {
-            Lex::Str { key: true, esc: 0 } => (self.text.get(top.key_start as usize + 1..).unwrap_or(&[]), &b""[..]),
+            Lex::Str { key: true, esc: 0 } => {
+                (self.levels.items().get(top.key_start as usize + 1..).unwrap_or(&[]), &b""[..])
+            }
             // After a comma: the key is still to begin.
             Lex::ObjKey => (&[][..], &b"\""[..]),
             _ => return false,
@@ -43,7 +45,7 @@ impl Checker {
         if !self.sets.needs(top.set) {
             return false;
         }
-        let before = self.text.get(top.key_start as usize + 1..).unwrap_or(&[]);
+        let before = self.levels.items().get(top.key_start as usize + 1..).unwrap_or(&[]);
         let body = part.get(..part.len().saturating_sub(1)).unwrap_or(&[]);
         if before.contains(&b'\\') || body.contains(&b'\\') {
             return self.run_sim(part, false).is_some();
@@ -93,7 +95,7 @@ impl Checker {
         {
             return None;
         }
-        let before = self.text.get(top.key_start as usize + 1..).unwrap_or(&[]);
+        let before = self.levels.items().get(top.key_start as usize + 1..).unwrap_or(&[]);
         if before.contains(&b'\\') {
             return None;
         }
@@ -107,7 +109,7 @@ impl Checker {
     /// names [`Checker::open_names`] listed).
     pub(super) fn key_goes_on(&self, ranks: u32, tok: &[u8]) -> bool {
         let Some(top) = self.state.stack.last() else { return true };
-        let at = self.text.len().saturating_sub(top.key_start as usize + 1);
+        let at = self.levels.items().len().saturating_sub(top.key_start as usize + 1);
         self.each_rank_has(ranks, at, |rest| rest.starts_with(tok))
     }
 }

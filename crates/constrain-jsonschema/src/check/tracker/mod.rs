@@ -3,8 +3,9 @@
 //!
 //! One [`Checker`] per matcher. It keeps the output text, a small stack of open containers
 //! with the *set* of schema positions that apply to each (interned in [`Sets`]), and one
-//! snapshot per accepted token for rollback. The constraint's grammar guarantees the text is
-//! JSON, so the tracker only follows structure; it never judges syntax.
+//! snapshot per accepted token for rollback (the text and the snapshots are one
+//! [`Levels`]: a token's bytes are its level's items). The constraint's grammar guarantees
+//! the text is JSON, so the tracker only follows structure; it never judges syntax.
 //!
 //! The parts: [`lex`] follows the JSON structure byte by byte (with the shared lexer,
 //! [`constrain_core::json`]) and validates completed values; [`keys`] decides object keys
@@ -13,6 +14,7 @@
 //! sets of schema positions.
 
 use crate::check::ValueChecks;
+use constrain_core::util::Levels;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
@@ -42,11 +44,9 @@ pub(crate) struct Checker {
     checks: Arc<ValueChecks>,
     sets: Sets,
     state: State,
-    text: Vec<u8>,
-    /// The state and text length after each accepted token (index 0: the start).
-    levels: Vec<(State, usize)>,
-    /// Per level (parallel to `levels`): whether the document may end there.
-    end_ok: Vec<bool>,
+    /// The output text, a level per accepted token (its bytes; the first level: the start,
+    /// no bytes), each with the tracker's state after it.
+    levels: Levels<u8, Level>,
     /// Simulation scratch.
     sim: State,
     span: Vec<u8>,
@@ -63,6 +63,15 @@ pub(crate) struct Checker {
     gathered: Vec<u32>,
 }
 
+/// One accepted token's worth of [`Checker`] state (the token's bytes are the level's items).
+#[derive(Clone, Debug, Default)]
+struct Level {
+    /// The tracker's state after the token.
+    state: State,
+    /// Whether the document may end there (known `true` once computed so).
+    end_ok: bool,
+}
+
 impl Checker {
     /// A checker at the start of the document.
     pub fn new(checks: Arc<ValueChecks>) -> Checker {
@@ -71,9 +80,7 @@ impl Checker {
             checks,
             sets,
             state: State::default(),
-            text: Vec::new(),
-            levels: Vec::new(),
-            end_ok: Vec::new(),
+            levels: Levels::new(),
             sim: State::default(),
             span: Vec::new(),
             verdicts: HashMap::default(),
@@ -90,12 +97,9 @@ impl Checker {
     /// Back to the start (keeps the allocations and the interned sets).
     pub fn reset(&mut self) {
         self.state = State::default();
-        self.text.clear();
         self.levels.clear();
-        self.end_ok.clear();
-        self.levels.push((State::default(), 0));
         // The empty document is not JSON: it never validates.
-        self.end_ok.push(false);
+        self.levels.open(Level::default());
     }
 
     /// The context of steps over the text so far and then `tok` (the token being tried, or
@@ -104,7 +108,7 @@ impl Checker {
         Cx {
             checks: &self.checks,
             sets: &mut self.sets,
-            text: &self.text,
+            text: self.levels.items(),
             tok,
             span: &mut self.span,
             verdicts: &mut self.verdicts,
@@ -124,23 +128,25 @@ impl Checker {
     /// unchanged, when they complete a value that fails its check.
     pub fn advance(&mut self, bytes: &[u8]) -> bool {
         self.forget_outcomes();
-        let base = self.text.len();
-        self.text.extend_from_slice(bytes);
+        let base = self.levels.items().len();
+        // The token's level: its bytes now (the steps read them), its state once they pass.
+        self.levels.open(Level::default()).extend_from_slice(bytes);
         let mut st = std::mem::take(&mut self.state);
         let ok = {
-            let end = self.text.len() as u32;
+            let end = self.levels.items().len() as u32;
             let mut cx = self.cx(&[], false);
             (0..bytes.len()).all(|i| step(&mut st, bytes[i], (base + i) as u32, &mut cx) == Step::Ok)
                 && viable(&st, end, &mut cx)
         };
         if !ok {
-            self.state = self.levels.last().map(|l| l.0.clone()).unwrap_or_default();
-            self.text.truncate(base);
+            self.levels.pop();
+            self.state = self.levels.last().map(|l| l.state.clone()).unwrap_or_default();
             return false;
         }
         self.state = st;
-        self.levels.push((self.state.clone(), self.text.len()));
-        self.end_ok.push(false);
+        if let Some(l) = self.levels.last_mut() {
+            l.state = self.state.clone();
+        }
         true
     }
 
@@ -148,8 +154,7 @@ impl Checker {
     /// accepts there: a number at the top level is checked now, and the whole document is
     /// validated against the whole schema. Computed once per accepted token.
     pub fn end_ok(&mut self) -> bool {
-        let n = self.levels.len() - 1;
-        if let Some(&true) = self.end_ok.get(n) {
+        if self.levels.last().is_some_and(|l| l.end_ok) {
             return true;
         }
         let mut ok = true;
@@ -157,13 +162,13 @@ impl Checker {
         if self.state.lex == Lex::Num && self.state.stack.is_empty() {
             let set = self.state.scalar_set;
             let start = self.state.scalar_start;
-            let end = self.text.len() as u32;
+            let end = self.levels.items().len() as u32;
             let mut cx = self.cx(&[], false);
             ok = complete(set, start, end, &mut cx) == Step::Ok;
         }
-        ok = ok && self.checks.whole_is_valid(&self.text);
-        if let Some(slot) = self.end_ok.get_mut(n) {
-            *slot = ok;
+        ok = ok && self.checks.whole_is_valid(self.levels.items());
+        if let Some(l) = self.levels.last_mut() {
+            l.end_ok = ok;
         }
         ok
     }
@@ -185,11 +190,9 @@ impl Checker {
     pub fn rollback(&mut self, n: usize) {
         for _ in 0..n.min(self.levels.len().saturating_sub(1)) {
             self.levels.pop();
-            self.end_ok.pop();
         }
-        if let Some((st, len)) = self.levels.last() {
-            self.state = st.clone();
-            self.text.truncate(*len);
+        if let Some(l) = self.levels.last() {
+            self.state = l.state.clone();
         }
     }
 
@@ -203,7 +206,7 @@ impl Checker {
         self.sim.scalar_start = self.state.scalar_start;
         self.sim.keys.clear();
         self.sim.keys.extend_from_slice(&self.state.keys);
-        let base = self.text.len();
+        let base = self.levels.items().len();
         let mut sim = std::mem::take(&mut self.sim);
         let mut cx = self.cx(bytes, stop_at_check);
         let mut out = None;
