@@ -11,6 +11,7 @@
 
 use super::cut::{Cut, CLOSURE_BUDGET};
 use super::{FrameId, NodeId, Pda};
+use crate::util::Levels;
 use crate::Limits;
 
 /// "No parent": the frame is the bottom of its stack ([`FrameId::BOTTOM`]).
@@ -529,10 +530,9 @@ pub(crate) trait Recognizer {
 pub(crate) struct Runner<'p> {
     pda: &'p Pda,
     stacks: Stacks,
-    /// All tops, level after level.
-    tops: Vec<FrameId>,
-    /// Per pushed byte: (start of its tops in `tops`, arena length before it).
-    levels: Vec<(usize, usize)>,
+    /// Per pushed byte (the first level: the start), the stacks' tops after it and the arena
+    /// length before it.
+    levels: Levels<FrameId, usize>,
     accepting: bool,
 }
 
@@ -540,9 +540,9 @@ impl<'p> Runner<'p> {
     /// A runner at the start of the grammar.
     pub fn new(pda: &'p Pda, limits: &Limits) -> Self {
         let mut stacks = Stacks::new(limits);
-        let mut tops = Vec::new();
-        let accepting = stacks.start(pda, &mut tops);
-        Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting }
+        let mut levels = Levels::new();
+        let accepting = stacks.start(pda, levels.open(0));
+        Runner { pda, stacks, levels, accepting }
     }
 
     /// A runner whose context is the given chain of frames (bottom first): the bottom's
@@ -554,8 +554,12 @@ impl<'p> Runner<'p> {
             stacks.arena.push(Frame { parent, ..*f });
             parent = FrameId::at(stacks.arena.len() - 1);
         }
-        let tops = if chain.is_empty() { Vec::new() } else { vec![parent] };
-        Runner { pda, stacks, tops, levels: vec![(0, 0)], accepting: false }
+        let mut levels = Levels::new();
+        let tops = levels.open(0);
+        if !chain.is_empty() {
+            tops.push(parent);
+        }
+        Runner { pda, stacks, levels, accepting: false }
     }
 
     /// Pushes a level made of `frames` (appended to the arena as they come, parents already
@@ -565,9 +569,7 @@ impl<'p> Runner<'p> {
     pub fn push_level(&mut self, frames: impl Iterator<Item = Frame>, tops: impl Iterator<Item = FrameId>) {
         let arena_len = self.stacks.arena.len();
         self.stacks.arena.extend(frames);
-        let start = self.tops.len();
-        self.tops.extend(tops);
-        self.levels.push((start, arena_len));
+        self.levels.open(arena_len).extend(tops);
     }
 
     /// The runner's stacks (read only: the runner pushes and pops them).
@@ -578,8 +580,7 @@ impl<'p> Runner<'p> {
 
     /// Tops of the current level.
     pub fn current_tops(&self) -> &[FrameId] {
-        let (start, _) = *self.levels.last().unwrap_or(&(0, 0));
-        &self.tops[start..]
+        self.levels.top()
     }
 
     /// Whether the bytes fed so far complete the start rule.
@@ -603,20 +604,12 @@ impl<'p> Runner<'p> {
 
 impl Recognizer for Runner<'_> {
     fn push_byte(&mut self, byte: u8) -> ByteStep {
-        let (start, _) = *self.levels.last().unwrap_or(&(0, 0));
-        let end = self.tops.len();
         let arena_len = self.stacks.arena.len();
-        // Step from a copy of the current level's tops into new tops appended after them.
-        let mut out = std::mem::take(&mut self.tops);
-        let reached = {
-            let cur: &[FrameId] = &out[start..end];
-            // `step` reads `cur` and appends to a separate vector, so copy the level (small).
-            let cur: smallvec_like::Tops = smallvec_like::Tops::from(cur);
-            self.stacks.step(self.pda, cur.as_slice(), byte, &mut out)
-        };
-        self.tops = out;
-        self.levels.push((end, arena_len));
-        ByteStep { alive: self.tops.len() > end, reached_end: reached }
+        // The new level's tops are appended to the arena the current level's live in, so
+        // step from a copy of the current ones (small, usually inline).
+        let cur = smallvec_like::Tops::from(self.levels.top());
+        let reached = self.stacks.step(self.pda, cur.as_slice(), byte, self.levels.open(arena_len));
+        ByteStep { alive: !self.levels.top().is_empty(), reached_end: reached }
     }
 
     fn pop_bytes(&mut self, n: usize) {
@@ -624,8 +617,7 @@ impl Recognizer for Runner<'_> {
             if self.levels.len() <= 1 {
                 return;
             }
-            if let Some((start, arena_len)) = self.levels.pop() {
-                self.tops.truncate(start);
+            if let Some(arena_len) = self.levels.pop() {
                 self.stacks.arena.truncate(arena_len);
             }
         }
