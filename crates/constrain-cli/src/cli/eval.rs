@@ -32,8 +32,13 @@
 //! or matcher inconsistency occurred, else 7 when a parse limit cut the path of a valid
 //! instance (a *limit hit*, also counted as a wrong reject; `--max-parse-stacks` and
 //! `--max-stack-depth` raise the limits). `--explain` prints where each wrong verdict happened.
+//!
+//! The summary ends with the slowest mask steps (schema, instance, position, the text before,
+//! and whether the step stays slow when repeated; see `slowest`) and the process's peak
+//! resident memory.
 
 mod python_json;
+mod slowest;
 mod stats;
 
 use super::out::outln;
@@ -44,6 +49,7 @@ use constrain::schema;
 use constrain::schema::Compiled;
 use constrain::{Limits, TokenId, Vocabulary};
 use python_json::PyValue;
+use slowest::SlowMask;
 use stats::{SchemaResult, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -305,6 +311,10 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         ctx.index.memory_usage() as f64 / 1e6,
         cache_bytes as f64 / 1e6,
     );
+    print_slowest(&results);
+    if let Some(peak) = slowest::peak_rss_bytes() {
+        outln!("peak resident memory: {:.1} MB", peak as f64 / 1e6);
+    }
     if !total.errors.is_empty() {
         outln!("\ncompile errors by keyword / kind:");
         let mut errs: Vec<(&String, &usize)> = total.errors.iter().collect();
@@ -394,6 +404,7 @@ fn write_report(
         "token_index_bytes": ctx.index.memory_usage(),
         "mask_cache_entries": cache_entries,
         "mask_cache_bytes": cache_bytes,
+        "peak_rss_bytes": slowest::peak_rss_bytes(),
         "totals": total.to_json(),
         "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),
         "details": {
@@ -404,6 +415,31 @@ fn write_report(
     });
     let text = serde_json::to_string_pretty(&report)?;
     std::fs::write(path, text).with_context(|| format!("cannot write report {}", path.display()))
+}
+
+/// Lists the slowest mask steps over all schemas, slowest first (one per schema).
+fn print_slowest(results: &[SchemaResult]) {
+    let mut slow: Vec<(&SchemaResult, &SlowMask)> =
+        results.iter().filter_map(|r| r.slowest.as_ref().map(|s| (r, s))).collect();
+    if slow.is_empty() {
+        return;
+    }
+    slow.sort_by_key(|(r, s)| (std::cmp::Reverse(s.ns), r.id.as_str()));
+    outln!(
+        "slowest mask steps (µs in the run, µs repeated warm; schema, instance, tokens before; cause; text before):"
+    );
+    for (r, s) in slow.iter().take(slowest::LISTED) {
+        outln!(
+            "  {:>9.1} {:>9.1}  {} #{} @{}  {}  {:?}",
+            f64::from(s.ns) / 1000.0,
+            f64::from(s.warm_ns) / 1000.0,
+            r.id,
+            s.instance,
+            s.step,
+            s.cause(),
+            s.before
+        );
+    }
 }
 
 /// Finds the schema files: `dir` itself if it is a set folder (has `tests/`), else every
@@ -517,8 +553,15 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<S
     r.ttfm_ns = Some(ttfm.as_nanos().min(u64::MAX as u128) as u64);
     r.memory_bytes = Some(constraint.memory_usage());
 
-    for inst in &instances {
+    // The instance holding the slowest step so far: (its steps' range in `mask_ns`, its index).
+    let mut slowest: Option<(std::ops::Range<usize>, usize)> = None;
+    for (i, inst) in instances.iter().enumerate() {
+        let start = r.mask_ns.len();
         let outcome = replay(&constraint, &inst.tokens, mask, &mut r.mask_ns);
+        let max = |range: &std::ops::Range<usize>| r.mask_ns[range.clone()].iter().max().copied();
+        if slowest.as_ref().is_none_or(|(range, _)| max(&(start..r.mask_ns.len())) > max(range)) {
+            slowest = Some((start..r.mask_ns.len(), i));
+        }
         let wrong = match outcome {
             Replay::Accepted => {
                 if !inst.valid {
@@ -551,6 +594,10 @@ fn eval_schema(ctx: &Context, job: &Job, mask: &mut [u32], explained: &mut Vec<S
         if wrong && ctx.explain {
             explained.push(explain_verdict(&constraint, &ctx.source, job, inst));
         }
+    }
+    if let Some((range, i)) = slowest {
+        let inst = &instances[i];
+        r.slowest = SlowMask::find(&constraint, inst.n, &inst.tokens, &r.mask_ns[range], mask);
     }
     Some(r)
 }

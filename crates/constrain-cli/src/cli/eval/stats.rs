@@ -42,6 +42,8 @@ pub(crate) struct SchemaResult {
     /// The compiler's notes on where the constraint accepts less than the schema
     /// (`pointer: message`).
     pub notes: Vec<String>,
+    /// The slowest mask step over the schema's instances.
+    pub slowest: Option<super::slowest::SlowMask>,
 }
 
 impl SchemaResult {
@@ -93,6 +95,9 @@ impl SchemaResult {
             o.insert("skipped_instances".into(), json!(self.skipped_instances));
         }
         o.insert("memory_bytes".into(), json!(self.memory_bytes));
+        if let Some(s) = &self.slowest {
+            o.insert("slowest_mask".into(), s.to_json());
+        }
         Value::Object(o)
     }
 }
