@@ -532,6 +532,12 @@ impl Constraint {
         self.inner.index().vocab().mask_len()
     }
 
+    /// The end-of-generation ids of its tokenizer, sorted.
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.index().vocab().eos_tokens().iter().map(|t| t.0).collect()
+    }
+
     /// Where a schema compiled as a documented subset, and warnings, one line each.
     #[getter]
     fn notes(&self) -> Vec<String> {

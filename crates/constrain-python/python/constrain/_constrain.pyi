@@ -123,6 +123,9 @@ class Constraint:
     def vocab_size(self) -> int:
         """Width of the masks in tokens."""
     @property
+    def eos_token_ids(self) -> List[int]:
+        """The end-of-generation ids of its tokenizer, sorted."""
+    @property
     def notes(self) -> List[str]:
         """Where a schema compiled as a documented subset, and warnings."""
     @property
