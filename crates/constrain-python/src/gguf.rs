@@ -19,11 +19,14 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 /// Token texts llama.cpp adds to the end-of-generation set when the file has them
-/// (`llama-vocab.cpp`: the EOT names and the FIM pad/repo/separator names it knows).
+/// (`llama-vocab.cpp`: the EOT/EOG names and the FIM pad/repo/separator names it knows).
+/// Checked against llama.cpp for the default model by `tests/test_gguf.py`.
 const EOG_NAMES: &[&str] = &[
     "<|eot_id|>",
     "<|im_end|>",
     "<|end|>",
+    "<|return|>",
+    "<|call|>",
     "<end_of_turn>",
     "<|endoftext|>",
     "<|eom_id|>",
@@ -31,6 +34,7 @@ const EOG_NAMES: &[&str] = &[
     "_<EOT>",
     "<|end_of_text|>",
     "<end_of_utterance>",
+    "<\u{ff5c}end\u{2581}of\u{2581}sentence\u{ff5c}>",
     "<|fim_pad|>",
     "<fim-pad>",
     "<fim_pad>",
@@ -41,10 +45,6 @@ const EOG_NAMES: &[&str] = &[
     "<REPO>",
     "<reponame>",
     "<|file_sep|>",
-    "<|file_separator|>",
-    "<file_sep>",
-    "<fim-sep>",
-    "<SEP>",
 ];
 
 /// Longest string or array the reader accepts: past it the file is malformed.
