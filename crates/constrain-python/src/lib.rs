@@ -628,7 +628,7 @@ impl Matcher {
     /// are allowed only where the output may end; after EOS the row is all zero.
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(&self, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
-        let buf = MaskBuffer::of(bitmask)?;
+        let buf = MaskBuffer::of_cached(bitmask)?;
         // SAFETY: `bitmask` is borrowed for this call, and the row is used only within it.
         let row = unsafe { buf.row(index)? };
         self.lock().fill_row(row).map_err(|e| match_err(e, Kind::Gbnf))
@@ -772,13 +772,55 @@ impl Matcher {
 // Bitmask buffers
 
 /// A caller's `int32` bitmask: numpy array or CPU torch tensor, C-contiguous, 1-D or 2-D.
+#[derive(Clone, Copy)]
 struct MaskBuffer {
     ptr: *mut u32,
     rows: usize,
     words: usize,
 }
 
+/// The last numpy array `MaskBuffer::of` read on this thread, held (so it stays alive and
+/// its identity cannot be reused) with its address: reading `__array_interface__` costs
+/// about 5 µs, half a cached mask fill, and a decode loop passes the same array every step.
+/// numpy does not move a live array's data while another reference to it exists (`resize`
+/// refuses), so the held reference also keeps the address valid. Torch tensors are not
+/// remembered: `resize_` may move their storage.
+struct LastArray {
+    obj: Py<PyAny>,
+    buf: MaskBuffer,
+}
+
+thread_local! {
+    static LAST_ARRAY: std::cell::RefCell<Option<LastArray>> = const { std::cell::RefCell::new(None) };
+}
+
+/// numpy's `ndarray` type, for the exact-type check of [`LastArray`].
+fn ndarray_type(py: Python<'_>) -> Option<&Bound<'_, pyo3::types::PyType>> {
+    static NDARRAY: pyo3::sync::GILOnceCell<Option<Py<pyo3::types::PyType>>> = pyo3::sync::GILOnceCell::new();
+    NDARRAY
+        .get_or_init(py, || {
+            let np = py.import("numpy").ok()?;
+            np.getattr("ndarray").ok()?.downcast_into::<pyo3::types::PyType>().ok().map(Bound::unbind)
+        })
+        .as_ref()
+        .map(|t| t.bind(py))
+}
+
 impl MaskBuffer {
+    /// [`MaskBuffer::of`], remembering the last numpy array (see [`LastArray`]).
+    fn of_cached(obj: &Bound<'_, PyAny>) -> PyResult<MaskBuffer> {
+        let hit = LAST_ARRAY.with(|l| l.borrow().as_ref().filter(|c| c.obj.is(obj)).map(|c| c.buf));
+        if let Some(buf) = hit {
+            return Ok(buf);
+        }
+        let buf = MaskBuffer::of(obj)?;
+        if ndarray_type(obj.py()).is_some_and(|t| obj.get_type().is(t)) {
+            let old = LAST_ARRAY.with(|l| l.replace(Some(LastArray { obj: obj.clone().unbind(), buf })));
+            drop(old);
+        }
+        Ok(buf)
+    }
+
     fn of(obj: &Bound<'_, PyAny>) -> PyResult<MaskBuffer> {
         let (ptr, shape) = if let Ok(iface) = obj.getattr(pyo3::intern!(obj.py(), "__array_interface__")) {
             let typestr: String = iface.get_item("typestr")?.extract()?;
@@ -863,7 +905,7 @@ fn fill_next_token_bitmasks(
     bitmask: &Bound<'_, PyAny>,
     indices: Option<Vec<usize>>,
 ) -> PyResult<()> {
-    let buf = MaskBuffer::of(bitmask)?;
+    let buf = MaskBuffer::of_cached(bitmask)?;
     let indices: Vec<usize> = indices.unwrap_or_else(|| (0..matchers.len()).collect());
     if indices.len() != matchers.len() {
         return Err(PyValueError::new_err("indices and matchers differ in length"));
@@ -898,10 +940,14 @@ fn fill_next_token_bitmasks(
 mod pool {
     //! A small fixed pool of worker threads for batch mask fills: spawning threads per call
     //! would cost as much as the fills themselves (a cached mask is ~10 µs).
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::mpsc::{channel, Sender};
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::{Arc, Mutex, OnceLock};
 
     type Job = Box<dyn FnOnce() + Send>;
+
+    /// Polls before a worker blocks (a few µs): a decode loop calls again soon.
+    const SPIN: u32 = 2_000;
 
     fn workers() -> &'static Vec<Mutex<Sender<Job>>> {
         static POOL: OnceLock<Vec<Mutex<Sender<Job>>>> = OnceLock::new();
@@ -911,8 +957,24 @@ mod pool {
                 .map(|i| {
                     let (tx, rx) = channel::<Job>();
                     let _ = std::thread::Builder::new().name(format!("constrain-fill-{i}")).spawn(move || {
-                        while let Ok(job) = rx.recv() {
-                            job();
+                        // Spin a little before sleeping: a decode loop calls again within
+                        // tens of µs, and waking a sleeping thread costs about as much as
+                        // a cached fill.
+                        'outer: loop {
+                            for _ in 0..SPIN {
+                                match rx.try_recv() {
+                                    Ok(job) => {
+                                        job();
+                                        continue 'outer;
+                                    }
+                                    Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break 'outer,
+                                }
+                            }
+                            match rx.recv() {
+                                Ok(job) => job(),
+                                Err(_) => break,
+                            }
                         }
                     });
                     Mutex::new(tx)
@@ -921,50 +983,74 @@ mod pool {
         })
     }
 
-    /// Runs `f` on every item, split over the pool and the calling thread; returns the
-    /// results in order.
+    /// What a call shares with the workers it wakes; on the heap, so a worker that wakes
+    /// after the call returned touches only this.
+    struct Ctl {
+        /// The next item to take.
+        next: AtomicUsize,
+        /// Workers inside the items now.
+        active: AtomicUsize,
+        /// Set by the caller once every item is taken: a worker arriving later leaves at once.
+        closed: AtomicBool,
+    }
+
+    /// Runs `f` on every item, on the calling thread and whichever pool workers come to
+    /// help, and returns the results in order. Items are taken one at a time from a shared
+    /// counter, so a worker that wakes late (a busy machine) costs nothing: the caller has
+    /// done the work, closes the call, and waits only for workers already inside it.
     pub fn run<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + Sync) -> Vec<R> {
-        let workers = workers();
-        let parts = (workers.len() + 1).min(items.len().max(1));
-        let chunk = items.len().div_ceil(parts).max(1);
-        let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+        let n = items.len();
+        let mut results: Vec<Option<R>> = (0..n).map(|_| None).collect();
+        let ctl =
+            Arc::new(Ctl { next: AtomicUsize::new(0), active: AtomicUsize::new(0), closed: AtomicBool::new(false) });
+        let items_ptr = items.as_mut_ptr() as usize;
+        let results_ptr = results.as_mut_ptr() as usize;
         let f = &f;
-        let mut chunks = items.chunks_mut(chunk).zip(results.chunks_mut(chunk));
-        let own = chunks.next();
-        let (done_tx, done_rx) = channel::<()>();
-        let mut sent = 0;
-        for ((items, out), w) in chunks.zip(workers) {
-            let job: Box<dyn FnOnce() + Send + '_> = Box::new({
-                let done = done_tx.clone();
-                move || {
-                    for (it, o) in items.iter_mut().zip(out.iter_mut()) {
-                        *o = Some(f(it));
-                    }
-                    let _ = done.send(());
-                }
-            });
-            // SAFETY: the job borrows `items`, `results` and `f`, all of which outlive it:
-            // this function waits below for every job sent to report done before returning.
-            let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
-            let sent_ok = w.lock().map(|tx| tx.send(job).is_ok()).unwrap_or(false);
-            if sent_ok {
-                sent += 1;
-            }
-        }
-        if let Some((items, out)) = own {
-            for (it, o) in items.iter_mut().zip(out.iter_mut()) {
-                *o = Some(f(it));
-            }
-        }
-        // Our sender goes first: a job that panicked drops its own, so `recv` then fails
-        // instead of waiting for it forever.
-        drop(done_tx);
-        for _ in 0..sent {
-            if done_rx.recv().is_err() {
+        // Takes items until none is left. Each index is taken once (`fetch_add`), so no two
+        // threads touch one item or one result.
+        let work = move |ctl: &Ctl| loop {
+            let i = ctl.next.fetch_add(1, Ordering::SeqCst);
+            if i >= n {
                 break;
             }
+            // SAFETY: `i < n` is this thread's own index; the slices outlive every thread
+            // inside the call (the caller waits for `active` to reach 0 before returning).
+            unsafe {
+                let item = &mut *(items_ptr as *mut T).add(i);
+                *(results_ptr as *mut Option<R>).add(i) = Some(f(item));
+            }
+        };
+        let helpers = workers().len().min(n.saturating_sub(1));
+        for w in workers().iter().take(helpers) {
+            let ctl = Arc::clone(&ctl);
+            let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+                ctl.active.fetch_add(1, Ordering::SeqCst);
+                if !ctl.closed.load(Ordering::SeqCst) {
+                    work(&ctl);
+                }
+                ctl.active.fetch_sub(1, Ordering::SeqCst);
+            });
+            // SAFETY: the job touches `items`, `results` and `f` only while `active` counts
+            // it and `closed` was not yet set; the caller sets `closed`, then waits for
+            // `active` to be 0, before any of them goes away. After that a late job sees
+            // `closed` and touches only `ctl`, which it owns a share of.
+            let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
+            if let Ok(tx) = w.lock() {
+                let _ = tx.send(job);
+            }
         }
-        // A job that never ran (its worker gone) leaves `None`: run it here.
+        work(&ctl);
+        ctl.closed.store(true, Ordering::SeqCst);
+        let mut spins = 0u32;
+        while ctl.active.load(Ordering::SeqCst) != 0 {
+            spins += 1;
+            if spins < 1000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        // Every index below `n` was taken and finished by now.
         results.into_iter().zip(items.iter_mut()).map(|(r, it)| r.unwrap_or_else(|| f(it))).collect()
     }
 }
