@@ -12,11 +12,11 @@
 //! `ConstrainError` their base); no panic crosses into Python (pyo3 turns one into
 //! `PanicException`, and none is expected: the engine reports errors as values).
 //!
-//! Cost: the hot path — [`Matcher::fill_next_token_bitmask`] then
-//! [`Matcher::accept_token`] — allocates nothing here: the mask row is the caller's buffer,
-//! borrowed for the call. [`fill_next_token_bitmasks`] fills one row per matcher on a
+//! Cost: the hot path — `Matcher.fill_next_token_bitmask` then
+//! `Matcher.accept_token` — allocates nothing here: the mask row is the caller's buffer,
+//! borrowed for the call. `fill_next_token_bitmasks` fills one row per matcher on a
 //! thread pool with the GIL released. Compiling is cached per tokenizer, constraint kind,
-//! options and text ([`CACHE_ENTRIES`]).
+//! options and text (up to 256 entries).
 //!
 //! The pure-Python package (`python/constrain`) wraps this module and adds the
 //! transformers and vLLM adapters; the neighbouring crates are the facade `constrain` (all
@@ -1055,7 +1055,7 @@ mod pool {
     }
 }
 
-/// A zeroed-free bitmask: `int32` numpy array of shape `[batch_size, ceil(vocab_size / 32)]`
+/// A new bitmask: an `int32` numpy array of shape `[batch_size, ceil(vocab_size / 32)]`
 /// with every bit set (all tokens allowed, as XGrammar's), ready for
 /// `fill_next_token_bitmask`.
 #[pyfunction]
