@@ -116,4 +116,87 @@ except openai.BadRequestError as e:
 c = client.completions.create(model="default", prompt="The sky is", max_tokens=5, seed=1)
 assert c.choices[0].text is not None and c.usage.completion_tokens <= 5, c
 
+# Tool calls: held-out schemas, `required` and a named function; every `arguments` string
+# parses and validates; `auto` gives text or a valid call; streamed deltas reassemble.
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "convert_currency", "description": "Convert an amount between currencies",
+        "parameters": {"type": "object", "properties": {
+            "amount": {"type": "number", "minimum": 0, "maximum": 1000000},
+            "from": {"enum": ["EUR", "USD", "JPY"]}, "to": {"enum": ["EUR", "USD", "JPY"]}},
+            "required": ["amount", "from", "to"], "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "set_alarm", "description": "Set an alarm",
+        "parameters": {"type": "object", "properties": {
+            "hour": {"type": "integer", "minimum": 0, "maximum": 23},
+            "minute": {"type": "integer", "minimum": 0, "maximum": 59},
+            "label": {"type": "string", "maxLength": 20}},
+            "required": ["hour", "minute"], "additionalProperties": False}}},
+]
+PARAMS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+
+def check_call(name, arguments):
+    assert name in PARAMS, name
+    assert isinstance(arguments, str), arguments
+    args = json.loads(arguments)
+    schema = PARAMS[name]
+    assert set(args) <= set(schema["properties"]) and all(k in args for k in schema["required"]), args
+    for key, value in args.items():
+        sub = schema["properties"][key]
+        if "enum" in sub:
+            assert value in sub["enum"], (key, value)
+        else:
+            check(sub, value)
+
+
+def tool_request(i, choice, stream=False):
+    kwargs = dict(
+        model="default",
+        messages=[{"role": "user", "content": ["Convert 20 euros to dollars.", "Wake me at 7:15."][i % 2]}],
+        tools=TOOLS, tool_choice=choice, max_tokens=64, temperature=0.7, seed=200 + i,
+    )
+    if not stream:
+        return client.chat.completions.create(**kwargs)
+    calls = {}
+    finish = None
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        if not chunk.choices:
+            continue
+        for d in chunk.choices[0].delta.tool_calls or []:
+            c = calls.setdefault(d.index, {"name": "", "arguments": ""})
+            if d.function.name:
+                c["name"] += d.function.name
+            if d.function.arguments:
+                c["arguments"] += d.function.arguments
+        finish = chunk.choices[0].finish_reason or finish
+    return finish, [calls[k] for k in sorted(calls)]
+
+
+named = {"type": "function", "function": {"name": "set_alarm"}}
+for i in range(2):
+    for choice in ("required", named):
+        r = tool_request(i, choice)
+        assert r.choices[0].finish_reason == "tool_calls", r
+        calls = r.choices[0].message.tool_calls
+        assert calls, r
+        for c in calls:
+            assert c.type == "function" and c.id, c
+            check_call(c.function.name, c.function.arguments)
+            if choice is named:
+                assert c.function.name == "set_alarm", c
+        finish, streamed = tool_request(i, choice, stream=True)
+        assert finish == "tool_calls", finish
+        assert streamed, streamed
+        for c in streamed:
+            check_call(c["name"], c["arguments"])
+for i in range(2):
+    r = tool_request(i, "auto")
+    m = r.choices[0].message
+    if m.tool_calls:
+        for c in m.tool_calls:
+            check_call(c.function.name, c.function.arguments)
+    else:
+        assert isinstance(m.content, str), r
+
 print("openai client: all checks passed")

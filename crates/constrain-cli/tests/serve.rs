@@ -92,6 +92,7 @@ fn serve_end_to_end() {
     timed("cancelled clients", &cancelled_clients_free_their_sequence);
     timed("8 concurrent", &eight_concurrent_documents_validate);
     timed("full queue", &full_queue_is_503);
+    timed("tool calls", &tool_calls);
     // Still serving after all that, with the same answer for the same seed.
     let body = chat_body("Invent a person.", Some(&person_schema()), 7, 48);
     let again = post_json(&addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
@@ -373,4 +374,165 @@ fn openai_python_client(addr: &str) {
         "the openai client test failed (install it with scripts/install-deps.sh):\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("openai client: all checks passed"), "{stdout}\n{stderr}");
+}
+
+/// Two functions whose arguments the tests validate.
+fn tool_defs() -> Value {
+    json!([
+        {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+            "parameters": {"type": "object", "properties": {
+                "city": {"type": "string", "maxLength": 30},
+                "unit": {"enum": ["celsius", "fahrenheit"]}},
+                "required": ["city", "unit"], "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "book_table", "description": "Book a restaurant table",
+            "parameters": {"type": "object", "properties": {
+                "restaurant": {"type": "string", "maxLength": 30},
+                "people": {"type": "integer", "minimum": 1, "maximum": 12},
+                "time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"},
+                "notes": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 2}},
+                "required": ["restaurant", "people", "time"], "additionalProperties": false}}}
+    ])
+}
+
+/// Panics unless every call names a function of `tools` and its arguments string parses and
+/// validates against that function's parameters; returns `(name, arguments)` per call.
+fn assert_calls_valid(tools: &Value, calls: &Value) -> Vec<(String, String)> {
+    let calls = calls.as_array().unwrap_or_else(|| panic!("no tool_calls: {calls}"));
+    assert!(!calls.is_empty());
+    calls
+        .iter()
+        .map(|c| {
+            assert_eq!(c["type"], "function", "{c}");
+            assert!(c["id"].as_str().is_some_and(|id| id.starts_with("call_")), "{c}");
+            let name = c["function"]["name"].as_str().unwrap().to_string();
+            let args = c["function"]["arguments"].as_str().unwrap_or_else(|| panic!("arguments not a string: {c}"));
+            assert_call_valid(tools, &name, args);
+            (name, args.to_string())
+        })
+        .collect()
+}
+
+/// Panics unless `name` is a function of `tools` and `args` validates against its parameters.
+fn assert_call_valid(tools: &Value, name: &str, args: &str) {
+    let f = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == name).expect("known name");
+    assert_valid(&f["function"]["parameters"], args);
+}
+
+fn tool_body(prompt: &str, choice: Value, parallel: bool, seed: u64) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": prompt}],
+        "tools": tool_defs(), "tool_choice": choice, "parallel_tool_calls": parallel,
+        "max_tokens": 60, "temperature": 0.8, "seed": seed,
+    })
+}
+
+/// `required` and a named function give calls whose arguments validate (non-streaming and
+/// streaming, which reassembles to the same calls); `auto` gives text or a valid call; a
+/// conversation with earlier calls and tool results is accepted; a parameter keyword that
+/// needs a run-time check is refused under `auto` (400 naming it) and kept under `required`.
+fn tool_calls(addr: &str) {
+    let tools = tool_defs();
+    let prompts = ["What is the weather in Oslo?", "Book a table for 4 at Chez Lu at 19:30."];
+    for (i, prompt) in prompts.iter().enumerate() {
+        for choice in [json!("required"), json!({"type": "function", "function": {"name": "book_table"}})] {
+            let body = tool_body(prompt, choice.clone(), i % 2 == 0, i as u64);
+            let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+            let v = r.json().unwrap();
+            let choice0 = &v["choices"][0];
+            assert_eq!(choice0["finish_reason"], "tool_calls", "{v}");
+            assert!(choice0["message"]["content"].is_null(), "{v}");
+            let calls = assert_calls_valid(&tools, &choice0["message"]["tool_calls"]);
+            if i % 2 == 1 {
+                assert_eq!(calls.len(), 1, "parallel_tool_calls false: one call");
+            }
+            if choice["type"] == "function" {
+                assert!(calls.iter().all(|(n, _)| n == "book_table"), "{calls:?}");
+            }
+            // Streamed, the deltas reassemble to the same calls.
+            let mut body = body;
+            body["stream"] = json!(true);
+            let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+            let data = r.sse_data();
+            assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
+            let mut streamed: Vec<(String, String)> = Vec::new();
+            let mut finish = None;
+            for d in &data[..data.len() - 1] {
+                let chunk: Value = serde_json::from_str(d).unwrap();
+                let c = &chunk["choices"][0];
+                for call in c["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                    let index = call["index"].as_u64().unwrap() as usize;
+                    if index == streamed.len() {
+                        assert!(call["id"].is_string() && call["type"] == "function", "{call}");
+                        streamed.push((call["function"]["name"].as_str().unwrap().to_string(), String::new()));
+                    }
+                    streamed[index].1.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+                }
+                if let Some(f) = c["finish_reason"].as_str() {
+                    finish = Some(f.to_string());
+                }
+            }
+            assert_eq!(finish.as_deref(), Some("tool_calls"));
+            // The same seed usually gives the same calls, but the prompt's cached cells make
+            // the floats differ slightly: the streamed calls are checked on their own.
+            assert!(!streamed.is_empty());
+            for (name, args) in &streamed {
+                assert_call_valid(&tools, name, args);
+            }
+        }
+    }
+    // `auto`: text or a valid call.
+    for (i, prompt) in ["Say hello to me.", "What is the weather in Rome, in celsius?"].iter().enumerate() {
+        let r =
+            post_json(addr, "/v1/chat/completions", &tool_body(prompt, json!("auto"), true, 10 + i as u64), TIMEOUT)
+                .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json().unwrap();
+        let m = &v["choices"][0]["message"];
+        match m["tool_calls"].as_array() {
+            Some(_) => {
+                assert_calls_valid(&tools, &m["tool_calls"]);
+                assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+            }
+            None => assert!(m["content"].as_str().is_some_and(|t| !t.starts_with('{') && !t.starts_with('[')), "{v}"),
+        }
+    }
+    // A conversation with an earlier call and its result.
+    let body = json!({
+        "messages": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\",\"unit\":\"celsius\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 3}"}
+        ],
+        "tools": tools, "tool_choice": "none", "max_tokens": 16, "seed": 1
+    });
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.json().unwrap()["choices"][0]["message"]["content"].is_string());
+    // A keyword that needs a run-time check: refused under auto, kept under required.
+    let needs_check = json!([{"type": "function", "function": {"name": "tag", "parameters": {"type": "object",
+        "properties": {"tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true, "maxItems": 3}},
+        "required": ["tags"], "additionalProperties": false}}}]);
+    let mut body = tool_body("Tag it.", json!("auto"), false, 3);
+    body["tools"] = needs_check.clone();
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("uniqueItems"), "{}", r.body);
+    body["tool_choice"] = json!("required");
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_calls_valid(&needs_check, &r.json().unwrap()["choices"][0]["message"]["tool_calls"]);
+    // Bad tool requests are 400s naming the field.
+    for (tools, choice) in [
+        (json!([{"type": "function", "function": {"name": "x y"}}]), json!("auto")),
+        (tool_defs(), json!({"type": "function", "function": {"name": "nope"}})),
+        (json!("tools"), json!("auto")),
+    ] {
+        let body = json!({"messages": [{"role": "user", "content": "x"}], "tools": tools, "tool_choice": choice});
+        let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(r.json().unwrap()["error"]["param"].is_string(), "{}", r.body);
+    }
 }

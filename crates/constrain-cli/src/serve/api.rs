@@ -3,6 +3,7 @@
 //! Input: a request body already parsed as JSON. Output: a [`Job`] (prompt, constraint
 //! spec, sampling settings, stop strings) or an [`ApiError`] naming the offending field.
 //! Unknown fields are ignored, as OpenAI-compatible servers do.
+use super::tools::{self, Tools};
 use constrain::sampling::SamplerSettings;
 use constrain::TokenId;
 use constrain_llama::BatchPrompt;
@@ -66,6 +67,9 @@ struct Message {
     role: String,
     #[serde(default)]
     content: Option<Content>,
+    /// An assistant turn's earlier calls.
+    #[serde(default)]
+    tool_calls: Option<Vec<Value>>,
 }
 
 /// `stop`: one string or several.
@@ -129,6 +133,12 @@ struct Request {
     json_schema: Option<Value>,
     #[serde(default)]
     regex: Option<String>,
+    #[serde(default)]
+    tools: Option<Value>,
+    #[serde(default)]
+    tool_choice: Option<Value>,
+    #[serde(default)]
+    parallel_tool_calls: Option<bool>,
 }
 
 /// What to constrain the output to.
@@ -148,6 +158,8 @@ pub enum ConstraintSpec {
     Gbnf(String),
     /// A regular expression the whole output must match.
     Regex(String),
+    /// Function calls (or, with `tool_choice: auto`, calls or text).
+    Tools(Tools),
 }
 
 impl ConstraintSpec {
@@ -157,6 +169,7 @@ impl ConstraintSpec {
             ConstraintSpec::Schema { schema, strict, .. } => format!("schema:{strict}:{schema}"),
             ConstraintSpec::Gbnf(g) => format!("gbnf:{g}"),
             ConstraintSpec::Regex(r) => format!("regex:{r}"),
+            ConstraintSpec::Tools(t) => t.cache_text(),
         };
         xxhash_rust::xxh3::xxh3_64(text.as_bytes())
     }
@@ -179,6 +192,8 @@ pub struct Job {
     pub stream: bool,
     /// Whether a streamed response ends with a usage chunk.
     pub include_usage: bool,
+    /// The functions the output may call (also in [`Job::constraint`]).
+    pub tools: Option<Tools>,
 }
 
 /// Reads a request of either endpoint (`chat`: `/v1/chat/completions`).
@@ -198,6 +213,10 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
         let mut turns = Vec::with_capacity(messages.len());
         for (i, m) in messages.into_iter().enumerate() {
             let text = match m.content {
+                None if m.tool_calls.as_ref().is_some_and(|c| !c.is_empty()) => {
+                    let calls = m.tool_calls.as_deref().unwrap_or_default();
+                    tools::calls_as_text(calls).map_err(|e| ApiError::bad(format!("messages[{i}].tool_calls"), e))?
+                }
                 None => String::new(),
                 Some(Content::Text(t)) => t,
                 Some(Content::Parts(parts)) => {
@@ -251,10 +270,33 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
     if stop.len() > 4 || stop.iter().any(String::is_empty) {
         return Err(ApiError::bad("stop".to_string(), "`stop` takes at most 4 non-empty strings"));
     }
-    let constraint = constraint_spec(r.response_format.take(), r.grammar.take(), r.json_schema.take(), r.regex.take())?;
+    let mut constraint =
+        constraint_spec(r.response_format.take(), r.grammar.take(), r.json_schema.take(), r.regex.take())?;
+    let tools = if chat { tools::parse(r.tools.take(), r.tool_choice.take(), r.parallel_tool_calls)? } else { None };
+    let mut prompt = prompt;
+    if let Some(t) = &tools {
+        if constraint.is_some() {
+            return Err(ApiError::bad(
+                "tools".to_string(),
+                "tools cannot be combined with response_format (json), grammar, json_schema or regex",
+            ));
+        }
+        if !stop.is_empty() {
+            return Err(ApiError::bad("stop".to_string(), "`stop` is not supported with tools"));
+        }
+        constraint = Some(ConstraintSpec::Tools(t.clone()));
+        // The functions go into the system turn (the chat template has no place for them).
+        if let BatchPrompt::Chat(turns) = &mut prompt {
+            let about = t.system_prompt();
+            match turns.first_mut() {
+                Some((role, content)) if role == "system" => *content = format!("{content}\n\n{about}"),
+                _ => turns.insert(0, ("system".to_string(), about)),
+            }
+        }
+    }
     let include_usage =
         r.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
-    Ok(Job { prompt, constraint, sampler, max_tokens, stop, stream: r.stream.unwrap_or(false), include_usage })
+    Ok(Job { prompt, constraint, sampler, max_tokens, stop, stream: r.stream.unwrap_or(false), include_usage, tools })
 }
 
 /// The sampling chain: llama.cpp's defaults for every field the request leaves out.

@@ -12,10 +12,12 @@
 //! ([`api::parse`]), compile the constraint on a blocking thread (cached by a hash of the
 //! schema or grammar: a repeated schema is not compiled again), send the job to the decode
 //! thread and await its events on a channel. A client that goes away drops that channel; the
-//! decode thread then frees the sequence and its KV cells.
+//! decode thread then frees the sequence and its KV cells. Function calling (`tools`) is
+//! a constraint like the others ([`tools`]).
 pub mod api;
 pub mod bench;
 pub mod client;
+pub mod tools;
 
 use api::{ApiError, ConstraintSpec, Job, StopFilter};
 use axum::body::Bytes;
@@ -321,6 +323,41 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
                 ApiError::bad("grammar".to_string(), format!("invalid GBNF grammar: {e}")).with_code("invalid_grammar")
             })?
         }
+        ConstraintSpec::Tools(t) => {
+            // Under `auto` the output may be text, which the run-time checks cannot read:
+            // the calls are compiled without them (see `tools`).
+            let options = schema_options(state, t.strict()).with_runtime_checks(!t.auto());
+            let compiled = constrain::schema::compile(&t.schema(), &options)
+                .inspect(|compiled| log_notes(state, key, compiled.notes()))
+                .map_err(|e| {
+                    let at = if e.pointer().is_empty() { "the root".to_string() } else { e.pointer().to_string() };
+                    let hint = if t.auto() { " (with tool_choice auto no run-time checks are available; try required)" } else { "" };
+                    ApiError::bad(
+                        "tools".to_string(),
+                        format!(
+                            "unsupported or invalid tool parameters at {at} of the call schema (keyword `{}`): {}{hint}",
+                            e.keyword(),
+                            e.message()
+                        ),
+                    )
+                    .with_code("invalid_schema")
+                })?;
+            if t.auto() {
+                if compiled.checks().is_some() {
+                    return Err(ApiError::new(
+                        500,
+                        "server_error",
+                        "tool calls under auto compiled with run-time checks",
+                    ));
+                }
+                let g = tools::call_or_text(compiled.grammar(), t.parallel).map_err(|e| {
+                    ApiError::bad("tools".to_string(), format!("the tool grammar cannot be built: {e}"))
+                })?;
+                Compiled::from_grammar(g)
+            } else {
+                compiled
+            }
+        }
         ConstraintSpec::Regex(pattern) => {
             constrain::grammar::regex::compile_anchored(pattern).map(Compiled::from_grammar).map_err(|e| {
                 ApiError::bad("regex".to_string(), format!("invalid regex: {e}")).with_code("invalid_regex")
@@ -333,6 +370,12 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     if let ConstraintSpec::Schema { schema, strict, .. } = spec {
         // Generation prefers the schema's property order (the constraint takes any).
         c = constrain::schema::with_order_hint(c, schema, &schema_options(state, *strict));
+    }
+    if let ConstraintSpec::Tools(t) = spec {
+        // `name` before `arguments`; not under `auto`, where the output may be text.
+        if !t.auto() {
+            c = constrain::schema::with_order_hint(c, &t.schema(), &schema_options(state, t.strict()));
+        }
     }
     if let Ok(mut cache) = state.cache.lock() {
         cache.put(key, c.clone());
@@ -374,6 +417,7 @@ async fn respond(
         model: state.model_id.clone(),
         chat,
         include_usage: job.include_usage,
+        tools: job.tools.clone(),
     };
     if job.stream {
         // The first event decides the status: an early failure is still an HTTP error.
@@ -391,9 +435,19 @@ async fn respond(
             Ev::Failed(e) => return Err(generation_error(&e)),
             Ev::Done(out, hit) => {
                 drop(guard);
-                let finish = api::finish_reason(out.stop, hit);
+                let mut finish = api::finish_reason(out.stop, hit);
                 let usage = usage(&out);
-                let choice = if chat {
+                let calls = match meta.tools.as_ref().filter(|t| tools::is_call(t, &text)) {
+                    Some(_) => Some(tools::parse_calls(&text).ok_or_else(|| {
+                        ApiError::new(500, "server_error", format!("the tool call output does not parse: {text}"))
+                    })?),
+                    None => None,
+                };
+                let choice = if let Some(calls) = calls {
+                    finish = "tool_calls";
+                    let message = json!({"role": "assistant", "content": null, "tool_calls": tool_calls_json(&calls)});
+                    json!({"index": 0, "message": message, "logprobs": null, "finish_reason": finish})
+                } else if chat {
                     json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
                 } else {
                     json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
@@ -417,6 +471,18 @@ fn usage(out: &Output) -> Value {
     json!({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.generated_tokens,
            "total_tokens": out.prompt_tokens + out.generated_tokens, "backtracks": out.backtracks,
            "dead_tokens": out.dead_tokens, "unproved_tokens": out.unproved_tokens})
+}
+
+/// The `tool_calls` of a message: an id per call, the arguments as a JSON string.
+fn tool_calls_json(calls: &[tools::Call]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            json!({"id": format!("call_{:016x}", rand::random::<u64>()), "type": "function",
+                   "function": {"name": c.name, "arguments": c.arguments}})
+        })
+        .collect();
+    Value::Array(calls)
 }
 
 /// Sends `job` to the decode thread; its events come back on the returned channel.
@@ -473,6 +539,9 @@ struct Meta {
     model: String,
     chat: bool,
     include_usage: bool,
+    /// The request's functions: text that opens a call is held back and sent as
+    /// `tool_calls` deltas at the end.
+    tools: Option<tools::Tools>,
 }
 
 impl Meta {
@@ -485,19 +554,58 @@ impl Meta {
     }
 
     fn chunk(&self, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
-        let choice = if self.chat {
+        if self.chat {
             let delta = match (text, first) {
                 (Some(t), true) => json!({"role": "assistant", "content": t}),
                 (Some(t), false) => json!({"content": t}),
                 (None, _) => json!({}),
             };
-            json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
-        } else {
-            json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish})
-        };
+            return self.delta_chunk(delta, finish);
+        }
+        let choice = json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish});
         json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
                "choices": [choice], "system_fingerprint": null})
     }
+
+    /// A chat chunk with this delta.
+    fn delta_chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        let choice = json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish});
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
+               "choices": [choice], "system_fingerprint": null})
+    }
+
+    /// The chunks of the calls in `text`, in order, OpenAI's way: per call, one chunk with
+    /// its index, id, type, name and empty arguments, then one with the arguments.
+    fn call_chunks(&self, text: &str, first: bool) -> Option<Vec<Value>> {
+        let calls = tools::parse_calls(text)?;
+        let mut out = Vec::new();
+        for (i, call) in tools_json_with_index(&calls).into_iter().enumerate() {
+            let mut delta = json!({"tool_calls": [call.0]});
+            if first && i == 0 {
+                delta["role"] = json!("assistant");
+                delta["content"] = Value::Null;
+            }
+            out.push(self.delta_chunk(delta, None));
+            out.push(self.delta_chunk(json!({"tool_calls": [call.1]}), None));
+        }
+        Some(out)
+    }
+}
+
+/// Per call, its opening delta (index, id, type, name, empty arguments) and its arguments
+/// delta.
+fn tools_json_with_index(calls: &[tools::Call]) -> Vec<(Value, Value)> {
+    let full = tool_calls_json(calls);
+    let full = full.as_array().cloned().unwrap_or_default();
+    full.into_iter()
+        .enumerate()
+        .map(|(i, mut c)| {
+            let args = c["function"]["arguments"].take();
+            c["index"] = json!(i);
+            c["function"]["arguments"] = json!("");
+            (c, json!({"index": i, "function": {"arguments": args}}))
+        })
+        .collect()
 }
 
 /// The SSE events of a streamed response: a chunk per text piece, a final chunk with the
@@ -515,9 +623,23 @@ fn sse_stream(
         started: bool,
         done: bool,
         queued: Vec<Event>,
+        /// With tools: whether the output is a call (decided by its first byte), and the
+        /// call's text, held back until the end.
+        call: Option<bool>,
+        held: String,
         _guard: Inflight,
     }
-    let st = St { meta, first, rx, started: false, done: false, queued: Vec::new(), _guard: guard };
+    let st = St {
+        meta,
+        first,
+        rx,
+        started: false,
+        done: false,
+        queued: Vec::new(),
+        call: None,
+        held: String::new(),
+        _guard: guard,
+    };
     futures_util::stream::unfold(st, |mut st| async move {
         loop {
             if let Some(ev) = st.queued.pop() {
@@ -533,6 +655,15 @@ fn sse_stream(
             let data = |v: Value| Event::default().data(v.to_string());
             match ev {
                 Some(Ev::Text(t)) => {
+                    if let Some(tools) = &st.meta.tools {
+                        if st.call.is_none() && !t.is_empty() {
+                            st.call = Some(tools::is_call(tools, &t));
+                        }
+                        if st.call == Some(true) {
+                            st.held.push_str(&t);
+                            continue;
+                        }
+                    }
                     let chunk = st.meta.chunk(Some(&t), None, !st.started);
                     st.started = true;
                     return Some((Ok(data(chunk)), st));
@@ -547,16 +678,37 @@ fn sse_stream(
                         u["usage"] = usage(&out);
                         st.queued.push(data(u));
                     }
-                    let finish = api::finish_reason(out.stop, hit);
-                    let mut last = st.meta.chunk(
-                        if st.started || !st.meta.chat { None } else { Some("") },
-                        Some(finish),
-                        !st.started,
-                    );
+                    let mut finish = api::finish_reason(out.stop, hit);
+                    let calls = match st.call {
+                        Some(true) => match st.meta.call_chunks(&st.held, !st.started) {
+                            Some(chunks) => Some(chunks),
+                            None => {
+                                let e = ApiError::new(500, "server_error", "the tool call output does not parse");
+                                log_failure(&st.meta.id, &e);
+                                st.queued.push(data(e.body()));
+                                continue;
+                            }
+                        },
+                        _ => None,
+                    };
+                    if calls.is_some() {
+                        finish = "tool_calls";
+                    }
+                    let mut last = match &calls {
+                        Some(_) => st.meta.delta_chunk(json!({}), Some(finish)),
+                        None => st.meta.chunk(
+                            if st.started || !st.meta.chat { None } else { Some("") },
+                            Some(finish),
+                            !st.started,
+                        ),
+                    };
                     if !st.meta.include_usage {
                         last["usage"] = usage(&out);
                     }
                     st.queued.push(data(last));
+                    for chunk in calls.unwrap_or_default().into_iter().rev() {
+                        st.queued.push(data(chunk));
+                    }
                 }
                 Some(Ev::Failed(e)) => {
                     // The text streamed so far stays with the client; the error ends it.
