@@ -299,6 +299,9 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
     Ok(Job { prompt, constraint, sampler, max_tokens, stop, stream: r.stream.unwrap_or(false), include_usage, tools })
 }
 
+/// The bias of a banned token (`logit_bias` -100).
+const BAN: f32 = -1.0e30;
+
 /// The sampling chain: llama.cpp's defaults for every field the request leaves out.
 fn sampler_settings(r: &Request) -> Result<SamplerSettings, ApiError> {
     let mut s = SamplerSettings::default();
@@ -333,8 +336,9 @@ fn sampler_settings(r: &Request) -> Result<SamplerSettings, ApiError> {
                 .as_f64()
                 .filter(|b| (-100.0..=100.0).contains(b))
                 .ok_or_else(|| ApiError::bad("logit_bias".to_string(), "biases are numbers from -100 to 100"))?;
-            // OpenAI: -100 bans the token.
-            let b = if b <= -100.0 { f32::NEG_INFINITY } else { b as f32 };
+            // OpenAI: -100 bans the token. The sampler takes finite biases only (-inf would be
+            // refused), and -1e30 leaves the token no probability.
+            let b = if b <= -100.0 { BAN } else { b as f32 };
             s.logit_bias.push((TokenId(id), b));
         }
     }
@@ -508,6 +512,8 @@ mod tests {
         assert!(parse(b"{not json", true, 1).is_err());
         assert!(parse(br#"{"messages":[]}"#, true, 1).is_err());
         assert_eq!(parse(br#"{"prompt":""}"#, false, 1).unwrap_err().status, 400);
+        let job = parse(br#"{"prompt":"x","logit_bias":{"2":-100,"7":5}}"#, false, 1).unwrap();
+        assert_eq!(job.sampler.logit_bias, vec![(TokenId(2), BAN), (TokenId(7), 5.0)]);
         let e = parse(br#"{"prompt":"x","logit_bias":{"abc":1}}"#, false, 1).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("logit_bias"));
     }
