@@ -174,22 +174,29 @@ def tool_request(i, choice, stream=False):
 
 
 named = {"type": "function", "function": {"name": "set_alarm"}}
-for i in range(2):
-    for choice in ("required", named):
-        r = tool_request(i, choice)
-        assert r.choices[0].finish_reason == "tool_calls", r
-        calls = r.choices[0].message.tool_calls
-        assert calls, r
-        for c in calls:
-            assert c.type == "function" and c.id, c
-            check_call(c.function.name, c.function.arguments)
-            if choice is named:
-                assert c.function.name == "set_alarm", c
-        finish, streamed = tool_request(i, choice, stream=True)
-        assert finish == "tool_calls", finish
-        assert streamed, streamed
-        for c in streamed:
-            check_call(c["name"], c["arguments"])
+
+
+def required_and_named(case):
+    i, choice = case
+    r = tool_request(i, choice)
+    assert r.choices[0].finish_reason == "tool_calls", r
+    calls = r.choices[0].message.tool_calls
+    assert calls, r
+    for c in calls:
+        assert c.type == "function" and c.id, c
+        check_call(c.function.name, c.function.arguments)
+        if choice is named:
+            assert c.function.name == "set_alarm", c
+    finish, streamed = tool_request(i, choice, stream=True)
+    assert finish == "tool_calls", finish
+    assert streamed, streamed
+    for c in streamed:
+        check_call(c["name"], c["arguments"])
+
+
+# Four at a time: the server decodes them in one batch.
+with ThreadPoolExecutor(max_workers=4) as pool:
+    list(pool.map(required_and_named, [(i, c) for i in range(2) for c in ("required", named)]))
 for i in range(2):
     r = tool_request(i, "auto")
     m = r.choices[0].message

@@ -15,6 +15,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
+/// For requests decoded 4 at a time with long prompts (tool calls): a loaded 2-core machine
+/// took over 2 minutes for them.
+const SLOW_TIMEOUT: Duration = Duration::from_secs(400);
 
 fn person_schema() -> Value {
     json!({
@@ -93,6 +96,7 @@ fn serve_end_to_end() {
     timed("8 concurrent", &eight_concurrent_documents_validate);
     timed("full queue", &full_queue_is_503);
     timed("tool calls", &tool_calls);
+    timed("metrics and logs", &|a| metrics_count_and_every_request_is_logged(a, &server));
     // Still serving after all that, with the same answer for the same seed.
     let body = chat_body("Invent a person.", Some(&person_schema()), 7, 48);
     let again = post_json(&addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
@@ -102,6 +106,7 @@ fn serve_end_to_end() {
     quiet_logs_name_failures(&server);
     drop(server);
     verbose_logs_notes_once_per_schema(exe);
+    limits_and_graceful_shutdown(exe);
     eprintln!("serve tests took {:?}", started.elapsed());
 }
 
@@ -120,16 +125,16 @@ fn email_schema() -> Value {
 fn quiet_logs_name_failures(server: &Server) {
     let lines = server.stderr_lines();
     assert!(!lines.iter().any(|l| l.contains("note")), "notes logged without --verbose: {lines:#?}");
-    let failed: Vec<_> = lines.iter().filter(|l| l.contains(" failed: status ")).collect();
-    assert!(failed.iter().any(|l| l.contains("status 400") && l.contains("chatcmpl-")), "{lines:#?}");
-    assert!(failed.iter().any(|l| l.contains("status 413")), "{lines:#?}");
+    let failed: Vec<_> = lines.iter().filter(|l| l.contains("request failed")).collect();
+    assert!(failed.iter().any(|l| l.contains("status=400") && l.contains("chatcmpl-")), "{lines:#?}");
+    assert!(failed.iter().any(|l| l.contains("status=413") && l.contains("step=")), "{lines:#?}");
 }
 
 /// With `--verbose`, a schema's notes are logged at debug level when it is compiled: once,
 /// not again for a request that finds it in the cache.
 fn verbose_logs_notes_once_per_schema(exe: &Path) {
     let server = Server::spawn(exe, &["--parallel", "1", "-c", "512", "--verbose"], TIMEOUT).expect("verbose server");
-    let note_lines = || server.stderr_lines().into_iter().filter(|l| l.contains("debug: schema")).count();
+    let note_lines = || server.stderr_lines().into_iter().filter(|l| l.contains("schema note")).count();
     let body = chat_body("An email address.", Some(&email_schema()), 1, 48);
     let r = post_json(&server.addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
@@ -433,55 +438,62 @@ fn tool_body(prompt: &str, choice: Value, parallel: bool, seed: u64) -> Value {
 fn tool_calls(addr: &str) {
     let tools = tool_defs();
     let prompts = ["What is the weather in Oslo?", "Book a table for 4 at Chez Lu at 19:30."];
-    for (i, prompt) in prompts.iter().enumerate() {
-        for choice in [json!("required"), json!({"type": "function", "function": {"name": "book_table"}})] {
-            let body = tool_body(prompt, choice.clone(), i % 2 == 0, i as u64);
-            let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
-            assert_eq!(r.status, 200, "{}", r.body);
-            let v = r.json().unwrap();
-            let choice0 = &v["choices"][0];
-            assert_eq!(choice0["finish_reason"], "tool_calls", "{v}");
-            assert!(choice0["message"]["content"].is_null(), "{v}");
-            let calls = assert_calls_valid(&tools, &choice0["message"]["tool_calls"]);
-            if i % 2 == 1 {
-                assert_eq!(calls.len(), 1, "parallel_tool_calls false: one call");
-            }
-            if choice["type"] == "function" {
-                assert!(calls.iter().all(|(n, _)| n == "book_table"), "{calls:?}");
-            }
-            // Streamed, the deltas reassemble to the same calls.
-            let mut body = body;
-            body["stream"] = json!(true);
-            let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
-            assert_eq!(r.status, 200, "{}", r.body);
-            let data = r.sse_data();
-            assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
-            let mut streamed: Vec<(String, String)> = Vec::new();
-            let mut finish = None;
-            for d in &data[..data.len() - 1] {
-                let chunk: Value = serde_json::from_str(d).unwrap();
-                let c = &chunk["choices"][0];
-                for call in c["delta"]["tool_calls"].as_array().into_iter().flatten() {
-                    let index = call["index"].as_u64().unwrap() as usize;
-                    if index == streamed.len() {
-                        assert!(call["id"].is_string() && call["type"] == "function", "{call}");
-                        streamed.push((call["function"]["name"].as_str().unwrap().to_string(), String::new()));
+    let named = json!({"type": "function", "function": {"name": "book_table"}});
+    let cases: Vec<(usize, &str, Value)> =
+        (0..prompts.len()).flat_map(|i| [(i, prompts[i], json!("required")), (i, prompts[i], named.clone())]).collect();
+    // Decoded together (the server batches them): a quarter of the time of one by one.
+    std::thread::scope(|scope| {
+        for (i, prompt, choice) in &cases {
+            let (i, tools) = (*i, &tools);
+            scope.spawn(move || {
+                let body = tool_body(prompt, choice.clone(), i % 2 == 0, i as u64);
+                let r = post_json(addr, "/v1/chat/completions", &body, SLOW_TIMEOUT).unwrap();
+                assert_eq!(r.status, 200, "{}", r.body);
+                let v = r.json().unwrap();
+                let choice0 = &v["choices"][0];
+                assert_eq!(choice0["finish_reason"], "tool_calls", "{v}");
+                assert!(choice0["message"]["content"].is_null(), "{v}");
+                let calls = assert_calls_valid(tools, &choice0["message"]["tool_calls"]);
+                if i % 2 == 1 {
+                    assert_eq!(calls.len(), 1, "parallel_tool_calls false: one call");
+                }
+                if choice["type"] == "function" {
+                    assert!(calls.iter().all(|(n, _)| n == "book_table"), "{calls:?}");
+                }
+                // Streamed, the deltas reassemble to whole calls that validate.
+                let mut body = body;
+                body["stream"] = json!(true);
+                let r = post_json(addr, "/v1/chat/completions", &body, SLOW_TIMEOUT).unwrap();
+                assert_eq!(r.status, 200, "{}", r.body);
+                let data = r.sse_data();
+                assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
+                let mut streamed: Vec<(String, String)> = Vec::new();
+                let mut finish = None;
+                for d in &data[..data.len() - 1] {
+                    let chunk: Value = serde_json::from_str(d).unwrap();
+                    let c = &chunk["choices"][0];
+                    for call in c["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                        let index = call["index"].as_u64().unwrap() as usize;
+                        if index == streamed.len() {
+                            assert!(call["id"].is_string() && call["type"] == "function", "{call}");
+                            streamed.push((call["function"]["name"].as_str().unwrap().to_string(), String::new()));
+                        }
+                        streamed[index].1.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
                     }
-                    streamed[index].1.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+                    if let Some(f) = c["finish_reason"].as_str() {
+                        finish = Some(f.to_string());
+                    }
                 }
-                if let Some(f) = c["finish_reason"].as_str() {
-                    finish = Some(f.to_string());
+                assert_eq!(finish.as_deref(), Some("tool_calls"));
+                // The same seed usually gives the same calls, but the prompt's cached cells make
+                // the floats differ slightly: the streamed calls are checked on their own.
+                assert!(!streamed.is_empty());
+                for (name, args) in &streamed {
+                    assert_call_valid(tools, name, args);
                 }
-            }
-            assert_eq!(finish.as_deref(), Some("tool_calls"));
-            // The same seed usually gives the same calls, but the prompt's cached cells make
-            // the floats differ slightly: the streamed calls are checked on their own.
-            assert!(!streamed.is_empty());
-            for (name, args) in &streamed {
-                assert_call_valid(&tools, name, args);
-            }
+            });
         }
-    }
+    });
     // `auto`: text or a valid call.
     for (i, prompt) in ["Say hello to me.", "What is the weather in Rome, in celsius?"].iter().enumerate() {
         let r =
@@ -535,4 +547,164 @@ fn tool_calls(addr: &str) {
         assert_eq!(r.status, 400, "{}", r.body);
         assert!(r.json().unwrap()["error"]["param"].is_string(), "{}", r.body);
     }
+}
+
+/// The value of the sample `name{labels}` in an OpenMetrics text (0 if absent).
+fn sample(text: &str, name_and_labels: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name_and_labels).and_then(|rest| rest.strip_prefix(' ')))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0.0)
+}
+
+/// `/metrics` is OpenMetrics text whose counters move by exactly the requests sent (by
+/// status) and their completion tokens; every request leaves one log line with its id.
+fn metrics_count_and_every_request_is_logged(addr: &str, server: &Server) {
+    let scrape = || {
+        let r = request(addr, "GET", "/metrics", None, TIMEOUT).unwrap();
+        assert_eq!(r.status, 200);
+        assert!(r.header("content-type").is_some_and(|c| c.starts_with("application/openmetrics-text")));
+        r.body
+    };
+    let before = scrape();
+    // Every line is a comment (HELP, TYPE, UNIT, EOF) or `name{labels} value`.
+    for line in before.lines() {
+        let ok = line.starts_with("# HELP ")
+            || line.starts_with("# TYPE ")
+            || line.starts_with("# UNIT ")
+            || line == "# EOF"
+            || line.rsplit_once(' ').is_some_and(|(name, v)| {
+                name.starts_with("constrain_") && (v.parse::<f64>().is_ok() || v == "+Inf" || v == "NaN")
+            });
+        assert!(ok, "not OpenMetrics text: {line:?}");
+    }
+    assert_eq!(before.lines().last(), Some("# EOF"));
+    for name in ["decode_step_seconds", "batch_sequences", "mask_seconds", "compile_seconds", "queue_wait_seconds"] {
+        assert!(before.contains(&format!("# TYPE constrain_{name} histogram")), "{name} missing:\n{before}");
+    }
+    let ok_key = r#"constrain_requests_total{route="/v1/chat/completions",status="200"}"#;
+    let bad_key = r#"constrain_requests_total{route="/v1/chat/completions",status="400"}"#;
+    let mut ids = Vec::new();
+    let mut tokens = 0;
+    for i in 0..3u64 {
+        let r = post_json(addr, "/v1/chat/completions", &chat_body("A point.", Some(&point_schema()), i, 24), TIMEOUT)
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json().unwrap();
+        tokens += v["usage"]["completion_tokens"].as_u64().unwrap();
+        ids.push(v["id"].as_str().unwrap().to_string());
+    }
+    for _ in 0..2 {
+        let r = request(addr, "POST", "/v1/chat/completions", Some(b"{oops"), TIMEOUT).unwrap();
+        assert_eq!(r.status, 400);
+    }
+    let after = scrape();
+    assert_eq!(sample(&after, ok_key) - sample(&before, ok_key), 3.0, "{after}");
+    assert_eq!(sample(&after, bad_key) - sample(&before, bad_key), 2.0, "{after}");
+    let toks = "constrain_completion_tokens_total";
+    assert_eq!(sample(&after, toks) - sample(&before, toks), tokens as f64, "{after}");
+    // The last log line of a request is written when its record drops: wait a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    let lines = server.stderr_lines();
+    for id in &ids {
+        let mine: Vec<_> = lines.iter().filter(|l| l.contains(id.as_str())).collect();
+        assert_eq!(mine.len(), 1, "{id}: {lines:#?}");
+        for field in [
+            "status=200",
+            "prompt_tokens=",
+            "completion_tokens=",
+            "queue_ms=",
+            "ttft_ms=",
+            "total_ms=",
+            "cache=hit",
+            "finish=",
+            "backtracks=",
+        ] {
+            assert!(mine[0].contains(field), "{field} missing: {}", mine[0]);
+        }
+    }
+}
+
+/// A second server: `--api-key`, `--max-tokens-limit`, `--request-timeout`, JSON logs, and
+/// SIGTERM during 8 streaming requests: every stream ends with `[DONE]` (after an error
+/// event if it was cut), and the process exits 0.
+fn limits_and_graceful_shutdown(exe: &Path) {
+    let mut server = Server::spawn(
+        exe,
+        &[
+            "--parallel",
+            "8",
+            "-c",
+            "1024",
+            "--api-key",
+            "s3cret",
+            "--max-tokens-limit",
+            "500",
+            "--request-timeout",
+            "3",
+            "--shutdown-grace",
+            "0.5",
+            "--log-format",
+            "json",
+        ],
+        TIMEOUT,
+    )
+    .expect("second server");
+    let addr = server.addr.clone();
+    let long = |stream: bool, max: u64| {
+        json!({"prompt": "Once upon a time", "max_tokens": max, "stream": stream, "temperature": 1.0, "seed": 5,
+               "logit_bias": {"0": -100, "2": -100, "4": -100}})
+        .to_string()
+    };
+    let post = |body: &str, key: Option<&str>| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
+        let head = format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        s
+    };
+    let read_all = |mut s: std::net::TcpStream| {
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+    let status = |resp: &str| resp.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
+    assert_eq!(status(&read_all(post(&long(false, 4), None))), 401);
+    assert_eq!(status(&read_all(post(&long(false, 4), Some("wrong")))), 401);
+    assert_eq!(status(&read_all(post(&long(false, 4), Some("s3cret")))), 200);
+    assert_eq!(status(&read_all(post(&long(false, 501), Some("s3cret")))), 400);
+    // 500 tokens take over 5 s on this machine (more under load): the 3 s timeout ends the request.
+    let r = read_all(post(&long(false, 500), Some("s3cret")));
+    assert_eq!(status(&r), 408, "{r}");
+
+    let streams: Vec<_> = (0..8).map(|_| post(&long(true, 400), Some("s3cret"))).collect();
+    let streams: Vec<_> = streams
+        .into_iter()
+        .map(|mut s| {
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            let mut buf = [0u8; 256];
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0);
+            (s, String::from_utf8_lossy(&buf[..n]).into_owned())
+        })
+        .collect();
+    let pid = server.pid().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    for (s, head) in streams {
+        let body = head + &read_all(s);
+        assert!(body.contains("text/event-stream"), "{body}");
+        let data: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+        assert_eq!(data.last(), Some(&"[DONE]"), "a stream did not end: {body}");
+    }
+    let code = server.wait_exit(Duration::from_secs(30)).expect("the server exits after SIGTERM");
+    assert_eq!(code, Some(0), "exit status after SIGTERM");
+    let lines = server.stderr_lines();
+    let json_lines: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(json_lines.iter().any(|l| l["message"] == "request failed" && l["status"] == 401), "{lines:#?}");
+    assert!(json_lines.iter().any(|l| l["status"] == 408 && l["step"] == "timeout"), "{lines:#?}");
 }

@@ -30,9 +30,10 @@ use constrain::vocab::{TokenId, Vocabulary};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The prompt of a batched request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +82,22 @@ pub struct BatchRequest {
     pub stream: bool,
     /// Where the events go.
     pub events: EventSink,
+    /// Set to `true` to stop the sequence at its next step, as a sink returning `false`
+    /// does (a client gone): a request that streams nothing learns of it no other way.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// What one step of [`Generator::serve_batched`] did: for a server's metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepStats {
+    /// Sequences with tokens in the step's batch (generating or prefilling).
+    pub sequences: usize,
+    /// Tokens in the batch.
+    pub tokens: usize,
+    /// Wall time of the masks and sampling of every sequence (in parallel).
+    pub sample: Duration,
+    /// Wall time of the one `llama_decode`.
+    pub decode: Duration,
 }
 
 /// What one decode evaluated for a sequence.
@@ -98,6 +115,7 @@ enum Fed {
 struct Slot {
     seq: Sequence,
     events: EventSink,
+    cancel: Option<Arc<AtomicBool>>,
     prompt: Vec<LlamaToken>,
     /// Prompt tokens already in the batch or the cache.
     prompt_queued: usize,
@@ -126,12 +144,14 @@ impl Generator {
     /// called once the context exists, before the first request is read: a server announces
     /// itself then, so a context that cannot be created fails before anyone is told to
     /// connect, and llama.cpp's context logs are written before the announcement.
+    /// `on_step` is called after every decode with what the step did.
     pub fn serve_batched(
         &self,
         parallel: usize,
         requests: Receiver<BatchRequest>,
         busy: &AtomicUsize,
         on_ready: impl FnOnce(),
+        mut on_step: impl FnMut(&StepStats),
     ) -> Result<(), Error> {
         let parallel = parallel.clamp(1, 256);
         let mut ctx = self.new_context(parallel as u32)?;
@@ -177,6 +197,7 @@ impl Generator {
             }
 
             // 3. Masks and sampling of every sequence that needs a token, in parallel.
+            let sampling = Instant::now();
             {
                 let mut work: Vec<(&mut Slot, &[f32])> = Vec::new();
                 for slot in slots.iter_mut().flatten() {
@@ -187,14 +208,15 @@ impl Generator {
                 }
                 sample_all(&mut work, vocab, threads);
             }
+            let sample = sampling.elapsed();
 
             // 4. Deliver text, retire finished sequences, and build one batch.
             batch.clear();
             for (id, entry) in slots.iter_mut().enumerate() {
                 let Some(slot) = entry else { continue };
                 let outcome = if slot.generating() { slot.outcome.take() } else { None };
-                let mut keep = true;
-                if !slot.text.is_empty() {
+                let mut keep = !slot.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+                if keep && !slot.text.is_empty() {
                     keep = (slot.events)(BatchEvent::Text(std::mem::take(&mut slot.text)));
                 }
                 let end = match outcome {
@@ -277,7 +299,14 @@ impl Generator {
             }
 
             // 5. One decode for every sequence.
+            let decoding = Instant::now();
             let result = ctx.decode(&mut batch).map_err(|e| format!("decode failed: {e}"));
+            on_step(&StepStats {
+                sequences: fed.len(),
+                tokens: batch.n_tokens() as usize,
+                sample,
+                decode: decoding.elapsed(),
+            });
             for (id, what) in fed {
                 let Some(slot) = &mut slots[id] else { continue };
                 match (&result, slot.outcome.take(), what) {
@@ -347,6 +376,7 @@ impl Generator {
         slots[id] = Some(Slot {
             seq,
             events: request.events,
+            cancel: request.cancel,
             prompt,
             prompt_queued: reuse,
             started,

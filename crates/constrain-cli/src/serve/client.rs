@@ -179,6 +179,24 @@ impl Server {
         self.lines.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// The process id (to send it a signal).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `timeout` for the process to exit: `Some(exit code)` (`None` inside if a
+    /// signal ended it), or `None` if it is still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Option<i32>> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

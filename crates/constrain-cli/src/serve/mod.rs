@@ -14,16 +14,22 @@
 //! thread and await its events on a channel. A client that goes away drops that channel; the
 //! decode thread then frees the sequence and its KV cells. Function calling (`tools`) is
 //! a constraint like the others ([`tools`]).
+//!
+//! Operations: every request leaves one log line ([`obs::Record`]), `GET /metrics` serves
+//! Prometheus metrics ([`obs::Metrics`]); SIGTERM or Ctrl-C stops accepting, gives in-flight
+//! requests `--shutdown-grace` seconds, ends the rest with an error (an error event on a
+//! stream) and exits 0. Limits: `--request-timeout`, `--max-tokens-limit`, `--api-key`.
 pub mod api;
 pub mod bench;
 pub mod client;
+pub mod obs;
 pub mod tools;
 
 use api::{ApiError, ConstraintSpec, Job, StopFilter};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -32,12 +38,14 @@ use constrain::mask::TokenIndex;
 use constrain::matcher::Constraint;
 use constrain::schema::Compiled;
 use constrain_llama::{BatchEvent, BatchRequest, Generator, GeneratorSettings, Output};
+use obs::{Metrics, Record};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// Arguments of `constrain serve`.
 #[derive(clap::Args, Debug, Clone)]
@@ -80,6 +88,24 @@ pub struct ServeArgs {
     /// Show llama.cpp's logs, and debug lines (each newly compiled schema's notes).
     #[arg(long)]
     pub verbose: bool,
+    /// Log lines as `text` (`key=value` fields) or `json` (one object per line).
+    #[arg(long, value_enum, default_value_t = obs::LogFormat::Text)]
+    pub log_format: obs::LogFormat,
+    /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C; then they end with
+    /// an error and the server exits.
+    #[arg(long, default_value_t = 30.0)]
+    pub shutdown_grace: f64,
+    /// Seconds a request may take, queueing included; then it ends with an error (408, or
+    /// an error event on a stream). 0: no limit.
+    #[arg(long, default_value_t = 600.0)]
+    pub request_timeout: f64,
+    /// Largest `max_tokens` a request may ask for (larger: 400).
+    #[arg(long, default_value_t = 8192)]
+    pub max_tokens_limit: usize,
+    /// Require `Authorization: Bearer KEY` on the `/v1` routes (compared in constant time).
+    /// Off by default.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
 }
 
 /// Compiled constraints by request hash, least recently used last.
@@ -106,7 +132,8 @@ impl ConstraintCache {
 
 /// What every handler shares.
 struct AppState {
-    jobs: Mutex<mpsc::Sender<BatchRequest>>,
+    /// `None` once the server is shutting down (the decode thread then ends).
+    jobs: Mutex<Option<mpsc::Sender<BatchRequest>>>,
     index: Arc<TokenIndex>,
     cache: Mutex<ConstraintCache>,
     inflight: AtomicUsize,
@@ -119,26 +146,112 @@ struct AppState {
     whitespace: constrain::schema::Whitespace,
     /// `--verbose`: debug lines on stderr (each compiled schema's notes, once).
     verbose: bool,
+    metrics: Arc<Metrics>,
+    /// The event channel of every request waiting for the decode thread, by key: shutdown
+    /// ends them through it.
+    live: Mutex<HashMap<u64, UnboundedSender<Ev>>>,
+    next_key: AtomicUsize,
+    /// Set by SIGTERM or Ctrl-C: new requests get 503.
+    shutting_down: AtomicBool,
+    request_timeout: Option<Duration>,
+    max_tokens_limit: usize,
+    api_key: Option<String>,
 }
 
-/// Decrements the in-flight count when a request ends, however it ends.
-struct Inflight(Arc<AppState>);
+/// Decrements the in-flight count and forgets the request's channel when it ends, however
+/// it ends.
+struct Inflight {
+    state: Arc<AppState>,
+    key: Option<u64>,
+    /// Tells the decode thread to stop the sequence (the request is over, or its client is
+    /// gone: the handler was dropped).
+    cancel: Arc<AtomicBool>,
+}
 
 impl Drop for Inflight {
     fn drop(&mut self) {
-        self.0.inflight.fetch_sub(1, Ordering::SeqCst);
+        self.cancel.store(true, Ordering::Relaxed);
+        self.state.inflight.fetch_sub(1, Ordering::SeqCst);
+        if let (Some(key), Ok(mut live)) = (self.key, self.state.live.lock()) {
+            live.remove(&key);
+        }
     }
 }
 
-/// What the decode thread sends a handler (after stop strings are applied).
+/// What the decode thread sends a handler (after stop strings are applied), or the server
+/// itself when it ends a request (shutdown).
 enum Ev {
     Text(String),
     Done(Box<Output>, bool),
     Failed(constrain_llama::Error),
+    /// Ended by the server: the error, and the step (`shutdown`, `timeout`).
+    Aborted(ApiError, &'static str),
 }
 
-/// Runs the server until the process is killed (SIGTERM, Ctrl-C).
+/// A failed request: the error and the step it failed at.
+struct Failure(ApiError, &'static str);
+
+/// `.map_err(at("step"))`: an error at that step.
+fn at(step: &'static str) -> impl Fn(ApiError) -> Failure {
+    move |e| Failure(e, step)
+}
+
+/// Whether two secrets are equal, in time that depends only on their lengths.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+        diff = std::hint::black_box(diff);
+    }
+    diff == 0
+}
+
+/// The next event, or an abort once `deadline` passes.
+async fn next_event(rx: &mut UnboundedReceiver<Ev>, deadline: Option<tokio::time::Instant>) -> Option<Ev> {
+    let Some(deadline) = deadline else { return rx.recv().await };
+    match tokio::time::timeout_at(deadline, rx.recv()).await {
+        Ok(ev) => ev,
+        Err(_) => Some(Ev::Aborted(
+            ApiError::new(408, "timeout", "the request took longer than the server's --request-timeout"),
+            "timeout",
+        )),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = Box::pin(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            let term = Box::pin(async move {
+                term.recv().await;
+            });
+            futures_util::future::select(ctrl_c, term).await;
+            return;
+        }
+    }
+    ctrl_c.await;
+}
+
+/// Ends every request still waiting for the decode thread with a 503 (an error event on a
+/// stream); their sequences are freed at the decode thread's next step.
+fn abort_all(state: &AppState) {
+    let live = state.live.lock().map(|l| l.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
+    tracing::warn!(requests = live.len(), "shutdown grace over: ending the requests still running");
+    for tx in live {
+        let e = ApiError::new(503, "server_shutting_down", "the server is shutting down");
+        let _ = tx.send(Ev::Aborted(e, "shutdown"));
+    }
+}
+
+/// Runs the server until SIGTERM or Ctrl-C, then shuts down gracefully (see the module doc).
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    obs::init_logs(args.log_format, args.verbose);
+    let metrics = Arc::new(Metrics::new());
     let path = match &args.model {
         Some(p) => p.clone(),
         None => constrain_llama::default_model_path()?,
@@ -155,8 +268,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let parallel = args.parallel.clamp(1, 256);
     let busy = Arc::new(AtomicUsize::new(0));
     let busy_decode = busy.clone();
+    let step_metrics = metrics.clone();
+    let (ended_tx, ended_rx) = mpsc::channel::<()>();
     // The decode thread owns the model and the context for the server's lifetime.
     std::thread::Builder::new().name("decode".into()).spawn(move || {
+        let _ended = ended_tx;
         let generator = match Generator::load(&path, settings) {
             Ok(g) => g,
             Err(e) => {
@@ -166,10 +282,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         };
         let index = generator.index().clone();
         let announced = std::cell::Cell::new(false);
-        let served = generator.serve_batched(parallel, jobs_rx, &busy_decode, || {
-            announced.set(true);
-            let _ = ready_tx.send(Ok(index));
-        });
+        let served = generator.serve_batched(
+            parallel,
+            jobs_rx,
+            &busy_decode,
+            || {
+                announced.set(true);
+                let _ = ready_tx.send(Ok(index));
+            },
+            |step| step_metrics.step(step),
+        );
         match served {
             Ok(()) => {}
             // The context could not be created: the main thread is still waiting.
@@ -177,14 +299,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 let _ = ready_tx.send(Err(e));
             }
             Err(e) => {
-                eprintln!("constrain serve: decode loop failed: {e}");
+                tracing::error!(cause = %e, step = "decode", "the decode loop failed");
                 std::process::exit(1);
             }
         }
     })?;
     let index = ready_rx.recv().map_err(|_| anyhow::anyhow!("the decode thread ended while loading the model"))??;
     let state = Arc::new(AppState {
-        jobs: Mutex::new(jobs_tx),
+        jobs: Mutex::new(Some(jobs_tx)),
         index,
         cache: Mutex::new(ConstraintCache { entries: Vec::new(), capacity: args.cache_size }),
         inflight: AtomicUsize::new(0),
@@ -192,31 +314,98 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         model_id,
         busy,
         parallel,
-        default_max_tokens: args.default_max_tokens.max(1),
+        default_max_tokens: args.default_max_tokens.clamp(1, args.max_tokens_limit.max(1)),
         whitespace: args.whitespace.into(),
         verbose: args.verbose,
+        metrics,
+        live: Mutex::new(HashMap::new()),
+        next_key: AtomicUsize::new(0),
+        shutting_down: AtomicBool::new(false),
+        request_timeout: Some(Duration::from_secs_f64(args.request_timeout.max(0.0))).filter(|d| !d.is_zero()),
+        max_tokens_limit: args.max_tokens_limit.max(1),
+        api_key: args.api_key.clone().filter(|k| !k.is_empty()),
     });
-    let app = router(state, args.max_body);
+    let app = router(state.clone(), args.max_body);
+    let grace = Duration::from_secs_f64(args.shutdown_grace.max(0.0));
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(async {
+    let served: anyhow::Result<()> = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
         eprintln!("constrain serve: listening on http://{}", listener.local_addr()?);
-        // No graceful shutdown: nothing needs flushing, so SIGTERM and Ctrl-C end the process
-        // at once (their default action), in-flight requests included.
-        axum::serve(listener, app).await?;
+        let st = state.clone();
+        let shutdown = async move {
+            shutdown_signal().await;
+            tracing::info!(grace_s = grace.as_secs_f64(), "shutting down: no new requests; in-flight ones may finish");
+            st.shutting_down.store(true, Ordering::SeqCst);
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                abort_all(&st);
+                // A client that reads nothing more would hold the server open: not forever.
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                tracing::warn!("connections still open 5 s after the grace: exiting");
+                std::process::exit(0);
+            });
+        };
+        axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
         Ok(())
-    })
+    });
+    // The decode thread ends once its channel closes and its sequences are freed.
+    if let Ok(mut jobs) = state.jobs.lock() {
+        jobs.take();
+    }
+    drop(state);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    let _ = ended_rx.recv_timeout(Duration::from_secs(10));
+    tracing::info!("stopped");
+    served
 }
 
 fn router(state: Arc<AppState>, max_body: usize) -> Router {
     Router::new()
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
-        .fallback(|| async { error_response(&ApiError::new(404, "invalid_request_error", "no such endpoint")) })
+        .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
+}
+
+async fn not_found(State(state): State<Arc<AppState>>) -> Response {
+    let mut rec = Record::new(state.metrics.clone(), request_id("req"), "other");
+    let e = ApiError::new(404, "invalid_request_error", "no such endpoint");
+    rec.fail(404, e.kind, "route", &e.message);
+    error_response(&e)
+}
+
+fn request_id(prefix: &str) -> String {
+    format!("{prefix}-{:x}", rand::random::<u64>())
+}
+
+/// `--api-key`: `Authorization: Bearer KEY`, or a 401.
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(key) = &state.api_key else { return Ok(()) };
+    let given = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if same_secret(given.trim().as_bytes(), key.as_bytes()) {
+        return Ok(());
+    }
+    Err(ApiError::new(401, "invalid_request_error", "a valid API key is required (Authorization: Bearer KEY)")
+        .with_code("invalid_api_key"))
+}
+
+/// Prometheus metrics (OpenMetrics text).
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let mut rec = Record::new(state.metrics.clone(), request_id("req"), "/metrics");
+    rec.quiet = true;
+    let busy = state.busy.load(Ordering::Relaxed);
+    let queued = state.inflight.load(Ordering::SeqCst).saturating_sub(busy);
+    let body = state.metrics.render(busy, queued);
+    let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    ([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 fn error_response(e: &ApiError) -> Response {
@@ -224,45 +413,62 @@ fn error_response(e: &ApiError) -> Response {
     (status, Json(e.body())).into_response()
 }
 
-/// `{"status": "ok"}` plus the sequences in use and the requests in flight.
+/// `{"status": "ok"}` (`shutting_down` after SIGTERM) plus the sequences in use and the
+/// requests in flight.
 async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let mut rec = Record::new(state.metrics.clone(), request_id("req"), "/health");
+    rec.quiet = true;
+    let down = state.shutting_down.load(Ordering::SeqCst);
     Json(json!({
-        "status": "ok",
+        "status": if down { "shutting_down" } else { "ok" },
         "slots_busy": state.busy.load(Ordering::Relaxed),
         "slots_total": state.parallel,
         "requests_in_flight": state.inflight.load(Ordering::SeqCst),
     }))
 }
 
-async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
+async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let mut rec = Record::new(state.metrics.clone(), request_id("req"), "/v1/models");
+    if let Err(e) = authorize(&state, &headers) {
+        rec.fail(e.status, e.kind, "auth", &e.message);
+        return error_response(&e);
+    }
+    rec.finish = "stop";
     Json(json!({"object": "list", "data": [
         {"id": state.model_id, "object": "model", "created": 0, "owned_by": "constrain"}
     ]}))
+    .into_response()
 }
 
-async fn chat(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
-    handle(state, body, true).await
+async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    handle(state, headers, body, true).await
 }
 
-async fn completions(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
-    handle(state, body, false).await
+async fn completions(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle(state, headers, body, false).await
 }
 
-async fn handle(state: Arc<AppState>, body: Result<Bytes, BytesRejection>, chat: bool) -> Response {
-    let id = format!("{}-{:x}", if chat { "chatcmpl" } else { "cmpl" }, rand::random::<u64>());
-    match respond(state, body, chat, &id).await {
+async fn handle(state: Arc<AppState>, headers: HeaderMap, body: Result<Bytes, BytesRejection>, chat: bool) -> Response {
+    let id = request_id(if chat { "chatcmpl" } else { "cmpl" });
+    let route = if chat { "/v1/chat/completions" } else { "/v1/completions" };
+    let mut rec = Some(Record::new(state.metrics.clone(), id.clone(), route));
+    let result = match authorize(&state, &headers) {
+        Ok(()) => respond(state, body, chat, &id, &mut rec).await,
+        Err(e) => Err(Failure(e, "auth")),
+    };
+    match result {
         Ok(r) => r,
-        Err(e) => {
-            log_failure(&id, &e);
+        Err(Failure(e, step)) => {
+            if let Some(rec) = rec.as_mut() {
+                rec.fail(e.status, e.kind, step, &e.message);
+            }
             error_response(&e)
         }
     }
-}
-
-/// One line on stderr per failed request: its id, HTTP status, error type and message (a
-/// generation error's message names its step).
-fn log_failure(id: &str, e: &ApiError) {
-    eprintln!("constrain serve: request {id} failed: status {} ({}): {}", e.status, e.kind, e.message);
 }
 
 fn now() -> u64 {
@@ -293,18 +499,20 @@ fn schema_options(state: &AppState, strict: bool) -> constrain::schema::Options 
 fn log_notes(state: &AppState, key: u64, notes: &[constrain::schema::Note]) {
     for n in notes {
         if n.is_warning() {
-            eprintln!("constrain serve: warning: schema {key:016x}: {n}");
+            tracing::warn!(schema = %format!("{key:016x}"), warning = %n, "schema warning");
         } else if state.verbose {
-            eprintln!("constrain serve: debug: schema {key:016x}: note: {n}");
+            tracing::debug!(schema = %format!("{key:016x}"), note = %n, "schema note");
         }
     }
 }
 
-/// Compiles (or finds in the cache) the constraint of `spec`.
-fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiError> {
+/// Compiles (or finds in the cache: `true`) the constraint of `spec`, and counts it.
+fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<(Constraint, bool), ApiError> {
+    let started = Instant::now();
     let key = spec.cache_key();
     if let Some(c) = state.cache.lock().ok().and_then(|mut cache| cache.get(key)) {
-        return Ok(c);
+        state.metrics.constraint(true, started.elapsed());
+        return Ok((c, true));
     }
     let grammar = match spec {
         ConstraintSpec::Schema { schema, strict, param } => {
@@ -380,7 +588,8 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<Constraint, ApiErr
     if let Ok(mut cache) = state.cache.lock() {
         cache.put(key, c.clone());
     }
-    Ok(c)
+    state.metrics.constraint(false, started.elapsed());
+    Ok((c, false))
 }
 
 async fn respond(
@@ -388,29 +597,45 @@ async fn respond(
     body: Result<Bytes, BytesRejection>,
     chat: bool,
     id: &str,
-) -> Result<Response, ApiError> {
+    rec: &mut Option<Record>,
+) -> Result<Response, Failure> {
     let body = body.map_err(|e| {
         let status = e.status().as_u16();
         let kind = if status == 413 { "request_too_large" } else { "invalid_request_error" };
-        ApiError::new(status, kind, e.body_text())
+        Failure(ApiError::new(status, kind, e.body_text()), "read")
     })?;
-    let job = api::parse(&body, chat, state.default_max_tokens)?;
+    let job = api::parse(&body, chat, state.default_max_tokens).map_err(at("parse"))?;
+    if job.max_tokens > state.max_tokens_limit {
+        let msg = format!("max_tokens is at most {} on this server", state.max_tokens_limit);
+        return Err(Failure(ApiError::bad("max_tokens".to_string(), msg), "parse"));
+    }
+    if state.shutting_down.load(Ordering::SeqCst) {
+        return Err(Failure(ApiError::new(503, "server_shutting_down", "the server is shutting down"), "queue"));
+    }
     if state.inflight.fetch_add(1, Ordering::SeqCst) >= state.max_inflight {
         state.inflight.fetch_sub(1, Ordering::SeqCst);
-        return Err(ApiError::new(503, "server_busy", "the request queue is full; retry later"));
+        return Err(Failure(ApiError::new(503, "server_busy", "the request queue is full; retry later"), "queue"));
     }
-    let guard = Inflight(state.clone());
+    let mut guard = Inflight { state: state.clone(), key: None, cancel: Arc::new(AtomicBool::new(false)) };
+    let deadline = state.request_timeout.map(|t| tokio::time::Instant::now() + t);
     let constraint = match job.constraint.clone() {
         None => None,
         Some(spec) => {
             let st = state.clone();
-            let compiled = tokio::task::spawn_blocking(move || compile(&st, &spec))
+            let (compiled, hit) = tokio::task::spawn_blocking(move || compile(&st, &spec))
                 .await
-                .map_err(|e| ApiError::new(500, "server_error", format!("compilation failed: {e}")))??;
+                .map_err(|e| {
+                    Failure(ApiError::new(500, "server_error", format!("compilation failed: {e}")), "compile")
+                })?
+                .map_err(at("compile"))?;
+            if let Some(rec) = rec.as_mut() {
+                rec.cache_hit = Some(hit);
+            }
             Some(compiled)
         }
     };
-    let mut rx = submit(&state, &job, constraint)?;
+    let (mut rx, key) = submit(&state, &job, constraint, guard.cancel.clone()).map_err(at("queue"))?;
+    guard.key = Some(key);
     let meta = Meta {
         id: id.to_string(),
         created: now(),
@@ -421,25 +646,32 @@ async fn respond(
     };
     if job.stream {
         // The first event decides the status: an early failure is still an HTTP error.
-        let first = rx.recv().await;
-        if let Some(Ev::Failed(e)) = &first {
-            return Err(generation_error(e));
+        let first = next_event(&mut rx, deadline).await;
+        match first {
+            Some(Ev::Failed(e)) => return Err(Failure(generation_error(&e), "generate")),
+            Some(Ev::Aborted(e, step)) => return Err(Failure(e, step)),
+            _ => {}
         }
-        let stream = sse_stream(meta, first, rx, guard);
+        let Some(rec) = rec.take() else {
+            return Err(Failure(ApiError::new(500, "server_error", "no request record"), "respond"));
+        };
+        let stream = sse_stream(meta, first, rx, guard, rec, deadline);
         return Ok(Sse::new(stream).into_response());
     }
     let mut text = String::new();
-    while let Some(ev) = rx.recv().await {
+    while let Some(ev) = next_event(&mut rx, deadline).await {
         match ev {
             Ev::Text(t) => text.push_str(&t),
-            Ev::Failed(e) => return Err(generation_error(&e)),
+            Ev::Failed(e) => return Err(Failure(generation_error(&e), "generate")),
+            Ev::Aborted(e, step) => return Err(Failure(e, step)),
             Ev::Done(out, hit) => {
                 drop(guard);
                 let mut finish = api::finish_reason(out.stop, hit);
                 let usage = usage(&out);
                 let calls = match meta.tools.as_ref().filter(|t| tools::is_call(t, &text)) {
                     Some(_) => Some(tools::parse_calls(&text).ok_or_else(|| {
-                        ApiError::new(500, "server_error", format!("the tool call output does not parse: {text}"))
+                        let msg = format!("the tool call output does not parse: {text}");
+                        Failure(ApiError::new(500, "server_error", msg), "respond")
                     })?),
                     None => None,
                 };
@@ -452,6 +684,10 @@ async fn respond(
                 } else {
                     json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
                 };
+                if let Some(rec) = rec.as_mut() {
+                    rec.output(&out);
+                    rec.finish = finish;
+                }
                 return Ok(Json(json!({
                     "id": meta.id, "object": meta.object(false), "created": meta.created, "model": meta.model,
                     "choices": [choice], "usage": usage, "system_fingerprint": null
@@ -460,7 +696,7 @@ async fn respond(
             }
         }
     }
-    Err(ApiError::new(500, "server_error", "the decode thread stopped"))
+    Err(Failure(ApiError::new(500, "server_error", "the decode thread stopped"), "generate"))
 }
 
 /// OpenAI's `usage`, plus `backtracks`: the dead ends the decode loop backed out of (0
@@ -485,9 +721,19 @@ fn tool_calls_json(calls: &[tools::Call]) -> Value {
     Value::Array(calls)
 }
 
-/// Sends `job` to the decode thread; its events come back on the returned channel.
-fn submit(state: &AppState, job: &Job, constraint: Option<Constraint>) -> Result<UnboundedReceiver<Ev>, ApiError> {
+/// Sends `job` to the decode thread; its events come back on the returned channel, which is
+/// registered (under the returned key) for shutdown to end.
+fn submit(
+    state: &AppState,
+    job: &Job,
+    constraint: Option<Constraint>,
+    cancel: Arc<AtomicBool>,
+) -> Result<(UnboundedReceiver<Ev>, u64), ApiError> {
     let (tx, rx) = unbounded_channel();
+    let key = state.next_key.fetch_add(1, Ordering::Relaxed) as u64;
+    if let Ok(mut live) = state.live.lock() {
+        live.insert(key, tx.clone());
+    }
     let mut filter = StopFilter::new(job.stop.clone());
     let gone = Arc::new(AtomicBool::new(false));
     let events = Box::new(move |ev: BatchEvent| -> bool {
@@ -526,10 +772,12 @@ fn submit(state: &AppState, job: &Job, constraint: Option<Constraint>) -> Result
         max_tokens: job.max_tokens,
         stream: job.stream,
         events,
+        cancel: Some(cancel),
     };
     let jobs = state.jobs.lock().map_err(|_| ApiError::new(500, "server_error", "the job queue is broken"))?;
-    jobs.send(request).map_err(|_| ApiError::new(500, "server_error", "the decode thread stopped"))?;
-    Ok(rx)
+    let stopped = || ApiError::new(503, "server_shutting_down", "the server is shutting down");
+    jobs.as_ref().ok_or_else(stopped)?.send(request).map_err(|_| stopped())?;
+    Ok((rx, key))
 }
 
 /// The fields every chunk repeats.
@@ -615,6 +863,8 @@ fn sse_stream(
     first: Option<Ev>,
     rx: UnboundedReceiver<Ev>,
     guard: Inflight,
+    rec: Record,
+    deadline: Option<tokio::time::Instant>,
 ) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>> {
     struct St {
         meta: Meta,
@@ -627,6 +877,8 @@ fn sse_stream(
         /// call's text, held back until the end.
         call: Option<bool>,
         held: String,
+        rec: Record,
+        deadline: Option<tokio::time::Instant>,
         _guard: Inflight,
     }
     let st = St {
@@ -638,6 +890,8 @@ fn sse_stream(
         queued: Vec::new(),
         call: None,
         held: String::new(),
+        rec,
+        deadline,
         _guard: guard,
     };
     futures_util::stream::unfold(st, |mut st| async move {
@@ -650,11 +904,14 @@ fn sse_stream(
             }
             let ev = match st.first.take() {
                 Some(ev) => Some(ev),
-                None => st.rx.recv().await,
+                None => next_event(&mut st.rx, st.deadline).await,
             };
             let data = |v: Value| Event::default().data(v.to_string());
             match ev {
                 Some(Ev::Text(t)) => {
+                    if st.rec.ttft.is_none() {
+                        st.rec.ttft = Some(st.rec.elapsed());
+                    }
                     if let Some(tools) = &st.meta.tools {
                         if st.call.is_none() && !t.is_empty() {
                             st.call = Some(tools::is_call(tools, &t));
@@ -684,7 +941,7 @@ fn sse_stream(
                             Some(chunks) => Some(chunks),
                             None => {
                                 let e = ApiError::new(500, "server_error", "the tool call output does not parse");
-                                log_failure(&st.meta.id, &e);
+                                st.rec.fail(e.status, e.kind, "respond", &e.message);
                                 st.queued.push(data(e.body()));
                                 continue;
                             }
@@ -694,6 +951,8 @@ fn sse_stream(
                     if calls.is_some() {
                         finish = "tool_calls";
                     }
+                    st.rec.output(&out);
+                    st.rec.finish = finish;
                     let mut last = match &calls {
                         Some(_) => st.meta.delta_chunk(json!({}), Some(finish)),
                         None => st.meta.chunk(
@@ -710,18 +969,16 @@ fn sse_stream(
                         st.queued.push(data(chunk));
                     }
                 }
-                Some(Ev::Failed(e)) => {
+                ev => {
                     // The text streamed so far stays with the client; the error ends it.
                     st.done = true;
-                    let e = generation_error(&e);
-                    log_failure(&st.meta.id, &e);
-                    st.queued.push(Event::default().data("[DONE]"));
-                    st.queued.push(data(e.body()));
-                }
-                None => {
-                    st.done = true;
-                    let e = ApiError::new(500, "server_error", "the decode thread stopped");
-                    log_failure(&st.meta.id, &e);
+                    let (e, step) = match ev {
+                        Some(Ev::Failed(e)) => (generation_error(&e), "generate"),
+                        Some(Ev::Aborted(e, step)) => (e, step),
+                        _ => (ApiError::new(500, "server_error", "the decode thread stopped"), "generate"),
+                    };
+                    // The stream's status is 200 already: the log keeps the error's.
+                    st.rec.fail(e.status, e.kind, step, &e.message);
                     st.queued.push(Event::default().data("[DONE]"));
                     st.queued.push(data(e.body()));
                 }
