@@ -1,5 +1,5 @@
 //! `constrain serve` end to end: the real binary with the default model on a free loopback
-//! port, driven by a Rust HTTP client and by the official `openai` Python package
+//! port, driven by the crate's HTTP client (`serve::client`, over `ureq`) and by the official `openai` Python package
 //! (`tests/openai_client.py`; `scripts/install-deps.sh` installs it, and its absence fails
 //! the test).
 //!
@@ -8,9 +8,8 @@
 //! bounded: a fixed number of requests with small `max_tokens`.
 #![cfg(feature = "llama")]
 
-use constrain_cli::serve::client::{post_json, request, Server};
+use constrain_cli::serve::client::{open_stream, post_json, request, Server};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -285,22 +284,17 @@ fn cancelled_clients_free_their_sequence(addr: &str) {
         let body = json!({"prompt": "Once upon a time", "max_tokens": 900, "stream": stream, "temperature": 1.0,
                           "seed": 3, "logit_bias": {"0": -100, "2": -100, "4": -100}})
         .to_string();
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        let head = format!(
-            "POST /v1/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(body.as_bytes()).unwrap();
         if stream {
-            // Wait for the first bytes of the stream, then hang up.
-            s.set_read_timeout(Some(TIMEOUT)).unwrap();
-            let mut buf = [0u8; 64];
-            assert!(s.read(&mut buf).unwrap() > 0);
+            // Wait for the first event of the stream, then hang up.
+            let mut s = open_stream(addr, "POST", "/v1/completions", &[], Some(body.as_bytes()), TIMEOUT).unwrap();
+            assert_eq!(s.status, 200);
+            assert!(s.next_data().unwrap().is_some());
+            drop(s);
         } else {
-            std::thread::sleep(Duration::from_millis(300));
+            // The 300 ms timeout hangs up long before 900 tokens are ready.
+            let r = request(addr, "POST", "/v1/completions", Some(body.as_bytes()), Duration::from_millis(300));
+            assert!(r.is_err(), "900 tokens in 300 ms: {r:?}");
         }
-        drop(s);
     }
     // Every sequence is freed soon after its client left (one step of the decode loop).
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -657,59 +651,45 @@ fn limits_and_graceful_shutdown(exe: &Path) {
         .to_string()
     };
     let post = |body: &str, key: Option<&str>| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
-        let head = format!(
-            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(body.as_bytes()).unwrap();
-        s
+        let auth = key.map(|k| format!("Bearer {k}"));
+        let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+        open_stream(&addr, "POST", "/v1/completions", &headers, Some(body.as_bytes()), TIMEOUT).unwrap()
     };
-    let read_all = |mut s: std::net::TcpStream| {
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        let mut out = String::new();
-        let _ = s.read_to_string(&mut out);
-        out
-    };
-    let status = |resp: &str| resp.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-    assert_eq!(status(&read_all(post(&long(false, 4), None))), 401);
-    assert_eq!(status(&read_all(post(&long(false, 4), Some("wrong")))), 401);
+    let status = |s: constrain_cli::serve::client::Stream| s.read_rest().unwrap().status;
+    assert_eq!(status(post(&long(false, 4), None)), 401);
+    assert_eq!(status(post(&long(false, 4), Some("wrong"))), 401);
     // With the key: `/v1/models` answers (a generation could exceed the 3 s timeout on a
     // loaded machine).
     let models = |key: &str| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        let head =
-            format!("GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {key}\r\n\r\n");
-        s.write_all(head.as_bytes()).unwrap();
-        read_all(s)
+        let auth = format!("Bearer {key}");
+        open_stream(&addr, "GET", "/v1/models", &[("authorization", &auth)], None, TIMEOUT).unwrap()
     };
-    assert_eq!(status(&models("wrong")), 401);
-    assert_eq!(status(&models("s3cret")), 200);
-    assert_eq!(status(&read_all(post(&long(false, 501), Some("s3cret")))), 400);
+    assert_eq!(status(models("wrong")), 401);
+    assert_eq!(status(models("s3cret")), 200);
+    assert_eq!(status(post(&long(false, 501), Some("s3cret"))), 400);
     // 500 tokens take over 5 s on this machine (more under load): the 3 s timeout ends the request.
-    let r = read_all(post(&long(false, 500), Some("s3cret")));
-    assert_eq!(status(&r), 408, "{r}");
+    let r = post(&long(false, 500), Some("s3cret")).read_rest().unwrap();
+    assert_eq!(r.status, 408, "{}", r.body);
 
     let streams: Vec<_> = (0..8).map(|_| post(&long(true, 400), Some("s3cret"))).collect();
     let streams: Vec<_> = streams
         .into_iter()
         .map(|mut s| {
-            s.set_read_timeout(Some(TIMEOUT)).unwrap();
-            let mut buf = [0u8; 256];
-            let n = s.read(&mut buf).unwrap();
-            assert!(n > 0);
-            (s, String::from_utf8_lossy(&buf[..n]).into_owned())
+            assert_eq!(s.status, 200);
+            let kind = s.headers.iter().find(|(n, _)| n == "content-type").map(|(_, v)| v.clone());
+            assert!(kind.as_deref().is_some_and(|k| k.contains("text/event-stream")), "{kind:?}");
+            let first = s.next_data().unwrap().expect("a first event");
+            (s, first)
         })
         .collect();
     let pid = server.pid().to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    for (s, head) in streams {
-        let body = head + &read_all(s);
-        assert!(body.contains("text/event-stream"), "{body}");
-        let data: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
-        assert_eq!(data.last(), Some(&"[DONE]"), "a stream did not end: {body}");
+    for (mut s, first) in streams {
+        let mut data = vec![first];
+        while let Some(d) = s.next_data().unwrap() {
+            data.push(d);
+        }
+        assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "a stream did not end: {data:?}");
     }
     let code = server.wait_exit(Duration::from_secs(30)).expect("the server exits after SIGTERM");
     assert_eq!(code, Some(0), "exit status after SIGTERM");

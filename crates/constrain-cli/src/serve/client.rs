@@ -1,12 +1,12 @@
-//! A tiny blocking HTTP/1.1 client for loopback servers, and a guard that runs
-//! `constrain serve` as a child process: what `constrain bench-serve` and the tests use.
+//! The HTTP client that `constrain bench-serve` and the tests use (a thin layer over
+//! [`ureq`]: plain HTTP, loopback servers), and a guard that runs `constrain serve` as a child
+//! process.
 //!
-//! One request per connection (`Connection: close`), the whole response read before it is
-//! returned (chunked bodies decoded); Server-Sent Events are split into their `data:` lines
-//! by [`Response::sse_data`]. Not a general client: no TLS, no redirects, no keep-alive.
+//! [`request`] reads the whole response; [`open_stream`] returns the response as soon as its
+//! head arrives, so a caller can read an event stream piece by piece or hang up mid-stream.
+//! Statuses are never errors here: a 4xx or 5xx is a [`Response`] like any other.
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -40,6 +40,83 @@ impl Response {
     }
 }
 
+/// A response whose body is still arriving: read it with [`Stream::next_data`] or
+/// [`Stream::read_rest`], or drop it to hang up.
+pub struct Stream {
+    /// HTTP status code.
+    pub status: u16,
+    /// Headers, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    body: BufReader<ureq::BodyReader<'static>>,
+}
+
+impl Stream {
+    /// The next `data:` payload of an event stream, `None` at its end.
+    pub fn next_data(&mut self) -> anyhow::Result<Option<String>> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.body.read_line(&mut line)? == 0 {
+                return Ok(None);
+            }
+            if let Some(data) = line.trim_end().strip_prefix("data:") {
+                return Ok(Some(data.trim_start().to_string()));
+            }
+        }
+    }
+
+    /// Reads the rest of the body.
+    pub fn read_rest(mut self) -> anyhow::Result<Response> {
+        let mut raw = Vec::new();
+        self.body.read_to_end(&mut raw)?;
+        Ok(Response { status: self.status, headers: self.headers, body: String::from_utf8_lossy(&raw).into_owned() })
+    }
+}
+
+/// The most body a [`request`] reads (64 MiB): far above anything the server sends.
+const MAX_BODY: u64 = 64 << 20;
+
+/// One agent per call: no connection is kept between calls, as a fresh client would do.
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .max_idle_connections(0)
+        .build()
+        .into()
+}
+
+/// Sends `method path` to `addr` (`host:port`) with the given extra headers and body, and
+/// returns once the response's head has arrived.
+pub fn open_stream(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+    timeout: Duration,
+) -> anyhow::Result<Stream> {
+    let mut builder = ureq::http::Request::builder().method(method).uri(format!("http://{addr}{path}"));
+    if body.is_some() {
+        builder = builder.header("content-type", "application/json");
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let response = match body {
+        Some(body) => agent(timeout).run(builder.body(body)?),
+        None => agent(timeout).run(builder.body(())?),
+    }?;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let body = response.into_body().into_with_config().limit(MAX_BODY).reader();
+    Ok(Stream { status, headers, body: BufReader::new(body) })
+}
+
 /// Sends one request to `addr` (`host:port`) and reads the whole response.
 pub fn request(
     addr: &str,
@@ -48,61 +125,7 @@ pub fn request(
     body: Option<&[u8]>,
     timeout: Duration,
 ) -> anyhow::Result<Response> {
-    let mut stream = TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    let body = body.unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes())?;
-    // A server may answer (413) before reading a large body and close: not an error here.
-    let _ = stream.write_all(body);
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let status: u16 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("bad status line {line:?}"))?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((n, v)) = l.split_once(':') {
-            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let mut raw = Vec::new();
-    if chunked {
-        loop {
-            line.clear();
-            if reader.read_line(&mut line)? == 0 {
-                break;
-            }
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| anyhow::anyhow!("bad chunk size {line:?}"))?;
-            if size == 0 {
-                break;
-            }
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk)?;
-            chunk.truncate(size);
-            raw.extend_from_slice(&chunk);
-        }
-    } else {
-        reader.read_to_end(&mut raw)?;
-    }
-    Ok(Response { status, headers, body: String::from_utf8_lossy(&raw).into_owned() })
+    open_stream(addr, method, path, &[], body, timeout)?.read_rest()
 }
 
 /// POSTs `body` as JSON.
