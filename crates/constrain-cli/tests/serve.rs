@@ -90,6 +90,7 @@ fn serve_end_to_end() {
     let text = std::cell::RefCell::new(String::new());
     timed("schema request and stream", &|a| *text.borrow_mut() = schema_request_and_same_stream(a));
     timed("gbnf, regex, stop", &gbnf_and_regex);
+    timed("n choices", &|a| several_choices(a, &text.borrow()));
     timed("bad requests", &bad_requests);
     timed("cancelled clients", &cancelled_clients_free_their_sequence);
     timed("8 concurrent", &eight_concurrent_documents_validate);
@@ -192,6 +193,53 @@ fn schema_request_and_same_stream(addr: &str) -> String {
     text
 }
 
+/// `n` = 3: three valid choices, indexed 0..3, the first the same as the request with n = 1
+/// (same seed), the prompt counted once; streamed with n = 2, the chunks of each index
+/// reassemble to that choice of the non-streamed answer.
+fn several_choices(addr: &str, first: &str) {
+    let schema = person_schema();
+    let mut body = chat_body("Invent a person.", Some(&schema), 7, 48);
+    body["n"] = json!(3);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json().unwrap();
+    let choices = v["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 3, "{v}");
+    let mut texts = Vec::new();
+    for (i, c) in choices.iter().enumerate() {
+        assert_eq!(c["index"], i, "{v}");
+        let text = c["message"]["content"].as_str().unwrap();
+        assert_valid(&schema, text);
+        texts.push(text.to_string());
+    }
+    assert_eq!(texts[0], first, "choice 0 differs from the same request with n = 1");
+    assert!(texts[1] != texts[0] || texts[2] != texts[0], "the choices did not sample apart: {texts:?}");
+    let single = chat_body("Invent a person.", Some(&schema), 7, 48);
+    let one = post_json(addr, "/v1/chat/completions", &single, TIMEOUT).unwrap().json().unwrap();
+    assert_eq!(v["usage"]["prompt_tokens"], one["usage"]["prompt_tokens"], "the prompt counts once");
+
+    body["n"] = json!(2);
+    body["stream"] = json!(true);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let data = r.sse_data();
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
+    let mut streamed = vec![String::new(); 2];
+    let mut finished = [false; 2];
+    for d in &data[..data.len() - 1] {
+        let chunk: Value = serde_json::from_str(d).unwrap();
+        let c = &chunk["choices"][0];
+        let i = c["index"].as_u64().unwrap() as usize;
+        assert!(!finished[i], "a chunk after choice {i} finished: {data:?}");
+        if let Some(t) = c["delta"]["content"].as_str() {
+            streamed[i].push_str(t);
+        }
+        finished[i] = c["finish_reason"].is_string();
+    }
+    assert_eq!(finished, [true, true], "{data:?}");
+    assert_eq!(streamed, texts[..2], "streamed choices differ from the same request not streamed");
+}
+
 fn gbnf_and_regex(addr: &str) {
     let body = json!({
         "prompt": "Three animals:",
@@ -253,7 +301,8 @@ fn bad_requests(addr: &str) {
     for body in [
         json!({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= (("}),
         json!({"messages": [{"role": "user", "content": "x"}], "regex": "a("}),
-        json!({"messages": [{"role": "user", "content": "x"}], "n": 2}),
+        json!({"messages": [{"role": "user", "content": "x"}], "n": 9}),
+        json!({"messages": [{"role": "user", "content": "x"}], "n": 0}),
         json!({"messages": [{"role": "user", "content": "x"}], "regex": "a", "grammar": "root ::= \"a\""}),
         json!({"model": "x"}),
         json!({"messages": [{"role": "user", "content": "x"}], "temperature": -1}),

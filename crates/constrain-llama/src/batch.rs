@@ -19,6 +19,12 @@
 //! its own, and only the rest of its prompt is evaluated (a repeated system prompt or
 //! conversation is not evaluated again).
 //!
+//! A request with more than one choice (OpenAI's `n`: [`BatchRequest::more`]) waits until
+//! that many slots are free, then takes one slot per choice. Its prompt is evaluated once,
+//! in the first choice's sequence, and its cells are copied to the others
+//! (`llama_memory_seq_cp`) before they sample their first token from the same logits, each
+//! with its own sampler.
+//!
 //! The context is not `Send`: call [`Generator::serve_batched`] on the thread that will own
 //! it for the server's lifetime; it returns when the request channel closes.
 use super::llama::clear_cells;
@@ -84,7 +90,21 @@ pub struct BatchRequest {
     pub events: EventSink,
     /// Set to `true` to stop the sequence at its next step, as a sink returning `false`
     /// does (a client gone): a request that streams nothing learns of it no other way.
+    /// It stops every choice of the request.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// More choices of the same prompt and constraint (OpenAI's `n` − 1), each its own
+    /// sequence with its own sampler and sink; see the module doc. A request with more
+    /// choices than the batch has sequences fails.
+    pub more: Vec<BatchChoice>,
+}
+
+/// Another choice of a [`BatchRequest`]: it shares the request's prompt (evaluated once),
+/// constraint and token budget, and samples with its own settings.
+pub struct BatchChoice {
+    /// This choice's sampling chain (give each choice its own seed).
+    pub sampler: SamplerSettings,
+    /// Where this choice's events go.
+    pub events: EventSink,
 }
 
 /// What one step of [`Generator::serve_batched`] did: for a server's metrics.
@@ -124,6 +144,12 @@ struct Slot {
     logits_at: Option<i32>,
     /// Tokens to evaluate in the next decode.
     pending: Vec<TokenId>,
+    /// For a further choice of a request: the slot of its first choice, whose prompt cells
+    /// it copies once they are evaluated (and that request's serial number, to tell it from
+    /// a later occupant of the slot). `None` once copied, and for first choices.
+    follows: Option<(usize, u64)>,
+    /// The request's serial number (every choice of a request has the same).
+    serial: u64,
     /// The step's outcome: `None` while it needs sampling.
     outcome: Option<Result<Next, Error>>,
     /// Text produced in this step.
@@ -165,23 +191,51 @@ impl Generator {
         // Per sequence id: the prompt tokens whose cells it still holds (prefix cache).
         let mut cached: Vec<Vec<LlamaToken>> = vec![Vec::new(); parallel];
         let mut closed = false;
+        // A request with more choices than there are free slots waits here, first in line.
+        let mut held: Option<BatchRequest> = None;
+        let mut serial = 0u64;
         loop {
             busy.store(slots.iter().filter(|s| s.is_some()).count(), Ordering::Relaxed);
             // 1. Admit waiting requests into free slots.
-            if slots.iter().all(Option::is_none) {
+            if slots.iter().all(Option::is_none) && held.is_none() {
                 if closed {
                     return Ok(());
                 }
                 match requests.recv() {
-                    Ok(r) => self.admit(&mut slots, &mut cached, &mut ctx, r, n_ctx),
+                    Ok(r) => held = Some(r),
                     Err(_) => return Ok(()),
                 }
             }
-            while !closed && slots.iter().any(Option::is_none) {
-                match requests.try_recv() {
-                    Ok(r) => self.admit(&mut slots, &mut cached, &mut ctx, r, n_ctx),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => closed = true,
+            loop {
+                let next = match held.take() {
+                    Some(r) => r,
+                    None if closed || slots.iter().all(Option::is_some) => break,
+                    None => match requests.try_recv() {
+                        Ok(r) => r,
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            closed = true;
+                            break;
+                        }
+                    },
+                };
+                serial += 1;
+                if let Some(r) = self.admit(&mut slots, &mut cached, &mut ctx, next, n_ctx, serial) {
+                    held = Some(r);
+                    break;
+                }
+            }
+            // A further choice whose first choice is gone before its prompt was evaluated.
+            for id in 0..slots.len() {
+                let orphan = match &slots[id] {
+                    Some(Slot { follows: Some((leader, serial)), .. }) => {
+                        slots[*leader].as_ref().is_none_or(|l| l.serial != *serial)
+                    }
+                    _ => false,
+                };
+                if orphan {
+                    let e = Error::Llama("the request's first choice ended before its prompt was evaluated".into());
+                    fail(&mut slots[id], e, &mut ctx, id, &mut cached[id]);
                 }
             }
 
@@ -273,6 +327,9 @@ impl Generator {
             }
             for (id, slot) in slots.iter_mut().enumerate() {
                 let Some(slot) = slot else { continue };
+                if slot.follows.is_some() {
+                    continue;
+                }
                 let room = n_batch.saturating_sub(batch.n_tokens() as usize);
                 let left = slot.prompt.len() - slot.prompt_queued;
                 if left == 0 || room == 0 {
@@ -311,7 +368,11 @@ impl Generator {
                 let Some(slot) = &mut slots[id] else { continue };
                 match (&result, slot.outcome.take(), what) {
                     (Ok(()), None, Fed::Tokens(n)) => slot.seq.fed(n),
-                    (Ok(()), None, Fed::PromptDone) => slot.seq.prompt_done(slot.started.elapsed()),
+                    (Ok(()), None, Fed::PromptDone) => {
+                        slot.seq.prompt_done(slot.started.elapsed());
+                        let (serial, logits_at) = (slot.serial, slot.logits_at);
+                        share_prompt(&mut slots, &mut ctx, id, serial, logits_at, &mut cached);
+                    }
                     (Ok(()), None, Fed::PromptPart) => {}
                     (Ok(()), Some(Err(e)), _) => fail(&mut slots[id], e, &mut ctx, id, &mut cached[id]),
                     (Ok(()), Some(Ok(_)), _) => {}
@@ -322,19 +383,27 @@ impl Generator {
     }
 
     /// Puts `request` into the free slot whose cached prompt shares the longest prefix with
-    /// its prompt (those cells are reused, the rest of the sequence is cleared), or fails it
-    /// (bad prompt, budget too small).
+    /// its prompt (those cells are reused, the rest of the sequence is cleared), and each of
+    /// its further choices into another free slot; or fails it (bad prompt, budget too
+    /// small, more choices than the batch has sequences). `Some` gives the request back when
+    /// fewer slots are free than it has choices: it waits for them.
     fn admit(
         &self,
         slots: &mut [Option<Slot>],
         cached: &mut [Vec<LlamaToken>],
         ctx: &mut LlamaContext<'_>,
-        mut request: BatchRequest,
+        request: BatchRequest,
         n_ctx: usize,
-    ) {
-        if !slots.iter().any(Option::is_none) {
-            (request.events)(BatchEvent::Failed(Error::Llama("no free sequence".into())));
-            return;
+        serial: u64,
+    ) -> Option<BatchRequest> {
+        let choices = 1 + request.more.len();
+        if choices > slots.len() {
+            let e = format!("{choices} choices, but the batch has {} sequences", slots.len());
+            fail_request(request, Error::Llama(e));
+            return None;
+        }
+        if slots.iter().filter(|s| s.is_none()).count() < choices {
+            return Some(request);
         }
         let started = Instant::now();
         let prompt = match &request.prompt {
@@ -350,22 +419,27 @@ impl Generator {
             truncate_ok: true,
             ..self.sequence_settings(true, if request.stream { STREAM_HOLD } else { usize::MAX })
         };
-        let seq = prompt.and_then(|prompt| {
+        let vocab = self.index().vocab();
+        let seqs = prompt.and_then(|prompt| {
             self.check_constraint(request.constraint.as_ref())?;
-            let seq = Sequence::new(request.constraint.as_ref(), settings, self.index().vocab(), &prompt, n_ctx)?;
-            Ok((seq, prompt))
+            let seq = Sequence::new(request.constraint.as_ref(), settings.clone(), vocab, &prompt, n_ctx)?;
+            let more = request.more.iter().map(|c| {
+                let settings = SequenceSettings { sampler: c.sampler.clone(), ..settings.clone() };
+                Sequence::new(request.constraint.as_ref(), settings, vocab, &prompt, n_ctx)
+            });
+            let more = more.collect::<Result<Vec<_>, _>>()?;
+            Ok((seq, more, prompt))
         });
-        let (seq, prompt) = match seq {
+        let (seq, more, prompt) = match seqs {
             Ok(ok) => ok,
             Err(e) => {
-                (request.events)(BatchEvent::Failed(e));
-                return;
+                fail_request(request, e);
+                return None;
             }
         };
         let common = |id: usize| cached[id].iter().zip(&prompt).take_while(|(a, b)| a == b).count();
-        let Some(id) = (0..slots.len()).filter(|&id| slots[id].is_none()).max_by_key(|&id| (common(id), id)) else {
-            return;
-        };
+        // A free slot exists (counted above).
+        let id = (0..slots.len()).filter(|&id| slots[id].is_none()).max_by_key(|&id| (common(id), id))?;
         // At least the last prompt token is evaluated again: its logits start generation.
         let mut reuse = common(id).min(prompt.len() - 1);
         if !matches!(ctx.clear_kv_cache_seq(Some(id as u32), Some(reuse as u32), None), Ok(true)) {
@@ -373,18 +447,70 @@ impl Generator {
             let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
         }
         cached[id].clear();
-        slots[id] = Some(Slot {
+        let slot = |seq, events, prompt_queued, follows| Slot {
             seq,
-            events: request.events,
-            cancel: request.cancel,
-            prompt,
-            prompt_queued: reuse,
+            events,
+            cancel: request.cancel.clone(),
+            prompt: prompt.clone(),
+            prompt_queued,
             started,
             logits_at: None,
             pending: Vec::new(),
             outcome: None,
             text: String::new(),
-        });
+            follows,
+            serial,
+        };
+        slots[id] = Some(slot(seq, request.events, reuse, None));
+        for (seq, choice) in more.into_iter().zip(request.more) {
+            // Free slots with the least useful cache first; their cells are replaced whole.
+            let Some(other) = (0..slots.len()).filter(|&i| slots[i].is_none()).min_by_key(|&i| (cached[i].len(), i))
+            else {
+                break;
+            };
+            cached[other].clear();
+            let _ = ctx.clear_kv_cache_seq(Some(other as u32), None, None);
+            slots[other] = Some(slot(seq, choice.events, 0, Some((id, serial))));
+        }
+        None
+    }
+}
+
+/// Fails every choice of a request that was never admitted.
+fn fail_request(mut request: BatchRequest, e: Error) {
+    let text = e.to_string();
+    for choice in &mut request.more {
+        (choice.events)(BatchEvent::Failed(Error::Llama(text.clone())));
+    }
+    (request.events)(BatchEvent::Failed(e));
+}
+
+/// After the prompt of slot `leader` (request `serial`) is evaluated: copies its cells to the
+/// sequences of the request's further choices, which then sample from the same logits.
+fn share_prompt(
+    slots: &mut [Option<Slot>],
+    ctx: &mut LlamaContext<'_>,
+    leader: usize,
+    serial: u64,
+    logits_at: Option<i32>,
+    cached: &mut [Vec<LlamaToken>],
+) {
+    for id in 0..slots.len() {
+        if slots[id].as_ref().is_none_or(|s| s.follows != Some((leader, serial))) {
+            continue;
+        }
+        // A copy across KV streams replaces the whole destination stream (llama.cpp copies
+        // the buffers at the next decode), which holds nothing of this sequence yet.
+        if let Err(e) = ctx.copy_kv_cache_seq(leader as i32, id as i32, None, None) {
+            let e = Error::Llama(format!("copying the prompt's cells failed: {e}"));
+            fail(&mut slots[id], e, ctx, id, &mut cached[id]);
+            continue;
+        }
+        let Some(slot) = &mut slots[id] else { continue };
+        slot.follows = None;
+        slot.prompt_queued = slot.prompt.len();
+        slot.logits_at = logits_at;
+        slot.seq.prompt_done(slot.started.elapsed());
     }
 }
 

@@ -32,7 +32,7 @@ mod llama;
 mod model_path;
 mod sequence;
 
-pub use batch::{BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
+pub use batch::{BatchChoice, BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
 pub use llama::Generator;
 pub use model_path::{
     cached_model_path, default_model_path, fetch_default_model, DEFAULT_MODEL_FILE, DEFAULT_MODEL_WHEEL,

@@ -194,6 +194,8 @@ pub struct Job {
     pub include_usage: bool,
     /// The functions the output may call (also in [`Job::constraint`]).
     pub tools: Option<Tools>,
+    /// Choices to generate (OpenAI's `n`, at least 1); the server caps it at its batch size.
+    pub n: usize,
 }
 
 /// Reads a request of either endpoint (`chat`: `/v1/chat/completions`).
@@ -251,11 +253,13 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
     if prompt == BatchPrompt::Raw(String::new()) {
         return Err(ApiError::bad("prompt".to_string(), "`prompt` must not be empty"));
     }
-    if let Some(n) = r.n {
-        if n != 1 {
-            return Err(ApiError::bad("n".to_string(), "only n = 1 is supported"));
+    let n = match r.n {
+        None => 1,
+        Some(n @ 1..=256) => n as usize,
+        Some(_) => {
+            return Err(ApiError::bad("n".to_string(), "n is from 1 to 256 (and at most the server's --parallel)"))
         }
-    }
+    };
     let max_tokens = match r.max_completion_tokens.or(r.max_tokens) {
         None => default_max_tokens,
         Some(0) => return Err(ApiError::bad("max_tokens".to_string(), "max_tokens must be at least 1")),
@@ -296,7 +300,17 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
     }
     let include_usage =
         r.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
-    Ok(Job { prompt, constraint, sampler, max_tokens, stop, stream: r.stream.unwrap_or(false), include_usage, tools })
+    Ok(Job {
+        prompt,
+        constraint,
+        sampler,
+        max_tokens,
+        stop,
+        stream: r.stream.unwrap_or(false),
+        include_usage,
+        tools,
+        n,
+    })
 }
 
 /// The bias of a banned token (`logit_bias` -100).
@@ -505,7 +519,7 @@ mod tests {
         assert_eq!(job.max_tokens, 5);
         assert_eq!(job.sampler.seed, Some(3));
         assert!(matches!(job.constraint, Some(ConstraintSpec::Schema { strict: true, .. })));
-        let e = parse(br#"{"messages":[{"role":"user","content":"hi"}],"n":2}"#, true, 100).unwrap_err();
+        let e = parse(br#"{"messages":[{"role":"user","content":"hi"}],"n":0}"#, true, 100).unwrap_err();
         assert_eq!((e.status, e.param.as_deref()), (400, Some("n")));
         let e = parse(br#"{"prompt":"x","grammar":"root ::= \"a\"","regex":"a"}"#, false, 100).unwrap_err();
         assert_eq!(e.status, 400);

@@ -37,7 +37,7 @@ use axum::{Json, Router};
 use constrain::mask::TokenIndex;
 use constrain::matcher::Constraint;
 use constrain::schema::Compiled;
-use constrain_llama::{BatchEvent, BatchRequest, Generator, GeneratorSettings, Output};
+use constrain_llama::{BatchChoice, BatchEvent, BatchRequest, EventSink, Generator, GeneratorSettings, Output};
 use obs::{Metrics, Record};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -181,8 +181,11 @@ impl Drop for Inflight {
 /// What the decode thread sends a handler (after stop strings are applied), or the server
 /// itself when it ends a request (shutdown).
 enum Ev {
-    Text(String),
-    Done(Box<Output>, bool),
+    /// Text of the choice with this index.
+    Text(usize, String),
+    /// The choice with this index is done (and whether a stop string ended it).
+    Done(usize, Box<Output>, bool),
+    /// A choice failed: the whole request fails.
     Failed(constrain_llama::Error),
     /// Ended by the server: the error, and the step (`shutdown`, `timeout`).
     Aborted(ApiError, &'static str),
@@ -605,6 +608,10 @@ async fn respond(
         Failure(ApiError::new(status, kind, e.body_text()), "read")
     })?;
     let job = api::parse(&body, chat, state.default_max_tokens).map_err(at("parse"))?;
+    if job.n > state.parallel {
+        let msg = format!("n is at most {} on this server (its --parallel)", state.parallel);
+        return Err(Failure(ApiError::bad("n".to_string(), msg), "parse"));
+    }
     if job.max_tokens > state.max_tokens_limit {
         let msg = format!("max_tokens is at most {} on this server", state.max_tokens_limit);
         return Err(Failure(ApiError::bad("max_tokens".to_string(), msg), "parse"));
@@ -655,58 +662,74 @@ async fn respond(
         let Some(rec) = rec.take() else {
             return Err(Failure(ApiError::new(500, "server_error", "no request record"), "respond"));
         };
-        let stream = sse_stream(meta, first, rx, guard, rec, deadline);
+        let stream = sse_stream(meta, job.n, first, rx, guard, rec, deadline);
         return Ok(Sse::new(stream).into_response());
     }
-    let mut text = String::new();
-    while let Some(ev) = next_event(&mut rx, deadline).await {
-        match ev {
-            Ev::Text(t) => text.push_str(&t),
-            Ev::Failed(e) => return Err(Failure(generation_error(&e), "generate")),
-            Ev::Aborted(e, step) => return Err(Failure(e, step)),
-            Ev::Done(out, hit) => {
-                drop(guard);
-                let mut finish = api::finish_reason(out.stop, hit);
-                let usage = usage(&out);
-                let calls = match meta.tools.as_ref().filter(|t| tools::is_call(t, &text)) {
-                    Some(_) => Some(tools::parse_calls(&text).ok_or_else(|| {
-                        let msg = format!("the tool call output does not parse: {text}");
-                        Failure(ApiError::new(500, "server_error", msg), "respond")
-                    })?),
-                    None => None,
-                };
-                let choice = if let Some(calls) = calls {
-                    finish = "tool_calls";
-                    let message = json!({"role": "assistant", "content": null, "tool_calls": tool_calls_json(&calls)});
-                    json!({"index": 0, "message": message, "logprobs": null, "finish_reason": finish})
-                } else if chat {
-                    json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
-                } else {
-                    json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
-                };
-                if let Some(rec) = rec.as_mut() {
-                    rec.output(&out);
-                    rec.finish = finish;
+    let mut texts = vec![String::new(); job.n];
+    let mut outs: Vec<Option<(Box<Output>, bool)>> = (0..job.n).map(|_| None).collect();
+    let mut left = job.n;
+    while left > 0 {
+        match next_event(&mut rx, deadline).await {
+            Some(Ev::Text(i, t)) => texts.get_mut(i).into_iter().for_each(|text| text.push_str(&t)),
+            Some(Ev::Failed(e)) => return Err(Failure(generation_error(&e), "generate")),
+            Some(Ev::Aborted(e, step)) => return Err(Failure(e, step)),
+            Some(Ev::Done(i, out, hit)) => {
+                if let Some(slot @ None) = outs.get_mut(i) {
+                    *slot = Some((out, hit));
+                    left -= 1;
                 }
-                return Ok(Json(json!({
-                    "id": meta.id, "object": meta.object(false), "created": meta.created, "model": meta.model,
-                    "choices": [choice], "usage": usage, "system_fingerprint": null
-                }))
-                .into_response());
             }
+            None => return Err(Failure(ApiError::new(500, "server_error", "the decode thread stopped"), "generate")),
         }
     }
-    Err(Failure(ApiError::new(500, "server_error", "the decode thread stopped"), "generate"))
+    drop(guard);
+    let mut choices = Vec::with_capacity(job.n);
+    let mut finished = Vec::with_capacity(job.n);
+    for (i, (text, out)) in texts.iter().zip(outs).enumerate() {
+        let Some((out, hit)) = out else { continue };
+        let mut finish = api::finish_reason(out.stop, hit);
+        let calls = match meta.tools.as_ref().filter(|t| tools::is_call(t, text)) {
+            Some(_) => Some(tools::parse_calls(text).ok_or_else(|| {
+                let msg = format!("the tool call output does not parse: {text}");
+                Failure(ApiError::new(500, "server_error", msg), "respond")
+            })?),
+            None => None,
+        };
+        let choice = if let Some(calls) = calls {
+            finish = "tool_calls";
+            let message = json!({"role": "assistant", "content": null, "tool_calls": tool_calls_json(&calls)});
+            json!({"index": i, "message": message, "logprobs": null, "finish_reason": finish})
+        } else if chat {
+            json!({"index": i, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
+        } else {
+            json!({"index": i, "text": text, "logprobs": null, "finish_reason": finish})
+        };
+        if let Some(rec) = rec.as_mut() {
+            rec.output(&out);
+            rec.finish = finish;
+        }
+        choices.push(choice);
+        finished.push(*out);
+    }
+    Ok(Json(json!({
+        "id": meta.id, "object": meta.object(false), "created": meta.created, "model": meta.model,
+        "choices": choices, "usage": usage(&finished), "system_fingerprint": null
+    }))
+    .into_response())
 }
 
 /// OpenAI's `usage`, plus `backtracks`: the dead ends the decode loop backed out of (0
 /// normally; see `constrain_llama::Output::backtracks`), `dead_tokens`: sampled tokens
 /// refused because a search proved them dead ends (`constrain_llama::Output::dead_tokens`),
-/// and `unproved_tokens`: those refused because the search ran out of fuel.
-fn usage(out: &Output) -> Value {
-    json!({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.generated_tokens,
-           "total_tokens": out.prompt_tokens + out.generated_tokens, "backtracks": out.backtracks,
-           "dead_tokens": out.dead_tokens, "unproved_tokens": out.unproved_tokens})
+/// and `unproved_tokens`: those refused because the search ran out of fuel. Of several
+/// choices (`n`): the prompt once, the rest summed.
+fn usage(outs: &[Output]) -> Value {
+    let prompt = outs.first().map_or(0, |o| o.prompt_tokens);
+    let sum = |f: fn(&Output) -> usize| outs.iter().map(f).sum::<usize>();
+    let completion = sum(|o| o.generated_tokens);
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+           "backtracks": sum(|o| o.backtracks), "dead_tokens": sum(|o| o.dead_tokens),
+           "unproved_tokens": sum(|o| o.unproved_tokens)})
 }
 
 /// The `tool_calls` of a message: an id per call, the arguments as a JSON string.
@@ -734,45 +757,59 @@ fn submit(
     if let Ok(mut live) = state.live.lock() {
         live.insert(key, tx.clone());
     }
-    let mut filter = StopFilter::new(job.stop.clone());
-    let gone = Arc::new(AtomicBool::new(false));
-    let events = Box::new(move |ev: BatchEvent| -> bool {
-        if gone.load(Ordering::Relaxed) {
-            return false;
-        }
-        // `false` stops the sequence: the client is gone (a send failed) or a stop string
-        // was seen (then the final `Done` still goes through).
-        let sent = match ev {
-            BatchEvent::Text(t) => {
-                let out = filter.push(&t);
-                let sent = out.is_empty() || tx.send(Ev::Text(out)).is_ok();
-                if sent && filter.hit {
-                    return false;
-                }
-                sent
+    // One sink per choice, all into the request's channel.
+    let sink = |index: usize| -> EventSink {
+        let tx = tx.clone();
+        let mut filter = StopFilter::new(job.stop.clone());
+        let mut gone = false;
+        Box::new(move |ev: BatchEvent| -> bool {
+            if gone {
+                return false;
             }
-            BatchEvent::Done(output) => {
-                let rest = filter.finish();
-                if !rest.is_empty() {
-                    let _ = tx.send(Ev::Text(rest));
+            // `false` stops the sequence: the client is gone (a send failed) or a stop
+            // string was seen (then the final `Done` still goes through).
+            let sent = match ev {
+                BatchEvent::Text(t) => {
+                    let out = filter.push(&t);
+                    let sent = out.is_empty() || tx.send(Ev::Text(index, out)).is_ok();
+                    if sent && filter.hit {
+                        return false;
+                    }
+                    sent
                 }
-                tx.send(Ev::Done(Box::new(output), filter.hit)).is_ok()
+                BatchEvent::Done(output) => {
+                    let rest = filter.finish();
+                    if !rest.is_empty() {
+                        let _ = tx.send(Ev::Text(index, rest));
+                    }
+                    tx.send(Ev::Done(index, Box::new(output), filter.hit)).is_ok()
+                }
+                BatchEvent::Failed(e) => tx.send(Ev::Failed(e)).is_ok(),
+            };
+            gone = !sent;
+            sent
+        })
+    };
+    // Each further choice draws with its own seed: the request's plus its index, or a
+    // random one.
+    let more = (1..job.n)
+        .map(|i| {
+            let seed = job.sampler.seed.map_or_else(rand::random::<u64>, |s| s.wrapping_add(i as u64));
+            BatchChoice {
+                sampler: constrain::sampling::SamplerSettings { seed: Some(seed), ..job.sampler.clone() },
+                events: sink(i),
             }
-            BatchEvent::Failed(e) => tx.send(Ev::Failed(e)).is_ok(),
-        };
-        if !sent {
-            gone.store(true, Ordering::Relaxed);
-        }
-        sent
-    });
+        })
+        .collect();
     let request = BatchRequest {
         prompt: job.prompt.clone(),
         constraint,
         sampler: job.sampler.clone(),
         max_tokens: job.max_tokens,
         stream: job.stream,
-        events,
+        events: sink(0),
         cancel: Some(cancel),
+        more,
     };
     let jobs = state.jobs.lock().map_err(|_| ApiError::new(500, "server_error", "the job queue is broken"))?;
     let stopped = || ApiError::new(503, "server_shutting_down", "the server is shutting down");
@@ -801,30 +838,33 @@ impl Meta {
         }
     }
 
-    fn chunk(&self, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
+    /// A chunk of choice `index`: its text (`first`: the choice's first chunk, which names
+    /// the role) and finish reason.
+    fn chunk(&self, index: usize, text: Option<&str>, finish: Option<&str>, first: bool) -> Value {
         if self.chat {
             let delta = match (text, first) {
                 (Some(t), true) => json!({"role": "assistant", "content": t}),
                 (Some(t), false) => json!({"content": t}),
                 (None, _) => json!({}),
             };
-            return self.delta_chunk(delta, finish);
+            return self.delta_chunk(index, delta, finish);
         }
-        let choice = json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish});
+        let choice = json!({"index": index, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish});
         json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
                "choices": [choice], "system_fingerprint": null})
     }
 
-    /// A chat chunk with this delta.
-    fn delta_chunk(&self, delta: Value, finish: Option<&str>) -> Value {
-        let choice = json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish});
+    /// A chat chunk of choice `index` with this delta.
+    fn delta_chunk(&self, index: usize, delta: Value, finish: Option<&str>) -> Value {
+        let choice = json!({"index": index, "delta": delta, "logprobs": null, "finish_reason": finish});
         json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
                "choices": [choice], "system_fingerprint": null})
     }
 
-    /// The chunks of the calls in `text`, in order, OpenAI's way: per call, one chunk with
-    /// its index, id, type, name and empty arguments, then one with the arguments.
-    fn call_chunks(&self, text: &str, first: bool) -> Option<Vec<Value>> {
+    /// The chunks of the calls in `text` (choice `index`), in order, OpenAI's way: per call,
+    /// one chunk with its index, id, type, name and empty arguments, then one with the
+    /// arguments.
+    fn call_chunks(&self, index: usize, text: &str, first: bool) -> Option<Vec<Value>> {
         let calls = tools::parse_calls(text)?;
         let mut out = Vec::new();
         for (i, call) in tools_json_with_index(&calls).into_iter().enumerate() {
@@ -833,8 +873,8 @@ impl Meta {
                 delta["role"] = json!("assistant");
                 delta["content"] = Value::Null;
             }
-            out.push(self.delta_chunk(delta, None));
-            out.push(self.delta_chunk(json!({"tool_calls": [call.1]}), None));
+            out.push(self.delta_chunk(index, delta, None));
+            out.push(self.delta_chunk(index, json!({"tool_calls": [call.1]}), None));
         }
         Some(out)
     }
@@ -856,10 +896,23 @@ fn tools_json_with_index(calls: &[tools::Call]) -> Vec<(Value, Value)> {
         .collect()
 }
 
-/// The SSE events of a streamed response: a chunk per text piece, a final chunk with the
-/// finish reason (and a usage chunk if asked), then `[DONE]`.
+/// What a streamed response tracks of one choice.
+#[derive(Default)]
+struct ChoiceStream {
+    /// Whether a chunk of it was sent.
+    started: bool,
+    /// With tools: whether the output is a call (decided by its first byte), and the
+    /// call's text, held back until the end.
+    call: Option<bool>,
+    held: String,
+}
+
+/// The SSE events of a streamed response: a chunk per text piece of each choice, a final
+/// chunk per choice with its finish reason, once every choice is done a usage chunk if
+/// asked, then `[DONE]`.
 fn sse_stream(
     meta: Meta,
+    n: usize,
     first: Option<Ev>,
     rx: UnboundedReceiver<Ev>,
     guard: Inflight,
@@ -870,13 +923,11 @@ fn sse_stream(
         meta: Meta,
         first: Option<Ev>,
         rx: UnboundedReceiver<Ev>,
-        started: bool,
+        choices: Vec<ChoiceStream>,
+        /// The outputs of the choices done so far.
+        outs: Vec<Output>,
         done: bool,
-        queued: Vec<Event>,
-        /// With tools: whether the output is a call (decided by its first byte), and the
-        /// call's text, held back until the end.
-        call: Option<bool>,
-        held: String,
+        queued: std::collections::VecDeque<Event>,
         rec: Record,
         deadline: Option<tokio::time::Instant>,
         _guard: Inflight,
@@ -885,18 +936,17 @@ fn sse_stream(
         meta,
         first,
         rx,
-        started: false,
+        choices: (0..n).map(|_| ChoiceStream::default()).collect(),
+        outs: Vec::new(),
         done: false,
-        queued: Vec::new(),
-        call: None,
-        held: String::new(),
+        queued: std::collections::VecDeque::new(),
         rec,
         deadline,
         _guard: guard,
     };
     futures_util::stream::unfold(st, |mut st| async move {
         loop {
-            if let Some(ev) = st.queued.pop() {
+            if let Some(ev) = st.queued.pop_front() {
                 return Some((Ok(ev), st));
             }
             if st.done {
@@ -908,41 +958,36 @@ fn sse_stream(
             };
             let data = |v: Value| Event::default().data(v.to_string());
             match ev {
-                Some(Ev::Text(t)) => {
+                Some(Ev::Text(i, t)) => {
                     if st.rec.ttft.is_none() {
                         st.rec.ttft = Some(st.rec.elapsed());
                     }
+                    let Some(choice) = st.choices.get_mut(i) else { continue };
                     if let Some(tools) = &st.meta.tools {
-                        if st.call.is_none() && !t.is_empty() {
-                            st.call = Some(tools::is_call(tools, &t));
+                        if choice.call.is_none() && !t.is_empty() {
+                            choice.call = Some(tools::is_call(tools, &t));
                         }
-                        if st.call == Some(true) {
-                            st.held.push_str(&t);
+                        if choice.call == Some(true) {
+                            choice.held.push_str(&t);
                             continue;
                         }
                     }
-                    let chunk = st.meta.chunk(Some(&t), None, !st.started);
-                    st.started = true;
+                    let chunk = st.meta.chunk(i, Some(&t), None, !choice.started);
+                    choice.started = true;
                     return Some((Ok(data(chunk)), st));
                 }
-                Some(Ev::Done(out, hit)) => {
-                    st.done = true;
-                    // Popped from the back: [DONE] last.
-                    st.queued.push(Event::default().data("[DONE]"));
-                    if st.meta.include_usage {
-                        let mut u = st.meta.chunk(None, None, false);
-                        u["choices"] = json!([]);
-                        u["usage"] = usage(&out);
-                        st.queued.push(data(u));
-                    }
+                Some(Ev::Done(i, out, hit)) => {
+                    let Some(choice) = st.choices.get(i) else { continue };
                     let mut finish = api::finish_reason(out.stop, hit);
-                    let calls = match st.call {
-                        Some(true) => match st.meta.call_chunks(&st.held, !st.started) {
+                    let calls = match choice.call {
+                        Some(true) => match st.meta.call_chunks(i, &choice.held, !choice.started) {
                             Some(chunks) => Some(chunks),
                             None => {
+                                st.done = true;
                                 let e = ApiError::new(500, "server_error", "the tool call output does not parse");
                                 st.rec.fail(e.status, e.kind, "respond", &e.message);
-                                st.queued.push(data(e.body()));
+                                st.queued.push_back(data(e.body()));
+                                st.queued.push_back(Event::default().data("[DONE]"));
                                 continue;
                             }
                         },
@@ -954,19 +999,30 @@ fn sse_stream(
                     st.rec.output(&out);
                     st.rec.finish = finish;
                     let mut last = match &calls {
-                        Some(_) => st.meta.delta_chunk(json!({}), Some(finish)),
+                        Some(_) => st.meta.delta_chunk(i, json!({}), Some(finish)),
                         None => st.meta.chunk(
-                            if st.started || !st.meta.chat { None } else { Some("") },
+                            i,
+                            if choice.started || !st.meta.chat { None } else { Some("") },
                             Some(finish),
-                            !st.started,
+                            !choice.started,
                         ),
                     };
-                    if !st.meta.include_usage {
-                        last["usage"] = usage(&out);
+                    st.outs.push(*out);
+                    let all_done = st.outs.len() == st.choices.len();
+                    if all_done && !st.meta.include_usage {
+                        last["usage"] = usage(&st.outs);
                     }
-                    st.queued.push(data(last));
-                    for chunk in calls.unwrap_or_default().into_iter().rev() {
-                        st.queued.push(data(chunk));
+                    st.queued.extend(calls.unwrap_or_default().into_iter().map(data));
+                    st.queued.push_back(data(last));
+                    if all_done {
+                        st.done = true;
+                        if st.meta.include_usage {
+                            let mut u = st.meta.chunk(0, None, None, false);
+                            u["choices"] = json!([]);
+                            u["usage"] = usage(&st.outs);
+                            st.queued.push_back(data(u));
+                        }
+                        st.queued.push_back(Event::default().data("[DONE]"));
                     }
                 }
                 ev => {
@@ -979,8 +1035,8 @@ fn sse_stream(
                     };
                     // The stream's status is 200 already: the log keeps the error's.
                     st.rec.fail(e.status, e.kind, step, &e.message);
-                    st.queued.push(Event::default().data("[DONE]"));
-                    st.queued.push(data(e.body()));
+                    st.queued.push_back(data(e.body()));
+                    st.queued.push_back(Event::default().data("[DONE]"));
                 }
             }
         }

@@ -207,7 +207,15 @@ impl Record {
 
     /// Takes the numbers of a finished generation. `ttft` is measured by the caller when it
     /// saw text early (streaming); otherwise it is the queue wait plus the prompt's time.
+    /// Called once per choice of a request with several (`n`): the prompt counts once, the
+    /// completion tokens, backtracks and mask time add up.
     pub fn output(&mut self, out: &constrain_llama::Output) {
+        if self.queue.is_some() {
+            self.completion_tokens += out.generated_tokens;
+            self.backtracks += out.backtracks;
+            self.mask = self.mask.map(|m| m + out.timings.mask);
+            return;
+        }
         self.prompt_tokens = out.prompt_tokens;
         self.completion_tokens = out.generated_tokens;
         self.backtracks = out.backtracks;
