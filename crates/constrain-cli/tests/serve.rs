@@ -91,6 +91,7 @@ fn serve_end_to_end() {
     timed("schema request and stream", &|a| *text.borrow_mut() = schema_request_and_same_stream(a));
     timed("gbnf, regex, stop", &gbnf_and_regex);
     timed("n choices", &|a| several_choices(a, &text.borrow()));
+    timed("logprobs", &logprobs);
     timed("bad requests", &bad_requests);
     timed("cancelled clients", &cancelled_clients_free_their_sequence);
     timed("8 concurrent", &eight_concurrent_documents_validate);
@@ -238,6 +239,72 @@ fn several_choices(addr: &str, first: &str) {
     }
     assert_eq!(finished, [true, true], "{data:?}");
     assert_eq!(streamed, texts[..2], "streamed choices differ from the same request not streamed");
+}
+
+/// `logprobs`: one entry per token, spelling the text; values are log-probabilities (≤ 0),
+/// the alternatives sorted and their mass at most 1; the same streamed; completions' shape.
+fn logprobs(addr: &str) {
+    let schema = person_schema();
+    let check_entries = |content: &[Value], text: &str| {
+        let mut spelled = Vec::new();
+        for e in content {
+            let lp = e["logprob"].as_f64().unwrap();
+            assert!(lp <= 1e-6, "{e}");
+            let top = e["top_logprobs"].as_array().unwrap();
+            assert!(!top.is_empty() && top.len() <= 3, "{e}");
+            let tops: Vec<f64> = top.iter().map(|t| t["logprob"].as_f64().unwrap()).collect();
+            assert!(tops.windows(2).all(|w| w[0] >= w[1]), "top_logprobs not sorted: {e}");
+            assert!(tops.iter().map(|l| l.exp()).sum::<f64>() <= 1.0 + 1e-4, "{e}");
+            assert!(lp <= tops[0] + 1e-6, "the chosen token beats the best alternative: {e}");
+            spelled.extend(e["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8));
+        }
+        assert_eq!(String::from_utf8_lossy(&spelled), text, "the tokens do not spell the text");
+    };
+    let mut body = chat_body("Invent a person.", Some(&schema), 3, 48);
+    body["logprobs"] = json!(true);
+    body["top_logprobs"] = json!(3);
+    let v = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap().json().unwrap();
+    let text = content(&v);
+    assert_valid(&schema, text);
+    let entries = v["choices"][0]["logprobs"]["content"].as_array().unwrap().clone();
+    check_entries(&entries, text);
+    // Greedy picks the most likely allowed token: its log-probability tops the list.
+    let mut greedy = body.clone();
+    greedy["temperature"] = json!(0);
+    let g = post_json(addr, "/v1/chat/completions", &greedy, TIMEOUT).unwrap().json().unwrap();
+    for e in g["choices"][0]["logprobs"]["content"].as_array().unwrap() {
+        assert_eq!(e["top_logprobs"][0]["token"], e["token"], "{e}");
+    }
+
+    body["stream"] = json!(true);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    let mut streamed = Vec::new();
+    for d in r.sse_data().iter().filter(|d| *d != "[DONE]") {
+        let chunk: Value = serde_json::from_str(d).unwrap();
+        if let Some(c) = chunk["choices"][0]["logprobs"]["content"].as_array() {
+            streamed.extend(c.iter().cloned());
+        }
+    }
+    assert_eq!(streamed, entries, "streamed logprobs differ");
+
+    let body = json!({"prompt": "Letters:", "grammar": "root ::= \"ab\" [c-e]+", "max_tokens": 6,
+                      "temperature": 1, "seed": 2, "logprobs": 2});
+    let v = post_json(addr, "/v1/completions", &body, TIMEOUT).unwrap().json().unwrap();
+    let lp = &v["choices"][0]["logprobs"];
+    let tokens = lp["tokens"].as_array().unwrap();
+    assert_eq!(tokens.len(), lp["token_logprobs"].as_array().unwrap().len(), "{v}");
+    assert_eq!(tokens.len(), lp["text_offset"].as_array().unwrap().len(), "{v}");
+    let spelled: String = tokens.iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(spelled, v["choices"][0]["text"].as_str().unwrap(), "{v}");
+    let chat_bad = json!({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21});
+    for (path, bad, param) in [
+        ("/v1/completions", json!({"prompt": "x", "logprobs": 21}), "logprobs"),
+        ("/v1/chat/completions", chat_bad, "top_logprobs"),
+    ] {
+        let r = post_json(addr, path, &bad, TIMEOUT).unwrap();
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(r.json().unwrap()["error"]["param"], param);
+    }
 }
 
 fn gbnf_and_regex(addr: &str) {

@@ -92,6 +92,10 @@ pub struct BatchRequest {
     /// does (a client gone): a request that streams nothing learns of it no other way.
     /// It stops every choice of the request.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Record each output token's log-probability and this many of the likeliest
+    /// alternatives per step ([`Output::logprobs`], at most
+    /// [`crate::logprobs::MAX_TOP_LOGPROBS`]); `None`: none. Applies to every choice.
+    pub logprobs: Option<usize>,
     /// More choices of the same prompt and constraint (OpenAI's `n` − 1), each its own
     /// sequence with its own sampler and sink; see the module doc. A request with more
     /// choices than the batch has sequences fails.
@@ -417,6 +421,7 @@ impl Generator {
             sampler: request.sampler.clone(),
             max_tokens: request.max_tokens,
             truncate_ok: true,
+            logprobs: request.logprobs,
             ..self.sequence_settings(true, if request.stream { STREAM_HOLD } else { usize::MAX })
         };
         let vocab = self.index().vocab();

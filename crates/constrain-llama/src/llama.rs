@@ -276,6 +276,7 @@ impl Generator {
             close_margin: self.settings.close_margin,
             truncate_ok,
             hold,
+            logprobs: None,
         }
     }
 

@@ -11,6 +11,7 @@
 //! [`Sequence::sample`] (mask, closing, sampling: pure CPU work on the sequence's own state).
 //!
 //! [`Generator`]: crate::Generator
+use super::logprobs::TokenLogprob;
 use super::{Error, Output, StopReason, Timings};
 use constrain::closing::{Closer, Verdict};
 use constrain::matcher::{Constraint, Matcher};
@@ -56,6 +57,9 @@ pub(crate) struct SequenceSettings {
     /// ([`STREAM_HOLD`] when the caller streams, `usize::MAX` when it only wants the result):
     /// a backtrack may go back that far.
     pub(crate) hold: usize,
+    /// Record each output token's log-probability and this many alternatives
+    /// ([`Output::logprobs`]); `None`: record nothing.
+    pub(crate) logprobs: Option<usize>,
 }
 
 /// One generation's state (see the module doc).
@@ -81,6 +85,8 @@ pub(crate) struct Sequence {
     /// ascending.
     bans: Vec<(usize, TokenId)>,
     backtracks: usize,
+    /// Per output token, when [`SequenceSettings::logprobs`] asks for them.
+    logprobs: Vec<TokenLogprob>,
     mask: Vec<u32>,
     soft: Vec<u32>,
     logits: Vec<f32>,
@@ -136,6 +142,7 @@ impl Sequence {
             sampled: Vec::new(),
             bans: Vec::new(),
             backtracks: 0,
+            logprobs: Vec::new(),
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
@@ -213,6 +220,9 @@ impl Sequence {
                 self.closer.forced(m, &tokens);
                 for &t in &tokens {
                     self.push_token(vocab, t, false, on_text);
+                    if let Some(n) = self.settings.logprobs {
+                        self.logprobs.push(TokenLogprob::forced(t, n));
+                    }
                 }
                 self.forced += tokens.len();
                 return Ok(Some(Next::Feed(tokens)));
@@ -239,6 +249,11 @@ impl Sequence {
         // Every end-of-generation id of the model is EOS in its vocabulary.
         if vocab.is_eos(token) {
             return Ok(Next::Stop(self.end_reason(StopReason::Eos)));
+        }
+        if let Some(n) = self.settings.logprobs {
+            // `draw` left the distribution the token was drawn from in `self.logits`.
+            let lp = TokenLogprob::of(&self.logits, token, n);
+            self.logprobs.push(lp.unwrap_or(TokenLogprob { token, logprob: f32::NEG_INFINITY, top: Vec::new() }));
         }
         self.push_token(vocab, token, true, on_text);
         if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
@@ -340,6 +355,7 @@ impl Sequence {
         let banned = self.history[at];
         self.history.truncate(at);
         self.sampled.truncate(pos);
+        self.logprobs.truncate(pos);
         self.text.drop_tokens(popped);
         self.generated = pos;
         self.bans.retain(|&(p, _)| p <= pos);
@@ -435,6 +451,7 @@ impl Sequence {
             unproved_tokens: self.closer.proofs().unproved,
             stop,
             timings: self.timings,
+            logprobs: self.logprobs,
         }
     }
 }

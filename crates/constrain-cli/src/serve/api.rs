@@ -125,6 +125,11 @@ struct Request {
     stream_options: Option<Value>,
     #[serde(default)]
     n: Option<u64>,
+    /// Chat: `true`/`false`; completions: the number of alternatives per token.
+    #[serde(default)]
+    logprobs: Option<Value>,
+    #[serde(default)]
+    top_logprobs: Option<u64>,
     #[serde(default)]
     response_format: Option<Value>,
     #[serde(default)]
@@ -196,6 +201,9 @@ pub struct Job {
     pub tools: Option<Tools>,
     /// Choices to generate (OpenAI's `n`, at least 1); the server caps it at its batch size.
     pub n: usize,
+    /// Log-probabilities asked for: `Some(alternatives per token)` (chat: `logprobs: true`
+    /// with `top_logprobs`; completions: `logprobs: N`).
+    pub logprobs: Option<usize>,
 }
 
 /// Reads a request of either endpoint (`chat`: `/v1/chat/completions`).
@@ -260,6 +268,25 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
             return Err(ApiError::bad("n".to_string(), "n is from 1 to 256 (and at most the server's --parallel)"))
         }
     };
+    let most = constrain_llama::logprobs::MAX_TOP_LOGPROBS as u64;
+    let logprobs = match (chat, r.logprobs.take(), r.top_logprobs) {
+        (_, None | Some(Value::Null) | Some(Value::Bool(false)), None) => None,
+        (true, None | Some(Value::Null) | Some(Value::Bool(false)), Some(_)) => {
+            return Err(ApiError::bad("top_logprobs".to_string(), "top_logprobs needs logprobs: true"))
+        }
+        (true, Some(Value::Bool(true)), top) => match top.unwrap_or(0) {
+            n if n <= most => Some(n as usize),
+            _ => return Err(ApiError::bad("top_logprobs".to_string(), format!("top_logprobs is from 0 to {most}"))),
+        },
+        (false, Some(v), None) => match v.as_u64() {
+            Some(n) if n <= most => Some(n as usize),
+            _ => return Err(ApiError::bad("logprobs".to_string(), format!("logprobs is a number from 0 to {most}"))),
+        },
+        (true, Some(_), _) => return Err(ApiError::bad("logprobs".to_string(), "logprobs is true or false")),
+        (false, _, Some(_)) => {
+            return Err(ApiError::bad("top_logprobs".to_string(), "completions take logprobs: N, not top_logprobs"))
+        }
+    };
     let max_tokens = match r.max_completion_tokens.or(r.max_tokens) {
         None => default_max_tokens,
         Some(0) => return Err(ApiError::bad("max_tokens".to_string(), "max_tokens must be at least 1")),
@@ -310,6 +337,7 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
         include_usage,
         tools,
         n,
+        logprobs,
     })
 }
 
@@ -490,6 +518,55 @@ impl StopFilter {
     }
 }
 
+/// OpenAI's `logprobs` of a choice whose text is `text` (after stop strings: the tokens that
+/// begin past its end are left out). Chat: `{"content": [{token, logprob, bytes,
+/// top_logprobs}]}`; completions: `{tokens, token_logprobs, top_logprobs, text_offset}`.
+/// A token with no probability has -9999 (JSON has no -inf).
+pub fn logprobs_json(
+    vocab: &constrain::vocab::Vocabulary,
+    chat: bool,
+    lps: &[constrain_llama::TokenLogprob],
+    text: &str,
+) -> Value {
+    let finite = |l: f32| if l.is_finite() { f64::from(l) } else { -9999.0 };
+    let bytes = |t: TokenId| vocab.token_bytes(t).to_vec();
+    let piece = |t: TokenId| String::from_utf8_lossy(vocab.token_bytes(t)).into_owned();
+    let mut offset = 0;
+    let mut kept = Vec::new();
+    for lp in lps {
+        if offset >= text.len() {
+            break;
+        }
+        kept.push((offset, lp));
+        offset += vocab.token_bytes(lp.token).len();
+    }
+    if chat {
+        let content: Vec<Value> = kept
+            .iter()
+            .map(|(_, lp)| {
+                let top: Vec<Value> = lp
+                    .top
+                    .iter()
+                    .map(|&(t, l)| json!({"token": piece(t), "logprob": finite(l), "bytes": bytes(t)}))
+                    .collect();
+                json!({"token": piece(lp.token), "logprob": finite(lp.logprob), "bytes": bytes(lp.token), "top_logprobs": top})
+            })
+            .collect();
+        return json!({"content": content});
+    }
+    let tokens: Vec<String> = kept.iter().map(|(_, lp)| piece(lp.token)).collect();
+    let token_logprobs: Vec<f64> = kept.iter().map(|(_, lp)| finite(lp.logprob)).collect();
+    let top: Vec<Value> = kept
+        .iter()
+        .map(|(_, lp)| {
+            let m: serde_json::Map<String, Value> = lp.top.iter().map(|&(t, l)| (piece(t), json!(finite(l)))).collect();
+            Value::Object(m)
+        })
+        .collect();
+    let offsets: Vec<usize> = kept.iter().map(|(o, _)| *o).collect();
+    json!({"tokens": tokens, "token_logprobs": token_logprobs, "top_logprobs": top, "text_offset": offsets})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,6 +596,18 @@ mod tests {
         assert_eq!(job.max_tokens, 5);
         assert_eq!(job.sampler.seed, Some(3));
         assert!(matches!(job.constraint, Some(ConstraintSpec::Schema { strict: true, .. })));
+        let job = parse(br#"{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":3}"#, true, 1);
+        assert_eq!(job.unwrap().logprobs, Some(3));
+        assert_eq!(parse(br#"{"prompt":"x","logprobs":2}"#, false, 1).unwrap().logprobs, Some(2));
+        assert_eq!(parse(br#"{"prompt":"x","logprobs":null}"#, false, 1).unwrap().logprobs, None);
+        for bad in [
+            &br#"{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21}"#[..],
+            br#"{"messages":[{"role":"user","content":"hi"}],"top_logprobs":2}"#,
+            br#"{"messages":[{"role":"user","content":"hi"}],"logprobs":3}"#,
+        ] {
+            assert_eq!(parse(bad, true, 1).unwrap_err().status, 400);
+        }
+        assert_eq!(parse(br#"{"prompt":"x","logprobs":true}"#, false, 1).unwrap_err().status, 400);
         let e = parse(br#"{"messages":[{"role":"user","content":"hi"}],"n":0}"#, true, 100).unwrap_err();
         assert_eq!((e.status, e.param.as_deref()), (400, Some("n")));
         let e = parse(br#"{"prompt":"x","grammar":"root ::= \"a\"","regex":"a"}"#, false, 100).unwrap_err();

@@ -650,6 +650,7 @@ async fn respond(
         chat,
         include_usage: job.include_usage,
         tools: job.tools.clone(),
+        logprobs: job.logprobs.map(|_| state.index.clone()),
     };
     if job.stream {
         // The first event decides the status: an early failure is still an HTTP error.
@@ -704,6 +705,10 @@ async fn respond(
         } else {
             json!({"index": i, "text": text, "logprobs": null, "finish_reason": finish})
         };
+        let mut choice = choice;
+        if job.logprobs.is_some() {
+            choice["logprobs"] = api::logprobs_json(state.index.vocab(), chat, &out.logprobs, text);
+        }
         if let Some(rec) = rec.as_mut() {
             rec.output(&out);
             rec.finish = finish;
@@ -809,6 +814,7 @@ fn submit(
         stream: job.stream,
         events: sink(0),
         cancel: Some(cancel),
+        logprobs: job.logprobs,
         more,
     };
     let jobs = state.jobs.lock().map_err(|_| ApiError::new(500, "server_error", "the job queue is broken"))?;
@@ -827,6 +833,9 @@ struct Meta {
     /// The request's functions: text that opens a call is held back and sent as
     /// `tool_calls` deltas at the end.
     tools: Option<tools::Tools>,
+    /// With `logprobs` asked: the vocabulary that names the tokens of each choice's final
+    /// chunk's log-probabilities.
+    logprobs: Option<Arc<TokenIndex>>,
 }
 
 impl Meta {
@@ -905,6 +914,8 @@ struct ChoiceStream {
     /// call's text, held back until the end.
     call: Option<bool>,
     held: String,
+    /// Every piece of its text so far (sent or held), for its log-probabilities.
+    text: String,
 }
 
 /// The SSE events of a streamed response: a chunk per text piece of each choice, a final
@@ -963,6 +974,9 @@ fn sse_stream(
                         st.rec.ttft = Some(st.rec.elapsed());
                     }
                     let Some(choice) = st.choices.get_mut(i) else { continue };
+                    if st.meta.logprobs.is_some() {
+                        choice.text.push_str(&t);
+                    }
                     if let Some(tools) = &st.meta.tools {
                         if choice.call.is_none() && !t.is_empty() {
                             choice.call = Some(tools::is_call(tools, &t));
@@ -1007,6 +1021,10 @@ fn sse_stream(
                             !choice.started,
                         ),
                     };
+                    if let Some(index) = &st.meta.logprobs {
+                        let lps = api::logprobs_json(index.vocab(), st.meta.chat, &out.logprobs, &choice.text);
+                        last["choices"][0]["logprobs"] = lps;
+                    }
                     st.outs.push(*out);
                     let all_done = st.outs.len() == st.choices.len();
                     if all_done && !st.meta.include_usage {
