@@ -88,6 +88,10 @@ pub enum Command {
     /// Load benchmark of `constrain serve` (1, 4, 8 clients; constrained and not).
     #[cfg(feature = "llama")]
     BenchServe(crate::serve::bench::BenchServeArgs),
+    /// Soak test of `constrain serve`: mixed traffic from many clients, every answer checked,
+    /// memory watched.
+    #[cfg(feature = "llama")]
+    Soak(crate::serve::soak::SoakArgs),
 }
 
 /// Arguments of `constrain grammar`.
@@ -219,6 +223,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::BenchServe(args)) => {
             crate::serve::bench::run(&args).map(|()| ExitCode::SUCCESS).map_err(Failure::from)
         }
+        #[cfg(feature = "llama")]
+        Some(Command::Soak(args)) => crate::serve::soak::run(&args).map(|()| ExitCode::SUCCESS).map_err(Failure::from),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod api;
 pub mod bench;
 pub mod client;
 pub mod obs;
+pub mod soak;
 pub mod tools;
 
 use api::{ApiError, ConstraintSpec, Job, StopFilter};
