@@ -735,45 +735,33 @@ fn metrics_count_and_every_request_is_logged(addr: &str, server: &Server) {
     }
 }
 
-/// A second server: `--api-key`, `--max-tokens-limit`, `--request-timeout`, JSON logs, and
-/// SIGTERM during 8 streaming requests: every stream ends with `[DONE]` (after an error
-/// event if it was cut), and the process exits 0.
+/// Two more servers: `--api-key`, `--max-tokens-limit`, `--request-timeout` and JSON logs
+/// on one; on the other, SIGTERM during 8 streaming requests: every stream ends with
+/// `[DONE]` (after an error event if it was cut), and the process exits 0.
 fn limits_and_graceful_shutdown(exe: &Path) {
-    let mut server = Server::spawn(
-        exe,
-        &[
-            "--parallel",
-            "8",
-            "-c",
-            "1024",
-            "--api-key",
-            "s3cret",
-            "--max-tokens-limit",
-            "500",
-            "--request-timeout",
-            "3",
-            "--shutdown-grace",
-            "0.5",
-            "--log-format",
-            "json",
-        ],
-        TIMEOUT,
-    )
-    .expect("second server");
-    let addr = server.addr.clone();
+    let spawn = |extra: &[&str]| {
+        let mut args = vec!["--parallel", "8", "-c", "1024", "--api-key", "s3cret", "--max-tokens-limit", "500"];
+        args.extend(["--shutdown-grace", "0.5", "--log-format", "json"]);
+        args.extend(extra);
+        Server::spawn(exe, &args, TIMEOUT).expect("second server")
+    };
     let long = |stream: bool, max: u64| {
         json!({"prompt": "Once upon a time", "max_tokens": max, "stream": stream, "temperature": 1.0, "seed": 5,
                "logit_bias": {"0": -100, "2": -100, "4": -100}})
         .to_string()
     };
-    let post = |body: &str, key: Option<&str>| {
+    let post = |addr: &str, body: &str, key: Option<&str>| {
         let auth = key.map(|k| format!("Bearer {k}"));
         let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
-        open_stream(&addr, "POST", "/v1/completions", &headers, Some(body.as_bytes()), TIMEOUT).unwrap()
+        open_stream(addr, "POST", "/v1/completions", &headers, Some(body.as_bytes()), TIMEOUT).unwrap()
     };
     let status = |s: constrain_cli::serve::client::Stream| s.read_rest().unwrap().status;
-    assert_eq!(status(post(&long(false, 4), None)), 401);
-    assert_eq!(status(post(&long(false, 4), Some("wrong"))), 401);
+
+    // Limits, on a server with a 3 s request timeout.
+    let server = spawn(&["--request-timeout", "3"]);
+    let addr = server.addr.clone();
+    assert_eq!(status(post(&addr, &long(false, 4), None)), 401);
+    assert_eq!(status(post(&addr, &long(false, 4), Some("wrong"))), 401);
     // With the key: `/v1/models` answers (a generation could exceed the 3 s timeout on a
     // loaded machine).
     let models = |key: &str| {
@@ -782,12 +770,22 @@ fn limits_and_graceful_shutdown(exe: &Path) {
     };
     assert_eq!(status(models("wrong")), 401);
     assert_eq!(status(models("s3cret")), 200);
-    assert_eq!(status(post(&long(false, 501), Some("s3cret"))), 400);
+    assert_eq!(status(post(&addr, &long(false, 501), Some("s3cret"))), 400);
     // 500 tokens take over 5 s on this machine (more under load): the 3 s timeout ends the request.
-    let r = post(&long(false, 500), Some("s3cret")).read_rest().unwrap();
+    let r = post(&addr, &long(false, 500), Some("s3cret")).read_rest().unwrap();
     assert_eq!(r.status, 408, "{}", r.body);
+    let lines = server.stderr_lines();
+    let json_lines: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(json_lines.iter().any(|l| l["message"] == "request failed" && l["status"] == 401), "{lines:#?}");
+    assert!(json_lines.iter().any(|l| l["status"] == 408 && l["step"] == "timeout"), "{lines:#?}");
+    drop(server);
 
-    let streams: Vec<_> = (0..8).map(|_| post(&long(true, 400), Some("s3cret"))).collect();
+    // Shutdown, on a server without a timeout (so that a loaded machine cannot end the
+    // streams before the signal): SIGTERM during 8 streams ends each with `[DONE]` (after
+    // an error event if the grace ran out), and the process exits 0.
+    let mut server = spawn(&[]);
+    let addr = server.addr.clone();
+    let streams: Vec<_> = (0..8).map(|_| post(&addr, &long(true, 400), Some("s3cret"))).collect();
     let streams: Vec<_> = streams
         .into_iter()
         .map(|mut s| {
@@ -809,8 +807,4 @@ fn limits_and_graceful_shutdown(exe: &Path) {
     }
     let code = server.wait_exit(Duration::from_secs(30)).expect("the server exits after SIGTERM");
     assert_eq!(code, Some(0), "exit status after SIGTERM");
-    let lines = server.stderr_lines();
-    let json_lines: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(json_lines.iter().any(|l| l["message"] == "request failed" && l["status"] == 401), "{lines:#?}");
-    assert!(json_lines.iter().any(|l| l["status"] == 408 && l["step"] == "timeout"), "{lines:#?}");
 }
