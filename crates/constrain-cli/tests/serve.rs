@@ -579,6 +579,7 @@ fn tool_calls(addr: &str) {
                 assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
                 let mut streamed: Vec<(String, String)> = Vec::new();
                 let mut finish = None;
+                let mut pieces = 0;
                 for d in &data[..data.len() - 1] {
                     let chunk: Value = serde_json::from_str(d).unwrap();
                     let c = &chunk["choices"][0];
@@ -586,9 +587,12 @@ fn tool_calls(addr: &str) {
                         let index = call["index"].as_u64().unwrap() as usize;
                         if index == streamed.len() {
                             assert!(call["id"].is_string() && call["type"] == "function", "{call}");
+                            assert_eq!(call["function"]["arguments"], "", "the opening carries no arguments: {call}");
                             streamed.push((call["function"]["name"].as_str().unwrap().to_string(), String::new()));
                         }
-                        streamed[index].1.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+                        let piece = call["function"]["arguments"].as_str().unwrap_or("");
+                        streamed[index].1.push_str(piece);
+                        pieces += usize::from(!piece.is_empty());
                     }
                     if let Some(f) = c["finish_reason"].as_str() {
                         finish = Some(f.to_string());
@@ -598,6 +602,9 @@ fn tool_calls(addr: &str) {
                 // The same seed usually gives the same calls, but the prompt's cached cells make
                 // the floats differ slightly: the streamed calls are checked on their own.
                 assert!(!streamed.is_empty());
+                // Each call opens (name, empty arguments) before its arguments arrive: they
+                // stream as generated (short ones may fall in the held-back tail in one piece).
+                assert!(pieces >= streamed.len(), "a call without arguments: {data:?}");
                 for (name, args) in &streamed {
                     assert_call_valid(tools, name, args);
                 }

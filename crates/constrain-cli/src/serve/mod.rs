@@ -743,11 +743,16 @@ fn tool_calls_json(calls: &[tools::Call]) -> Value {
     let calls: Vec<Value> = calls
         .iter()
         .map(|c| {
-            json!({"id": format!("call_{:016x}", rand::random::<u64>()), "type": "function",
+            json!({"id": call_id(), "type": "function",
                    "function": {"name": c.name, "arguments": c.arguments}})
         })
         .collect();
     Value::Array(calls)
+}
+
+/// A new tool call id.
+fn call_id() -> String {
+    format!("call_{:016x}", rand::random::<u64>())
 }
 
 /// Sends `job` to the decode thread; its events come back on the returned channel, which is
@@ -831,8 +836,8 @@ struct Meta {
     model: String,
     chat: bool,
     include_usage: bool,
-    /// The request's functions: text that opens a call is held back and sent as
-    /// `tool_calls` deltas at the end.
+    /// The request's functions: text that opens a call is streamed as `tool_calls`
+    /// deltas ([`tools::CallStream`]).
     tools: Option<tools::Tools>,
     /// With `logprobs` asked: the vocabulary that names the tokens of each choice's final
     /// chunk's log-probabilities.
@@ -871,39 +876,22 @@ impl Meta {
                "choices": [choice], "system_fingerprint": null})
     }
 
-    /// The chunks of the calls in `text` (choice `index`), in order, OpenAI's way: per call,
-    /// one chunk with its index, id, type, name and empty arguments, then one with the
-    /// arguments.
-    fn call_chunks(&self, index: usize, text: &str, first: bool) -> Option<Vec<Value>> {
-        let calls = tools::parse_calls(text)?;
-        let mut out = Vec::new();
-        for (i, call) in tools_json_with_index(&calls).into_iter().enumerate() {
-            let mut delta = json!({"tool_calls": [call.0]});
-            if first && i == 0 {
-                delta["role"] = json!("assistant");
-                delta["content"] = Value::Null;
-            }
-            out.push(self.delta_chunk(index, delta, None));
-            out.push(self.delta_chunk(index, json!({"tool_calls": [call.1]}), None));
+    /// The chunk of a call delta of choice `index` (`first`: the choice's first chunk, which
+    /// names the role): a call's opening (index, id, type, name, empty arguments) or more of
+    /// its arguments, OpenAI's way.
+    fn call_chunk(&self, index: usize, delta: &tools::CallDelta, first: bool) -> Value {
+        let call = match delta {
+            tools::CallDelta::Open { index, name } => json!({"index": index, "id": call_id(), "type": "function",
+                                                             "function": {"name": name, "arguments": ""}}),
+            tools::CallDelta::Arguments { index, text } => json!({"index": index, "function": {"arguments": text}}),
+        };
+        let mut delta = json!({"tool_calls": [call]});
+        if first {
+            delta["role"] = json!("assistant");
+            delta["content"] = Value::Null;
         }
-        Some(out)
+        self.delta_chunk(index, delta, None)
     }
-}
-
-/// Per call, its opening delta (index, id, type, name, empty arguments) and its arguments
-/// delta.
-fn tools_json_with_index(calls: &[tools::Call]) -> Vec<(Value, Value)> {
-    let full = tool_calls_json(calls);
-    let full = full.as_array().cloned().unwrap_or_default();
-    full.into_iter()
-        .enumerate()
-        .map(|(i, mut c)| {
-            let args = c["function"]["arguments"].take();
-            c["index"] = json!(i);
-            c["function"]["arguments"] = json!("");
-            (c, json!({"index": i, "function": {"arguments": args}}))
-        })
-        .collect()
 }
 
 /// What a streamed response tracks of one choice.
@@ -911,16 +899,18 @@ fn tools_json_with_index(calls: &[tools::Call]) -> Vec<(Value, Value)> {
 struct ChoiceStream {
     /// Whether a chunk of it was sent.
     started: bool,
-    /// With tools: whether the output is a call (decided by its first byte), and the
-    /// call's text, held back until the end.
+    /// With tools: whether the output is a call (decided by its first byte), the call's
+    /// text (checked at the end), and the reader that streams its calls as they come.
     call: Option<bool>,
     held: String,
+    calls: tools::CallStream,
     /// Every piece of its text so far (sent or held), for its log-probabilities.
     text: String,
 }
 
-/// The SSE events of a streamed response: a chunk per text piece of each choice, a final
-/// chunk per choice with its finish reason, once every choice is done a usage chunk if
+/// The SSE events of a streamed response: a chunk per text piece of each choice (with
+/// tools, a call's opening as soon as its name is generated, then its arguments piece by
+/// piece: [`tools::CallStream`]), a final chunk per choice with its finish reason, once every choice is done a usage chunk if
 /// asked, then `[DONE]`.
 fn sse_stream(
     meta: Meta,
@@ -984,6 +974,10 @@ fn sse_stream(
                         }
                         if choice.call == Some(true) {
                             choice.held.push_str(&t);
+                            for delta in choice.calls.push(&t) {
+                                st.queued.push_back(data(st.meta.call_chunk(i, &delta, !choice.started)));
+                                choice.started = true;
+                            }
                             continue;
                         }
                     }
@@ -994,28 +988,25 @@ fn sse_stream(
                 Some(Ev::Done(i, out, hit)) => {
                     let Some(choice) = st.choices.get(i) else { continue };
                     let mut finish = api::finish_reason(out.stop, hit);
-                    let calls = match choice.call {
-                        Some(true) => match st.meta.call_chunks(i, &choice.held, !choice.started) {
-                            Some(chunks) => Some(chunks),
-                            None => {
-                                st.done = true;
-                                let e = ApiError::new(500, "server_error", "the tool call output does not parse");
-                                st.rec.fail(e.status, e.kind, "respond", &e.message);
-                                st.queued.push_back(data(e.body()));
-                                st.queued.push_back(Event::default().data("[DONE]"));
-                                continue;
-                            }
-                        },
-                        _ => None,
-                    };
-                    if calls.is_some() {
+                    // The calls went out as they were generated; the whole text must read
+                    // as calls (the grammar ensures it).
+                    let is_call = choice.call == Some(true);
+                    if is_call && tools::parse_calls(&choice.held).is_none() {
+                        st.done = true;
+                        let e = ApiError::new(500, "server_error", "the tool call output does not parse");
+                        st.rec.fail(e.status, e.kind, "respond", &e.message);
+                        st.queued.push_back(data(e.body()));
+                        st.queued.push_back(Event::default().data("[DONE]"));
+                        continue;
+                    }
+                    if is_call {
                         finish = "tool_calls";
                     }
                     st.rec.output(&out);
                     st.rec.finish = finish;
-                    let mut last = match &calls {
-                        Some(_) => st.meta.delta_chunk(i, json!({}), Some(finish)),
-                        None => st.meta.chunk(
+                    let mut last = match is_call {
+                        true => st.meta.delta_chunk(i, json!({}), Some(finish)),
+                        false => st.meta.chunk(
                             i,
                             if choice.started || !st.meta.chat { None } else { Some("") },
                             Some(finish),
@@ -1031,7 +1022,6 @@ fn sse_stream(
                     if all_done && !st.meta.include_usage {
                         last["usage"] = usage(&st.outs);
                     }
-                    st.queued.extend(calls.unwrap_or_default().into_iter().map(data));
                     st.queued.push_back(data(last));
                     if all_done {
                         st.done = true;

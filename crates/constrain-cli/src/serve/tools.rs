@@ -24,7 +24,7 @@
 //! subset or refused with a 400 naming it (`required` keeps the checks).
 use super::api::ApiError;
 use constrain::grammar::{Expr, Grammar, GrammarBuilder};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// Most calls in one parallel answer.
 pub const MAX_PARALLEL_CALLS: usize = 8;
@@ -298,17 +298,260 @@ pub struct Call {
 }
 
 /// The calls in a call output (one object, or an array of them); `None` if it is not one
-/// (which the grammar rules out).
+/// (which the grammar rules out). Each call's `arguments` is its text as generated (what
+/// [`CallStream`] streams), so a streamed call and the same call not streamed are equal.
 pub fn parse_calls(text: &str) -> Option<Vec<Call>> {
     let value: Value = serde_json::from_str(text).ok()?;
-    let one = |v: &Value| -> Option<Call> {
-        let m: &Map<String, Value> = v.as_object()?;
-        Some(Call { name: m.get("name")?.as_str()?.to_string(), arguments: m.get("arguments")?.to_string() })
+    let well_formed = |v: &Value| -> bool {
+        v.as_object().is_some_and(|m| m.get("name").is_some_and(Value::is_string) && m.contains_key("arguments"))
     };
-    match &value {
-        Value::Array(items) if !items.is_empty() => items.iter().map(one).collect(),
-        Value::Object(_) => one(&value).map(|c| vec![c]),
-        _ => None,
+    let n = match &value {
+        Value::Array(items) if !items.is_empty() && items.iter().all(well_formed) => items.len(),
+        Value::Object(_) if well_formed(&value) => 1,
+        _ => return None,
+    };
+    let mut calls: Vec<Call> = Vec::with_capacity(n);
+    for delta in CallStream::default().push(text) {
+        match delta {
+            CallDelta::Open { index, name } if index == calls.len() => {
+                calls.push(Call { name, arguments: String::new() });
+            }
+            CallDelta::Arguments { index, text } => calls.get_mut(index)?.arguments.push_str(&text),
+            CallDelta::Open { .. } => return None,
+        }
+    }
+    (calls.len() == n).then_some(calls)
+}
+
+/// What [`CallStream::push`] learned of the calls from a piece of output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallDelta {
+    /// Call `index` begins, and its function is `name`.
+    Open {
+        /// The call's position in the output, from 0.
+        index: usize,
+        /// The function called.
+        name: String,
+    },
+    /// More of call `index`'s arguments text (after its `Open`).
+    Arguments {
+        /// The call's position in the output.
+        index: usize,
+        /// The next bytes of its `arguments` value, as generated.
+        text: String,
+    },
+}
+
+/// Where a [`CallStream`] is at the level of a call object's members.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Expect {
+    #[default]
+    Key,
+    Colon,
+    Value,
+    Comma,
+}
+
+/// The member value a [`CallStream`] is reading at a call object's level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Reading {
+    #[default]
+    Nothing,
+    Key,
+    Name,
+    /// `arguments`: a container (ends when its bracket closes), a string (ends at its
+    /// closing quote) or another scalar (ends before the next `,`, `}` or space).
+    Arguments(ArgKind),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArgKind {
+    Container,
+    String,
+    Scalar,
+}
+
+/// Reads a call output (a call object `{"name": …, "arguments": …}`, or an array of them)
+/// as it is generated, so that a server can stream each call's name as soon as it is known
+/// and its arguments piece by piece, as OpenAI's streaming `tool_calls` deltas do.
+///
+/// A byte scanner over the JSON text: it tracks strings and brackets, and at the level of a
+/// call object's members reads the keys, decodes the `name` string and passes the
+/// `arguments` value's bytes through unchanged. Arguments generated before the name (the
+/// grammar lets members come in either order) are held until the name is known. It assumes
+/// the text is a call output, as the grammar guarantees; on other text it reports what it
+/// can and never panics.
+#[derive(Clone, Debug, Default)]
+pub struct CallStream {
+    /// The open brackets, outermost first.
+    stack: Vec<u8>,
+    in_string: bool,
+    escape: bool,
+    expect: Expect,
+    reading: Reading,
+    /// The key or name string being read (without its quotes).
+    buf: Vec<u8>,
+    /// The last key read at a call's level.
+    key: Vec<u8>,
+    /// Calls begun so far.
+    calls: usize,
+    /// Whether the current call's name is known (its `Open` was reported).
+    named: bool,
+    /// The current call's argument bytes read before its name.
+    pending: Vec<u8>,
+}
+
+impl CallStream {
+    /// Reads the next piece of output; what it tells of the calls, in order (consecutive
+    /// argument bytes of a call merged into one delta).
+    pub fn push(&mut self, piece: &str) -> Vec<CallDelta> {
+        let mut out: Vec<(usize, Option<String>, Vec<u8>)> = Vec::new();
+        for &b in piece.as_bytes() {
+            self.byte(b, &mut out);
+        }
+        out.into_iter()
+            .map(|(index, name, bytes)| match name {
+                Some(name) => CallDelta::Open { index, name },
+                None => CallDelta::Arguments { index, text: String::from_utf8_lossy(&bytes).into_owned() },
+            })
+            .collect()
+    }
+
+    /// Whether the innermost open bracket is a call object's: the top-level object, or an
+    /// object directly inside the top-level array.
+    fn at_call(&self) -> bool {
+        matches!(self.stack.as_slice(), [b'{'] | [b'[', b'{'])
+    }
+
+    /// One argument byte of the current call: reported, or held until the name is known.
+    fn argument(&mut self, b: u8, out: &mut Vec<(usize, Option<String>, Vec<u8>)>) {
+        if !self.named {
+            self.pending.push(b);
+            return;
+        }
+        let index = self.calls.saturating_sub(1);
+        match out.last_mut() {
+            Some((i, None, bytes)) if *i == index => bytes.push(b),
+            _ => out.push((index, None, vec![b])),
+        }
+    }
+
+    fn byte(&mut self, b: u8, out: &mut Vec<(usize, Option<String>, Vec<u8>)>) {
+        if self.in_string {
+            let closing = !self.escape && b == b'"';
+            match self.reading {
+                Reading::Arguments(_) => self.argument(b, out),
+                Reading::Key | Reading::Name if !closing => self.buf.push(b),
+                _ => {}
+            }
+            if self.escape {
+                self.escape = false;
+            } else if b == b'\\' {
+                self.escape = true;
+            } else if closing {
+                self.in_string = false;
+                if self.at_call() {
+                    self.string_ended(out);
+                }
+            }
+            return;
+        }
+        let at_call = self.at_call();
+        if at_call
+            && self.reading == Reading::Arguments(ArgKind::Scalar)
+            && matches!(b, b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r')
+        {
+            self.reading = Reading::Nothing;
+            self.expect = Expect::Comma;
+        }
+        if matches!(self.reading, Reading::Arguments(_)) {
+            self.argument(b, out);
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if at_call {
+                    match self.expect {
+                        Expect::Key => {
+                            self.reading = Reading::Key;
+                            self.buf.clear();
+                        }
+                        Expect::Value => self.value_starts(b, out),
+                        _ => {}
+                    }
+                }
+            }
+            b'{' | b'[' => {
+                if at_call && self.expect == Expect::Value {
+                    self.value_starts(b, out);
+                }
+                self.stack.push(b);
+                if b == b'{' && self.at_call() {
+                    self.calls += 1;
+                    self.named = false;
+                    self.pending.clear();
+                    self.expect = Expect::Key;
+                    self.reading = Reading::Nothing;
+                }
+            }
+            b'}' | b']' => {
+                self.stack.pop();
+                if self.at_call() && self.reading == Reading::Arguments(ArgKind::Container) {
+                    self.reading = Reading::Nothing;
+                    self.expect = Expect::Comma;
+                }
+            }
+            b':' if at_call && self.expect == Expect::Colon => self.expect = Expect::Value,
+            b',' if at_call => self.expect = Expect::Key,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ if at_call && self.expect == Expect::Value => self.value_starts(b, out),
+            _ => {}
+        }
+    }
+
+    /// A member's value begins at a call's level with byte `b`.
+    fn value_starts(&mut self, b: u8, out: &mut Vec<(usize, Option<String>, Vec<u8>)>) {
+        self.expect = Expect::Comma;
+        self.reading = match self.key.as_slice() {
+            b"arguments" => {
+                let kind = match b {
+                    b'{' | b'[' => ArgKind::Container,
+                    b'"' => ArgKind::String,
+                    _ => ArgKind::Scalar,
+                };
+                self.argument(b, out);
+                Reading::Arguments(kind)
+            }
+            b"name" if b == b'"' => {
+                self.buf.clear();
+                Reading::Name
+            }
+            _ => Reading::Nothing,
+        };
+    }
+
+    /// A string at a call's level closed: a key, the name, or string arguments.
+    fn string_ended(&mut self, out: &mut Vec<(usize, Option<String>, Vec<u8>)>) {
+        match self.reading {
+            Reading::Key => {
+                self.key = std::mem::take(&mut self.buf);
+                self.expect = Expect::Colon;
+            }
+            Reading::Name => {
+                let quoted = format!("\"{}\"", String::from_utf8_lossy(&self.buf));
+                let name =
+                    serde_json::from_str::<String>(&quoted).unwrap_or_else(|_| quoted[1..quoted.len() - 1].into());
+                let index = self.calls.saturating_sub(1);
+                out.push((index, Some(name), Vec::new()));
+                self.named = true;
+                let pending = std::mem::take(&mut self.pending);
+                if !pending.is_empty() {
+                    out.push((index, None, pending));
+                }
+            }
+            Reading::Arguments(_) | Reading::Nothing => {}
+        }
+        self.reading = Reading::Nothing;
     }
 }
 
@@ -394,6 +637,62 @@ mod tests {
             assert!(!pda.matches(bad.as_bytes()), "{bad}");
         }
         assert!(is_call(&t, "[{") && is_call(&t, "{") && !is_call(&t, "x"));
+    }
+
+    /// Reads `text` in pieces of `size` bytes (at char boundaries) and reassembles the calls.
+    fn streamed(text: &str, size: usize) -> Vec<(String, String)> {
+        let mut stream = CallStream::default();
+        let mut calls: Vec<(String, String)> = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            let mut end = (at + size).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            for d in stream.push(&text[at..end]) {
+                match d {
+                    CallDelta::Open { index, name } => {
+                        assert_eq!(index, calls.len(), "{text}");
+                        calls.push((name, String::new()));
+                    }
+                    CallDelta::Arguments { index, text } => calls[index].1.push_str(&text),
+                }
+            }
+            at = end;
+        }
+        calls
+    }
+
+    #[test]
+    fn calls_stream_piece_by_piece_and_equal_the_whole() {
+        let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+            (r#"{"name":"add","arguments":{"a":1,"b":{"c":[2,"}"]}}}"#, vec![("add", r#"{"a":1,"b":{"c":[2,"}"]}}"#)]),
+            (
+                "{\n  \"name\": \"get_weather\",\n  \"arguments\": {\"city\": \"Os\\\"lo \u{e9}\"}\n}",
+                vec![("get_weather", "{\"city\": \"Os\\\"lo \u{e9}\"}")],
+            ),
+            (r#"{"arguments":{"x":"name"},"name":"late"}"#, vec![("late", r#"{"x":"name"}"#)]),
+            (
+                r#"[{"name":"a","arguments":{}},{"name":"b\u0041","arguments":[1, 2]}]"#,
+                vec![("a", "{}"), ("bA", "[1, 2]")],
+            ),
+            (r#"{"name":"s","arguments":"just \"text\""}"#, vec![("s", r#""just \"text\"""#)]),
+            (r#"{"name":"n","arguments":12.5e3 }"#, vec![("n", "12.5e3")]),
+        ];
+        for (text, want) in cases {
+            let want: Vec<(String, String)> = want.iter().map(|(n, a)| (n.to_string(), a.to_string())).collect();
+            for size in [1, 2, 3, 7, text.len()] {
+                assert_eq!(streamed(text, size), want, "{text} in pieces of {size}");
+            }
+            let whole = parse_calls(text).unwrap();
+            let whole: Vec<(String, String)> = whole.into_iter().map(|c| (c.name, c.arguments)).collect();
+            assert_eq!(whole, want, "{text}");
+        }
+        // Not a call output: no panic, and `parse_calls` refuses it.
+        for junk in ["", "}}]]", "{\"name\":3}", "[", "\"\\", "{\"arguments\":{\"a\":1}}"] {
+            let _ = streamed(junk, 1);
+            assert!(parse_calls(junk).is_none(), "{junk}");
+        }
     }
 
     #[test]
