@@ -31,6 +31,7 @@ mod batch;
 mod llama;
 pub mod logprobs;
 mod model_path;
+mod rawdecode;
 mod sequence;
 
 pub use batch::{BatchChoice, BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
@@ -39,6 +40,7 @@ pub use logprobs::TokenLogprob;
 pub use model_path::{
     cached_model_path, default_model_path, fetch_default_model, DEFAULT_MODEL_FILE, DEFAULT_MODEL_WHEEL,
 };
+pub use rawdecode::RawDecode;
 
 use constrain::sampling::SamplerSettings;
 use std::time::Duration;

@@ -48,6 +48,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+/// `--ctx-size`'s default: tokens per sequence.
+pub const DEFAULT_CTX_SIZE: u32 = 2048;
+
 /// Arguments of `constrain serve`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -65,7 +68,7 @@ pub struct ServeArgs {
     pub parallel: usize,
     /// Context size of each sequence in tokens (prompt + output); the KV cache holds
     /// `parallel` times this.
-    #[arg(short = 'c', long = "ctx-size", default_value_t = 2048)]
+    #[arg(short = 'c', long = "ctx-size", default_value_t = DEFAULT_CTX_SIZE)]
     pub ctx_size: u32,
     /// CPU threads for llama.cpp [default: all available cores].
     #[arg(short = 't', long)]
