@@ -30,6 +30,7 @@
 mod batch;
 mod llama;
 pub mod logprobs;
+pub mod lookup;
 mod model_path;
 mod rawdecode;
 mod sequence;
@@ -75,6 +76,10 @@ pub struct GeneratorSettings {
     /// distance to the end get a logit bonus, so the document winds down instead of being
     /// cut. Default 0 (off). Costs one trial step per allowed token while it applies.
     pub close_margin: usize,
+    /// Speculative decoding by n-gram lookup ([`lookup`]): up to this many draft tokens
+    /// are evaluated with each sampled token and kept as far as the sampler agrees, so the
+    /// output is the same as without it. Default 0 (off). Single-sequence generation only.
+    pub lookup: usize,
 }
 
 impl Default for GeneratorSettings {
@@ -90,6 +95,7 @@ impl Default for GeneratorSettings {
             verbose: false,
             close: true,
             close_margin: 0,
+            lookup: 0,
         }
     }
 }
@@ -256,6 +262,10 @@ pub struct Output {
     pub stop: StopReason,
     /// Timings.
     pub timings: Timings,
+    /// Speculative decoding ([`GeneratorSettings::lookup`]): draft tokens evaluated.
+    pub drafted_tokens: usize,
+    /// Of `drafted_tokens`, those the sampled token matched (each saved a model step).
+    pub accepted_drafts: usize,
     /// Per produced token, its log-probability and the step's likeliest alternatives
     /// ([`logprobs`]): filled only when the request asked for them
     /// ([`BatchRequest::logprobs`]), else empty.

@@ -332,10 +332,17 @@ impl Generator {
         seq.prompt_done(started.elapsed());
         let mut logits_at = batch.n_tokens() - 1;
         let on_text: &mut dyn FnMut(&str) = &mut on_text;
-        let stop = loop {
-            let next = match seq.prepare(&self.model, vocab, n_batch, on_text)? {
+        // With lookup drafting: the drafts of the step being evaluated, and a step decided
+        // while checking them that still needs its evaluation.
+        let mut drafts: Vec<TokenId> = Vec::new();
+        let mut pending: Option<Next> = None;
+        let stop = 'steps: loop {
+            let next = match pending.take() {
                 Some(next) => next,
-                None => seq.sample(vocab, ctx.get_logits_ith(logits_at), on_text)?,
+                None => match seq.prepare(&self.model, vocab, n_batch, on_text)? {
+                    Some(next) => next,
+                    None => seq.sample(vocab, ctx.get_logits_ith(logits_at), on_text)?,
+                },
             };
             let tokens = match next {
                 Next::Stop(reason) => break reason,
@@ -345,17 +352,42 @@ impl Generator {
                     tokens
                 }
             };
+            let room = seq.room(tokens.len()).min(n_batch.saturating_sub(tokens.len()));
+            crate::lookup::propose(seq.tokens(), self.settings.lookup.min(room), &mut drafts);
+            let keep = seq.grammar_prefix(&drafts);
+            drafts.truncate(keep);
             batch.clear();
             let n_past = seq.n_past();
             let last = tokens.len() - 1;
-            for (i, &t) in tokens.iter().enumerate() {
+            for (i, &t) in tokens.iter().chain(&drafts).enumerate() {
                 batch
-                    .add(LlamaToken(t.0 as i32), (n_past + i) as i32, &[0], i == last)
+                    .add(LlamaToken(t.0 as i32), (n_past + i) as i32, &[0], i >= last)
                     .map_err(|e| Error::Llama(e.to_string()))?;
             }
             ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
             seq.fed(tokens.len());
-            logits_at = batch.n_tokens() - 1;
+            seq.drafted(drafts.len());
+            // Logits at batch index `last + j` are those the draft `j` was guessed from.
+            logits_at = last as i32;
+            for &draft in &drafts {
+                // The step plain decoding would take here, from the same logits.
+                let next = match seq.prepare(&self.model, vocab, n_batch, on_text)? {
+                    Some(next) => next,
+                    None => seq.sample(vocab, ctx.get_logits_ith(logits_at), on_text)?,
+                };
+                match next {
+                    Next::Feed(t) if t == [draft] => {
+                        seq.draft_kept();
+                        logits_at += 1;
+                    }
+                    next => {
+                        // The cells from here on hold drafts that were not kept.
+                        clear_cells(&mut ctx, 0, seq.n_past())?;
+                        pending = Some(next);
+                        continue 'steps;
+                    }
+                }
+            }
         };
         Ok(seq.finish(stop, on_text))
     }

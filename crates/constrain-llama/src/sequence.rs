@@ -85,6 +85,9 @@ pub(crate) struct Sequence {
     /// ascending.
     bans: Vec<(usize, TokenId)>,
     backtracks: usize,
+    /// Speculative drafts evaluated, and those kept ([`Sequence::draft_kept`]).
+    drafted: usize,
+    drafts_kept: usize,
     /// Per output token, when [`SequenceSettings::logprobs`] asks for them.
     logprobs: Vec<TokenLogprob>,
     mask: Vec<u32>,
@@ -142,6 +145,8 @@ impl Sequence {
             sampled: Vec::new(),
             bans: Vec::new(),
             backtracks: 0,
+            drafted: 0,
+            drafts_kept: 0,
             logprobs: Vec::new(),
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
@@ -177,6 +182,42 @@ impl Sequence {
     pub(crate) fn fed(&mut self, n: usize) {
         self.n_past += n;
         self.steps += 1;
+    }
+
+    /// Every token so far, prompt then output: what lookup drafting searches.
+    pub(crate) fn tokens(&self) -> &[TokenId] {
+        &self.history
+    }
+
+    /// How many more tokens may be produced: the budget and the context left after the
+    /// tokens evaluated so far and `pending` more.
+    pub(crate) fn room(&self, pending: usize) -> usize {
+        let budget = self.settings.max_tokens.saturating_sub(self.generated);
+        budget.min(self.n_ctx.saturating_sub(self.n_past + pending))
+    }
+
+    /// How many of `drafts` the grammar takes in a row from here (drafts past the first
+    /// refused one could never be kept, so they are not worth a batch slot). The matcher
+    /// is left as it was.
+    pub(crate) fn grammar_prefix(&mut self, drafts: &[TokenId]) -> usize {
+        let Some(m) = self.matcher.as_mut() else { return drafts.len() };
+        let taken = drafts.iter().take_while(|&&t| m.accept_token(t).is_ok()).count();
+        if m.rollback(taken).is_err() {
+            return 0;
+        }
+        taken
+    }
+
+    /// Records that `n` draft tokens were evaluated after the last [`Next::Feed`]'s tokens.
+    pub(crate) fn drafted(&mut self, n: usize) {
+        self.drafted += n;
+    }
+
+    /// Records that the token just sampled equals the draft evaluated at its position: its
+    /// KV cells are in place, so it needs no evaluation of its own.
+    pub(crate) fn draft_kept(&mut self) {
+        self.n_past += 1;
+        self.drafts_kept += 1;
     }
 
     /// The first half of a step: `Some` when the sequence stops or jump-forward has tokens
@@ -451,6 +492,8 @@ impl Sequence {
             unproved_tokens: self.closer.proofs().unproved,
             stop,
             timings: self.timings,
+            drafted_tokens: self.drafted,
+            accepted_drafts: self.drafts_kept,
             logprobs: self.logprobs,
         }
     }

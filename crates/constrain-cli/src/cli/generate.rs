@@ -124,6 +124,11 @@ pub struct GenerateArgs {
     /// Sample every token, even where the grammar dictates the next bytes.
     #[arg(long = "no-jump-forward")]
     pub no_jump_forward: bool,
+    /// Speculative decoding without a draft model: guess up to N tokens per step by n-gram
+    /// lookup in the prompt and the output, evaluate them with the sampled token in one
+    /// batch, and keep them as far as sampling agrees (the output is the same); 0 = off.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub lookup: usize,
     /// Sampling.
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -178,6 +183,7 @@ impl GenerateArgs {
             verbose: self.model.verbose,
             close: !self.no_close,
             close_margin: self.close_margin,
+            lookup: self.lookup,
         }
     }
 }
@@ -398,6 +404,14 @@ fn run_model(
             out.tokens_per_second(),
             out.timings.mask.as_secs_f64() * 1e3,
         );
+        if args.lookup > 0 {
+            eprintln!(
+                "constrain: lookup: {} tokens drafted, {} accepted ({:.0}%)",
+                out.drafted_tokens,
+                out.accepted_drafts,
+                100.0 * out.accepted_drafts as f64 / out.drafted_tokens.max(1) as f64
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
