@@ -45,6 +45,7 @@ fn settings() -> impl Strategy<Value = SamplerSettings> {
             presence_penalty: pres,
             logit_bias: vec![(TokenId(0), 1.5), (TokenId(3), -2.0)],
             seed: Some(seed),
+            ..SamplerSettings::default()
         })
 }
 
