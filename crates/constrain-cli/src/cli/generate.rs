@@ -7,7 +7,8 @@ use super::format::OutputFormat;
 #[cfg(feature = "llama")]
 use super::out::outln;
 use super::{Failure, EXIT_USAGE};
-use constrain::sampling::SamplerSettings;
+use constrain::sampling::{SamplerKind, SamplerSettings};
+use constrain::TokenId;
 #[cfg(feature = "llama")]
 use constrain_llama::GeneratorSettings;
 use std::io::{IsTerminal, Read};
@@ -62,9 +63,59 @@ pub struct SamplingArgs {
     /// OpenAI presence penalty.
     #[arg(long = "presence-penalty", default_value_t = 0.0, allow_negative_numbers = true)]
     pub presence_penalty: f32,
+    /// Locally typical sampling: keep the tokens whose surprise is closest to the entropy,
+    /// up to this probability; 1.0 = off.
+    #[arg(long = "typical", default_value_t = 1.0, value_name = "P")]
+    pub typical_p: f32,
+    /// Mirostat: 0 = off, 1 = v1, 2 = v2. Replaces top-k, typical, top-p and min-p
+    /// (temperature, then mirostat's own truncation and draw).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub mirostat: u8,
+    /// Mirostat learning rate (eta).
+    #[arg(long = "mirostat-lr", default_value_t = 0.1, value_name = "ETA")]
+    pub mirostat_eta: f32,
+    /// Mirostat target entropy (tau, in bits).
+    #[arg(long = "mirostat-ent", default_value_t = 5.0, value_name = "TAU")]
+    pub mirostat_tau: f32,
+    /// The stages' order, `;`-separated, as llama.cpp names them (penalties, top_k, typ_p,
+    /// top_p, min_p, temperature); a stage left out does not run.
+    #[arg(long, value_name = "LIST", value_parser = parse_samplers,
+          default_value = "penalties;temperature;top_k;typ_p;top_p;min_p")]
+    pub samplers: SamplerOrder,
+    /// Add BIAS to token TOKEN_ID's logit, e.g. `15043+1` or `15043-0.5`; `15043-inf` bans
+    /// the token. Repeatable.
+    #[arg(long = "logit-bias", value_name = "TOKEN_ID(+/-)BIAS", value_parser = parse_logit_bias)]
+    pub logit_bias: Vec<(TokenId, f32)>,
     /// Random seed [default: from the clock].
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+/// A parsed `--samplers` list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SamplerOrder(pub Vec<SamplerKind>);
+
+/// Parses `--samplers`: llama.cpp's `;`-separated stage names.
+fn parse_samplers(s: &str) -> Result<SamplerOrder, String> {
+    SamplerKind::parse_order(s).map(SamplerOrder).map_err(|e| e.to_string())
+}
+
+/// Parses one `--logit-bias` in llama.cpp's syntax: a token id, `+` or `-`, and the bias
+/// (`inf` allowed after `-`: a ban).
+fn parse_logit_bias(s: &str) -> Result<(TokenId, f32), String> {
+    let usage = || format!("`{s}` is not TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 15043-inf)");
+    let at = s.find(['+', '-']).ok_or_else(usage)?;
+    let (id, rest) = s.split_at(at);
+    let id: u32 = id.trim().parse().map_err(|_| usage())?;
+    let magnitude = rest[1..].trim();
+    if magnitude.starts_with(['+', '-']) {
+        return Err(usage());
+    }
+    let magnitude: f32 = magnitude.parse().map_err(|_| usage())?;
+    if magnitude.is_nan() || (magnitude.is_infinite() && rest.starts_with('+')) {
+        return Err(format!("`{s}`: a bias must be finite, or -inf to ban the token"));
+    }
+    Ok((TokenId(id), if rest.starts_with('-') { -magnitude } else { magnitude }))
 }
 
 impl SamplingArgs {
@@ -79,7 +130,12 @@ impl SamplingArgs {
             repeat_last_n: self.repeat_last_n,
             frequency_penalty: self.frequency_penalty,
             presence_penalty: self.presence_penalty,
-            logit_bias: Vec::new(),
+            logit_bias: self.logit_bias.clone(),
+            typical_p: self.typical_p,
+            mirostat: self.mirostat,
+            mirostat_tau: self.mirostat_tau,
+            mirostat_eta: self.mirostat_eta,
+            samplers: self.samplers.0.clone(),
             seed: self.seed,
         }
     }

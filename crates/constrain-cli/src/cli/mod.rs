@@ -276,6 +276,65 @@ mod tests {
     }
 
     #[test]
+    fn sampling_toolbox_flags_parse() {
+        use constrain::sampling::{SamplerKind, SamplerSettings};
+        use constrain::TokenId;
+        // The defaults are the library's: same order, typical and mirostat off.
+        let s = parse(&["constrain"]).unwrap().generate.sampler_settings();
+        assert_eq!(s, SamplerSettings::default());
+        assert_eq!(s.samplers, SamplerKind::DEFAULT_ORDER.to_vec());
+        let cli = parse(&[
+            "constrain",
+            "--typical",
+            "0.9",
+            "--mirostat",
+            "2",
+            "--mirostat-lr",
+            "0.2",
+            "--mirostat-ent",
+            "4",
+            "--samplers",
+            "top_k;typ_p;top_p;min_p;temperature",
+            "--logit-bias",
+            "15043+1",
+            "--logit-bias",
+            "13-0.5",
+            "--logit-bias",
+            "7-inf",
+        ])
+        .unwrap();
+        let s = cli.generate.sampler_settings();
+        assert_eq!((s.typical_p, s.mirostat, s.mirostat_eta, s.mirostat_tau), (0.9, 2, 0.2, 4.0));
+        use SamplerKind::*;
+        assert_eq!(s.samplers, vec![TopK, TypicalP, TopP, MinP, Temperature]);
+        assert_eq!(s.logit_bias, vec![(TokenId(15043), 1.0), (TokenId(13), -0.5), (TokenId(7), f32::NEG_INFINITY)]);
+        assert!(s.validate().is_ok());
+        // Rejected at parse time, naming the bad entry.
+        for (flag, value, needle) in [
+            ("--samplers", "top_k;bogus", "bogus"),
+            ("--samplers", "dry;top_k", "not supported"),
+            ("--samplers", "top_k;top-k", "twice"),
+            ("--logit-bias", "15043", "15043"),
+            ("--logit-bias", "abc+1", "abc+1"),
+            ("--logit-bias", "15043+x", "15043+x"),
+            ("--logit-bias", "15043+-1", "15043+-1"),
+            ("--logit-bias", "15043+inf", "-inf to ban"),
+            ("--logit-bias", "15043-nan", "-inf to ban"),
+            ("--mirostat", "-1", "-1"),
+        ] {
+            let e = parse(&["constrain", flag, value]).unwrap_err().to_string();
+            assert!(e.contains(needle), "{flag} {value}: {e}");
+        }
+        // In range for clap, refused by the settings' check.
+        for (flag, value) in
+            [("--mirostat", "3"), ("--typical", "0"), ("--mirostat-lr", "nan"), ("--mirostat-ent", "inf")]
+        {
+            let s = parse(&["constrain", flag, value]).unwrap().generate.sampler_settings();
+            assert!(s.validate().is_err(), "{flag} {value}");
+        }
+    }
+
+    #[test]
     fn subcommands_and_usage_errors() {
         assert!(matches!(
             parse(&["constrain", "grammar", "--regex", "a+"]).unwrap().command,
