@@ -118,6 +118,14 @@ struct Request {
     #[serde(default)]
     logit_bias: Option<serde_json::Map<String, Value>>,
     #[serde(default)]
+    typical_p: Option<f32>,
+    #[serde(default)]
+    mirostat: Option<i64>,
+    #[serde(default)]
+    mirostat_tau: Option<f32>,
+    #[serde(default)]
+    mirostat_eta: Option<f32>,
+    #[serde(default)]
     stop: Option<Stop>,
     #[serde(default)]
     stream: Option<bool>,
@@ -368,6 +376,21 @@ fn sampler_settings(r: &Request) -> Result<SamplerSettings, ApiError> {
     if let Some(p) = r.repeat_penalty {
         s.repeat_penalty = p;
     }
+    if let Some(p) = r.typical_p {
+        s.typical_p = p;
+    }
+    if let Some(m) = r.mirostat {
+        s.mirostat = u8::try_from(m)
+            .ok()
+            .filter(|m| *m <= 2)
+            .ok_or_else(|| ApiError::bad("mirostat".to_string(), "mirostat is 0 (off), 1 (v1) or 2 (v2)"))?;
+    }
+    if let Some(t) = r.mirostat_tau {
+        s.mirostat_tau = t;
+    }
+    if let Some(e) = r.mirostat_eta {
+        s.mirostat_eta = e;
+    }
     s.seed = r.seed.map(|x| x as u64);
     if let Some(bias) = &r.logit_bias {
         for (key, value) in bias {
@@ -384,8 +407,21 @@ fn sampler_settings(r: &Request) -> Result<SamplerSettings, ApiError> {
             s.logit_bias.push((TokenId(id), b));
         }
     }
-    s.validate().map_err(|e| ApiError::bad(None, e.to_string()))?;
+    s.validate().map_err(|e| ApiError::bad(request_field(&e), e.to_string()))?;
     Ok(s)
+}
+
+/// The request field a settings error is about, for the new sampling fields (others: none).
+fn request_field(e: &constrain::sampling::Error) -> Option<String> {
+    let constrain::sampling::Error::InvalidSetting { name, .. } = e else { return None };
+    let field = match *name {
+        "typical" => "typical_p",
+        "mirostat" => "mirostat",
+        "mirostat-ent" => "mirostat_tau",
+        "mirostat-lr" => "mirostat_eta",
+        _ => return None,
+    };
+    Some(field.to_string())
 }
 
 /// At most one of `response_format` (non-text), `grammar`, `json_schema` and `regex`.
@@ -619,5 +655,27 @@ mod tests {
         assert_eq!(job.sampler.logit_bias, vec![(TokenId(2), BAN), (TokenId(7), 5.0)]);
         let e = parse(br#"{"prompt":"x","logit_bias":{"abc":1}}"#, false, 1).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("logit_bias"));
+    }
+
+    #[test]
+    fn typical_and_mirostat_fields_parse_and_bad_ones_are_named() {
+        let job =
+            parse(br#"{"prompt":"x","typical_p":0.9,"mirostat":2,"mirostat_tau":4,"mirostat_eta":0.2}"#, false, 1)
+                .unwrap();
+        let s = &job.sampler;
+        assert_eq!((s.typical_p, s.mirostat, s.mirostat_tau, s.mirostat_eta), (0.9, 2, 4.0, 0.2));
+        let job = parse(br#"{"prompt":"x"}"#, false, 1).unwrap();
+        assert_eq!((job.sampler.typical_p, job.sampler.mirostat), (1.0, 0));
+        for (body, field) in [
+            (&br#"{"prompt":"x","mirostat":3}"#[..], "mirostat"),
+            (br#"{"prompt":"x","mirostat":-1}"#, "mirostat"),
+            (br#"{"prompt":"x","typical_p":0}"#, "typical_p"),
+            (br#"{"prompt":"x","typical_p":1.5}"#, "typical_p"),
+            (br#"{"prompt":"x","mirostat_tau":-1}"#, "mirostat_tau"),
+            (br#"{"prompt":"x","mirostat_eta":-0.5}"#, "mirostat_eta"),
+        ] {
+            let e = parse(body, false, 1).unwrap_err();
+            assert_eq!((e.status, e.param.as_deref()), (400, Some(field)), "{}", String::from_utf8_lossy(body));
+        }
     }
 }
