@@ -34,6 +34,7 @@ pub mod lookup;
 mod model_path;
 mod rawdecode;
 mod sequence;
+pub mod trace;
 
 pub use batch::{BatchChoice, BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
 pub use llama::Generator;
@@ -77,9 +78,13 @@ pub struct GeneratorSettings {
     /// cut. Default 0 (off). Costs one trial step per allowed token while it applies.
     pub close_margin: usize,
     /// Speculative decoding by n-gram lookup ([`lookup`]): up to this many draft tokens
-    /// are evaluated with each sampled token and kept as far as the sampler agrees, so the
-    /// output is the same as without it. Default 0 (off). Single-sequence generation only.
+    /// are evaluated with each sampled token and kept as far as the sampler agrees: the
+    /// same draws as without it (the batched logits can differ in the last digits). Default
+    /// 0 (off). Single-sequence generation only.
     pub lookup: usize,
+    /// Record, per output token, what the mask did ([`Output::trace`], [`trace`]). Default
+    /// false: no trace is kept and nothing is computed.
+    pub trace: bool,
 }
 
 impl Default for GeneratorSettings {
@@ -96,6 +101,7 @@ impl Default for GeneratorSettings {
             close: true,
             close_margin: 0,
             lookup: 0,
+            trace: false,
         }
     }
 }
@@ -270,6 +276,9 @@ pub struct Output {
     /// ([`logprobs`]): filled only when the request asked for them
     /// ([`BatchRequest::logprobs`]), else empty.
     pub logprobs: Vec<TokenLogprob>,
+    /// Per output token what the mask did, and where closing began and backtracks happened
+    /// ([`trace`]): filled only when [`GeneratorSettings::trace`] asks, else empty.
+    pub trace: Vec<trace::TraceEvent>,
 }
 
 impl Output {

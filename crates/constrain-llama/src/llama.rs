@@ -277,6 +277,7 @@ impl Generator {
             truncate_ok,
             hold,
             logprobs: None,
+            trace: self.settings.trace,
         }
     }
 

@@ -12,6 +12,7 @@
 //!
 //! [`Generator`]: crate::Generator
 use super::logprobs::TokenLogprob;
+use super::trace::{self, TraceEvent};
 use super::{Error, Output, StopReason, Timings};
 use constrain::closing::{Closer, Verdict};
 use constrain::matcher::{Constraint, Matcher};
@@ -60,6 +61,8 @@ pub(crate) struct SequenceSettings {
     /// Record each output token's log-probability and this many alternatives
     /// ([`Output::logprobs`]); `None`: record nothing.
     pub(crate) logprobs: Option<usize>,
+    /// Record what the mask did at each step ([`Output::trace`]).
+    pub(crate) trace: bool,
 }
 
 /// One generation's state (see the module doc).
@@ -90,6 +93,8 @@ pub(crate) struct Sequence {
     drafts_kept: usize,
     /// Per output token, when [`SequenceSettings::logprobs`] asks for them.
     logprobs: Vec<TokenLogprob>,
+    /// The trace, when [`SequenceSettings::trace`] asks for one (`None` costs nothing).
+    trace: Option<Vec<TraceEvent>>,
     mask: Vec<u32>,
     soft: Vec<u32>,
     logits: Vec<f32>,
@@ -148,6 +153,7 @@ impl Sequence {
             drafted: 0,
             drafts_kept: 0,
             logprobs: Vec::new(),
+            trace: settings.trace.then(Vec::new),
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
@@ -260,6 +266,9 @@ impl Sequence {
             if !tokens.is_empty() {
                 self.closer.forced(m, &tokens);
                 for &t in &tokens {
+                    if let Some(trace) = self.trace.as_mut() {
+                        trace.push(TraceEvent::Step(trace::forced_step(self.generated, t, vocab.token_bytes(t))));
+                    }
                     self.push_token(vocab, t, false, on_text);
                     if let Some(n) = self.settings.logprobs {
                         self.logprobs.push(TokenLogprob::forced(t, n));
@@ -282,7 +291,12 @@ impl Sequence {
         logits: &[f32],
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Next, Error> {
-        let token = match self.draw(vocab, logits) {
+        let was_closing = self.closer.is_closing();
+        let drawn = self.draw(vocab, logits);
+        if let Some(trace) = self.trace.as_mut().filter(|_| !was_closing && self.closer.is_closing()) {
+            trace.push(TraceEvent::Closing { step: self.generated });
+        }
+        let token = match drawn {
             Ok(token) => token,
             Err(Error::DeadEnd { step, .. }) => return self.backtrack(step),
             Err(e) => return Err(e),
@@ -295,6 +309,17 @@ impl Sequence {
             // `draw` left the distribution the token was drawn from in `self.logits`.
             let lp = TokenLogprob::of(&self.logits, token, n);
             self.logprobs.push(lp.unwrap_or(TokenLogprob { token, logprob: f32::NEG_INFINITY, top: Vec::new() }));
+        }
+        if let Some(trace) = self.trace.as_mut() {
+            // `draw` left the mask the token was drawn under in `self.mask`.
+            let mask = self.matcher.as_ref().map(|_| self.mask.as_slice());
+            trace.push(TraceEvent::Step(trace::sampled_step(
+                self.generated,
+                token,
+                vocab.token_bytes(token),
+                logits,
+                mask,
+            )));
         }
         self.push_token(vocab, token, true, on_text);
         if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
@@ -413,6 +438,10 @@ impl Sequence {
             self.sampler.accept(t);
         }
         self.backtracks += 1;
+        if let Some(trace) = self.trace.as_mut() {
+            trace.retain(|e| !matches!(e, TraceEvent::Step(s) if s.step >= pos));
+            trace.push(TraceEvent::Backtrack { step, to: pos });
+        }
         // The logits at `pos` come from the token before it (the prompt's last for `pos` 0).
         self.n_past = at - 1;
         Ok(Next::Rewind(vec![self.history[at - 1]]))
@@ -495,6 +524,7 @@ impl Sequence {
             drafted_tokens: self.drafted,
             accepted_drafts: self.drafts_kept,
             logprobs: self.logprobs,
+            trace: self.trace.unwrap_or_default(),
         }
     }
 }
