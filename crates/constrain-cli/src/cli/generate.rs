@@ -182,9 +182,15 @@ pub struct GenerateArgs {
     pub no_jump_forward: bool,
     /// Speculative decoding without a draft model: guess up to N tokens per step by n-gram
     /// lookup in the prompt and the output, evaluate them with the sampled token in one
-    /// batch, and keep them as far as sampling agrees (the output is the same); 0 = off.
+    /// batch, and keep them as far as sampling agrees (the same draws); 0 = off.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub lookup: usize,
+    /// Write what the mask did at each step to FILE, one JSON object per line: per output
+    /// token the tokens allowed, the probability mass removed, the entropies before and
+    /// after and the token's unmasked rank (of the model's raw distribution, temperature 1);
+    /// plus closing and backtrack events. `constrain plot FILE` draws it.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Sampling.
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -240,6 +246,7 @@ impl GenerateArgs {
             close: !self.no_close,
             close_margin: self.close_margin,
             lookup: self.lookup,
+            trace: self.trace.is_some(),
         }
     }
 }
@@ -362,6 +369,13 @@ fn run_model(
     use constrain_llama::{Prompt, SchemaInPrompt};
     use std::io::Write;
 
+    // The trace file is created before the model loads, so that a bad path fails at once.
+    let mut trace_file = match &args.trace {
+        Some(path) => Some(std::fs::File::create(path).map(std::io::BufWriter::new).map_err(|e| {
+            Failure::new(super::EXIT_OTHER, anyhow::anyhow!("cannot create the trace file {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
     let settings = GeneratorSettings { threads, ..args.generator_settings() };
     let generator = load_generator(&args.model, settings)?;
     let mut prompt = Prompt::user(prompt);
@@ -430,6 +444,10 @@ fn run_model(
             return Err(e.into());
         }
     };
+    if let (Some(file), Some(path)) = (trace_file.as_mut(), &args.trace) {
+        write_trace(file, &out.trace)
+            .map_err(|e| Failure::new(super::EXIT_OTHER, anyhow::anyhow!("cannot write {}: {e}", path.display())))?;
+    }
     if args.stream {
         outln!();
     } else {
@@ -470,6 +488,16 @@ fn run_model(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a trace as JSON lines (`--trace`).
+#[cfg(feature = "llama")]
+fn write_trace(file: &mut impl std::io::Write, trace: &[constrain_llama::trace::TraceEvent]) -> std::io::Result<()> {
+    for event in trace {
+        serde_json::to_writer(&mut *file, &event.to_json())?;
+        file.write_all(b"\n")?;
+    }
+    file.flush()
 }
 
 /// Loads the model given by `--model` (or the default one) behind a progress spinner.

@@ -17,6 +17,7 @@
 //!
 //! Commands: generation (the default), `grammar` (print the GBNF a constraint compiles to),
 //! `bench` (constrained vs unconstrained speed), `eval` (JSONSchemaBench-style report),
+//! `plot` (a `--trace` file as an SVG chart),
 //! `serve` (OpenAI-compatible HTTP server) and `bench-serve` (its load benchmark).
 pub mod bench;
 pub mod check;
@@ -26,6 +27,7 @@ pub mod format;
 pub mod fuzz;
 pub mod generate;
 pub mod out;
+pub mod plot;
 
 use clap::{Parser, Subcommand};
 use constraint_args::{ConstraintArgs, WhitespaceArg};
@@ -51,6 +53,7 @@ Examples:
   constrain grammar --schema examples/person.json      # print the GBNF
   constrain check --schema examples/person.json doc.json   # accepted? if not, where and why
   constrain bench --schema examples/person.json -p 'Invent a person.' -n 128
+  constrain --schema examples/person.json -p 'A person.' --trace t.jsonl && constrain plot t.jsonl -o t.svg
 
 Exit codes: 0 ok, 2 usage, 3 bad schema/grammar, 4 bad model, 5 incomplete output,
 6 check: rejected, 7 parse limit hit, 1 other.
@@ -82,6 +85,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Differential fuzzing of the schema compiler against the `jsonschema` crate.
     Fuzz(fuzz::FuzzArgs),
+    /// Draw a `--trace` file as an SVG: the probability mass the mask removed per step.
+    Plot(plot::PlotArgs),
     /// OpenAI-compatible HTTP server with batched, constrained decoding.
     #[cfg(feature = "llama")]
     Serve(crate::serve::ServeArgs),
@@ -217,6 +222,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Eval(args)) => eval::run(&args).map_err(Failure::from),
         Some(Command::Check(args)) => check::run(&args),
         Some(Command::Fuzz(args)) => fuzz::run(&args).map_err(Failure::from),
+        Some(Command::Plot(args)) => plot::run(&args),
         #[cfg(feature = "llama")]
         Some(Command::Serve(args)) => crate::serve::run(&args).map(|()| ExitCode::SUCCESS).map_err(Failure::from),
         #[cfg(feature = "llama")]
