@@ -255,7 +255,9 @@ fn lookup_drafts_are_kept_and_outputs_validate() {
             assert!(drafted.accepted_drafts > 0 && drafted.accepted_drafts <= drafted.drafted_tokens, "{drafted:?}");
             // Each kept draft is a token that needed no model step of its own.
             let sampled = drafted.generated_tokens - drafted.forced_tokens;
-            assert!(drafted.model_steps + drafted.accepted_drafts <= sampled + drafted.forced_tokens + drafted.backtracks);
+            assert!(
+                drafted.model_steps + drafted.accepted_drafts <= sampled + drafted.forced_tokens + drafted.backtracks
+            );
         }
     }
 }
