@@ -59,7 +59,7 @@ pub enum BatchEvent {
     Text(String),
     /// Generation ended; the output holds the whole text and the counts. A sequence the
     /// sink stopped (by returning `false`) ends with [`StopReason::Finished`].
-    Done(Output),
+    Done(Box<Output>),
     /// The request failed (bad prompt, budget too small, dead end, llama.cpp error).
     Failed(Error),
 }
@@ -551,7 +551,7 @@ fn finish(mut slot: Slot, end: Result<StopReason, Error>) {
             if !tail.is_empty() {
                 (slot.events)(BatchEvent::Text(tail));
             }
-            BatchEvent::Done(output)
+            BatchEvent::Done(Box::new(output))
         }
         Err(e) => BatchEvent::Failed(e),
     };

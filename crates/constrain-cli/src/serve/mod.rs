@@ -796,7 +796,7 @@ fn submit(
                     if !rest.is_empty() {
                         let _ = tx.send(Ev::Text(index, rest));
                     }
-                    tx.send(Ev::Done(index, Box::new(output), filter.hit)).is_ok()
+                    tx.send(Ev::Done(index, output, filter.hit)).is_ok()
                 }
                 BatchEvent::Failed(e) => tx.send(Ev::Failed(e)).is_ok(),
             };
