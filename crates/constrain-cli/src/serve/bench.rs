@@ -192,20 +192,7 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
     let addr = match &args.addr {
         Some(a) => a.clone(),
         None => {
-            let exe = std::env::current_exe()?;
-            let parallel = args.parallel.to_string();
-            let mut extra = vec!["--parallel", parallel.as_str()];
-            let model;
-            if let Some(m) = &args.model {
-                model = m.display().to_string();
-                extra.extend(["-m", model.as_str()]);
-            }
-            let threads;
-            if let Some(t) = args.threads {
-                threads = t.to_string();
-                extra.extend(["-t", threads.as_str()]);
-            }
-            let s = Server::spawn(&exe, &extra, Duration::from_secs(120))?;
+            let s = Server::spawn_own(args.parallel, args.model.as_deref(), args.threads)?;
             let addr = s.addr.clone();
             _server = Some(s);
             addr

@@ -193,6 +193,21 @@ impl Server {
         Ok(server)
     }
 
+    /// Starts this executable's `serve` (as [`Server::spawn`]) with `--parallel`, and `-m`
+    /// and `-t` when given: the server of `bench-serve` and `soak`.
+    pub fn spawn_own(parallel: usize, model: Option<&Path>, threads: Option<usize>) -> anyhow::Result<Server> {
+        let exe = std::env::current_exe()?;
+        let mut args = vec!["--parallel".to_string(), parallel.to_string()];
+        if let Some(m) = model {
+            args.extend(["-m".to_string(), m.display().to_string()]);
+        }
+        if let Some(t) = threads {
+            args.extend(["-t".to_string(), t.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::spawn(&exe, &args, Duration::from_secs(120))
+    }
+
     /// Stderr lines kept at most (the oldest are dropped).
     pub const KEPT_LINES: usize = 10_000;
 

@@ -275,6 +275,15 @@ fn one(addr: &str, i: usize, max_tokens: usize, timeout: Duration) -> Outcome {
             200 => Ok(()),
             s => Err(format!("HTTP {s}: {body}")),
         };
+        // A `/v1/completions` answer's text, with its status and tokens noted.
+        let completion = |body: &Value, out: &mut Outcome| -> Result<String, String> {
+            let r = post("/v1/completions", body)?;
+            out.status = r.status;
+            ok(r.status, &r.body)?;
+            let v = r.json().map_err(|e| e.to_string())?;
+            out.tokens = v["usage"]["completion_tokens"].as_u64().unwrap_or(0);
+            Ok(v["choices"][0]["text"].as_str().unwrap_or("").to_string())
+        };
         match kind {
             Kind::Schema | Kind::Logprobs | Kind::TwoChoices => {
                 let mut body = with_schema(chat("Answer with a short example."));
@@ -320,12 +329,7 @@ fn one(addr: &str, i: usize, max_tokens: usize, timeout: Duration) -> Outcome {
             Kind::Gbnf => {
                 let body = json!({"prompt": "Three animals:", "max_tokens": max_tokens, "temperature": 1.0,
                     "seed": seed, "grammar": "root ::= animal (\", \" animal){2}\nanimal ::= \"cat\" | \"dog\" | \"cow\""});
-                let r = post("/v1/completions", &body)?;
-                out.status = r.status;
-                ok(r.status, &r.body)?;
-                let v = r.json().map_err(|e| e.to_string())?;
-                out.tokens = v["usage"]["completion_tokens"].as_u64().unwrap_or(0);
-                let text = v["choices"][0]["text"].as_str().unwrap_or("");
+                let text = completion(&body, &mut out)?;
                 let parts: Vec<&str> = text.split(", ").collect();
                 if parts.len() != 3 || !parts.iter().all(|p| ["cat", "dog", "cow"].contains(p)) {
                     return Err(format!("not in the grammar: {text:?}"));
@@ -334,12 +338,7 @@ fn one(addr: &str, i: usize, max_tokens: usize, timeout: Duration) -> Outcome {
             Kind::Regex => {
                 let body = json!({"prompt": "A phone number:", "max_tokens": max_tokens, "temperature": 1.0,
                     "seed": seed, "regex": "[0-9]{3}-[0-9]{4}"});
-                let r = post("/v1/completions", &body)?;
-                out.status = r.status;
-                ok(r.status, &r.body)?;
-                let v = r.json().map_err(|e| e.to_string())?;
-                out.tokens = v["usage"]["completion_tokens"].as_u64().unwrap_or(0);
-                let text = v["choices"][0]["text"].as_str().unwrap_or("");
+                let text = completion(&body, &mut out)?;
                 let b = text.as_bytes();
                 let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
                 if !(b.len() == 8 && digits(0..3) && b[3] == b'-' && digits(4..8)) {
@@ -501,20 +500,7 @@ fn leftover(addr: &str) -> Option<String> {
 /// Runs `constrain soak`: starts a server, soaks it, prints the report; fails if a check
 /// failed or the memory grew too much.
 pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
-    let exe = std::env::current_exe()?;
-    let parallel = args.parallel.to_string();
-    let mut extra = vec!["--parallel", parallel.as_str()];
-    let model;
-    if let Some(m) = &args.model {
-        model = m.display().to_string();
-        extra.extend(["-m", model.as_str()]);
-    }
-    let threads;
-    if let Some(t) = args.threads {
-        threads = t.to_string();
-        extra.extend(["-t", threads.as_str()]);
-    }
-    let mut server = Server::spawn(&exe, &extra, Duration::from_secs(120))?;
+    let mut server = Server::spawn_own(args.parallel, args.model.as_deref(), args.threads)?;
     let report = soak(&server.addr.clone(), Some(server.pid()), args);
     let alive = server.is_running();
     println!(
