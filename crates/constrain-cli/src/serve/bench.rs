@@ -10,7 +10,7 @@
 //! ([`constrain_llama::Generator::raw_decode`], measured in this process right before the
 //! row's clients run, while the server is idle, with the same model, threads and context).
 //! Bounded: every client sends `--requests` requests.
-use super::client::{post_json, Server};
+use super::client::{post_json, OwnServer, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -29,16 +29,10 @@ pub struct BenchServeArgs {
     /// `max_tokens` of each request.
     #[arg(short = 'n', long, default_value_t = 128)]
     pub max_tokens: usize,
-    /// `--parallel` of the server started here.
-    #[arg(long, default_value_t = 8)]
-    pub parallel: usize,
-    /// GGUF model of the server started here.
-    #[arg(short = 'm', long)]
-    pub model: Option<std::path::PathBuf>,
-    /// CPU threads of the server started here, and of the raw decode measurement
-    /// [default: all cores].
-    #[arg(short = 't', long)]
-    pub threads: Option<usize>,
+    /// The server started here (its threads and model also serve the raw decode
+    /// measurement).
+    #[command(flatten)]
+    pub server: OwnServer,
     /// Skip the raw batched decode measurement (and the efficiency column).
     #[arg(long)]
     pub no_raw: bool,
@@ -192,7 +186,7 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
     let addr = match &args.addr {
         Some(a) => a.clone(),
         None => {
-            let s = Server::spawn_own(args.parallel, args.model.as_deref(), args.threads)?;
+            let s = Server::spawn_own(&args.server)?;
             let addr = s.addr.clone();
             _server = Some(s);
             addr
@@ -215,7 +209,9 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
     for &clients in &args.clients {
         let clients = clients.max(1);
         let raw_tps = match &raw {
-            Some(g) => Some(g.raw_decode(args.parallel, clients, prompt_tokens, args.max_tokens)?.tokens_per_second()),
+            Some(g) => {
+                Some(g.raw_decode(args.server.parallel, clients, prompt_tokens, args.max_tokens)?.tokens_per_second())
+            }
             None => None,
         };
         for constrained in [false, true] {
@@ -254,11 +250,11 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
 /// threads and its default context size per sequence.
 fn raw_generator(args: &BenchServeArgs) -> anyhow::Result<constrain_llama::Generator> {
     let settings = constrain_llama::GeneratorSettings {
-        threads: args.threads,
+        threads: args.server.threads,
         ctx_size: super::DEFAULT_CTX_SIZE,
         ..constrain_llama::GeneratorSettings::default()
     };
-    Ok(match &args.model {
+    Ok(match &args.server.model {
         Some(m) => constrain_llama::Generator::load(m, settings)?,
         None => constrain_llama::Generator::load_default(settings)?,
     })

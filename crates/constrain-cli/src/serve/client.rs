@@ -133,6 +133,20 @@ pub fn post_json(addr: &str, path: &str, body: &Value, timeout: Duration) -> any
     request(addr, "POST", path, Some(body.to_string().as_bytes()), timeout)
 }
 
+/// The flags of a command that starts its own `constrain serve` ([`Server::spawn_own`]).
+#[derive(clap::Args, Debug, Clone)]
+pub struct OwnServer {
+    /// `--parallel` of the server started here.
+    #[arg(long, default_value_t = 8)]
+    pub parallel: usize,
+    /// GGUF model of the server started here.
+    #[arg(short = 'm', long)]
+    pub model: Option<std::path::PathBuf>,
+    /// CPU threads of the server started here [default: all cores].
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+}
+
 /// A `constrain serve` child process, killed when dropped (also when a test panics).
 pub struct Server {
     child: Child,
@@ -193,15 +207,15 @@ impl Server {
         Ok(server)
     }
 
-    /// Starts this executable's `serve` (as [`Server::spawn`]) with `--parallel`, and `-m`
-    /// and `-t` when given: the server of `bench-serve` and `soak`.
-    pub fn spawn_own(parallel: usize, model: Option<&Path>, threads: Option<usize>) -> anyhow::Result<Server> {
+    /// Starts this executable's `serve` (as [`Server::spawn`]) as `own` says: the server of
+    /// `bench-serve` and `soak`.
+    pub fn spawn_own(own: &OwnServer) -> anyhow::Result<Server> {
         let exe = std::env::current_exe()?;
-        let mut args = vec!["--parallel".to_string(), parallel.to_string()];
-        if let Some(m) = model {
+        let mut args = vec!["--parallel".to_string(), own.parallel.to_string()];
+        if let Some(m) = &own.model {
             args.extend(["-m".to_string(), m.display().to_string()]);
         }
-        if let Some(t) = threads {
+        if let Some(t) = own.threads {
             args.extend(["-t".to_string(), t.to_string()]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

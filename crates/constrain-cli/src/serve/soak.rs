@@ -10,7 +10,7 @@
 //! requests, and at least two of every kind) it must stay within `--max-rss-growth` of the
 //! warm-up's peak. The run fails (exit code 1) if any check fails; its report is printed
 //! either way.
-use super::client::{open_stream, post_json, request, Server};
+use super::client::{open_stream, post_json, request, OwnServer, Server};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,15 +29,9 @@ pub struct SoakArgs {
     /// `max_tokens` of each generating request.
     #[arg(short = 'n', long, default_value_t = 48)]
     pub max_tokens: usize,
-    /// `--parallel` of the server started here.
-    #[arg(long, default_value_t = 8)]
-    pub parallel: usize,
-    /// GGUF model of the server started here.
-    #[arg(short = 'm', long)]
-    pub model: Option<std::path::PathBuf>,
-    /// CPU threads of the server started here [default: all cores].
-    #[arg(short = 't', long)]
-    pub threads: Option<usize>,
+    /// The server started here.
+    #[command(flatten)]
+    pub server: OwnServer,
     /// Largest growth of resident memory after the warm-up, as a fraction of the
     /// warm-up's peak.
     #[arg(long, default_value_t = 0.10)]
@@ -500,7 +494,7 @@ fn leftover(addr: &str) -> Option<String> {
 /// Runs `constrain soak`: starts a server, soaks it, prints the report; fails if a check
 /// failed or the memory grew too much.
 pub fn run(args: &SoakArgs) -> anyhow::Result<()> {
-    let mut server = Server::spawn_own(args.parallel, args.model.as_deref(), args.threads)?;
+    let mut server = Server::spawn_own(&args.server)?;
     let report = soak(&server.addr.clone(), Some(server.pid()), args);
     let alive = server.is_running();
     println!(
