@@ -572,7 +572,7 @@ struct Matcher {
 /// A matcher's state behind its lock.
 struct State {
     m: constrain::Matcher,
-    /// Every token accepted, EOS included, in order: what `fork` replays.
+    /// Every token accepted, EOS included, in order.
     history: Vec<u32>,
 }
 
@@ -674,20 +674,13 @@ impl Matcher {
         self.lock().rollback(num_tokens)
     }
 
-    /// An independent matcher in the same state.
+    /// An independent matcher in the same state, with the same rollback history.
     ///
-    /// Cost: O(tokens accepted so far) — the fork is a fresh matcher that replays this
-    /// one's tokens (the engine's matcher has no shared-structure copy yet); the mask cache
-    /// is shared, so the replay costs accepts only, no mask computation.
-    fn fork(&self) -> PyResult<Matcher> {
+    /// Cost: one copy of the parse state (no replay, no mask computation); the compiled
+    /// constraint and the mask cache are shared.
+    fn fork(&self) -> Matcher {
         let s = self.lock();
-        let mut f = State { m: s.m.constraint().matcher(), history: Vec::with_capacity(s.history.len()) };
-        for &t in &s.history {
-            if !f.accept(t)? {
-                return Err(ConstrainError::new_err("internal error: fork could not replay an accepted token"));
-            }
-        }
-        Ok(Matcher { state: Mutex::new(f) })
+        Matcher { state: Mutex::new(State { m: s.m.fork(), history: s.history.clone() }) }
     }
 
     /// Back to the start of the grammar.

@@ -393,3 +393,45 @@ fn liveness_proofs_see_past_the_grammar() {
     m.accept_bytes(b"\"abc").unwrap();
     assert_eq!(m.prove_live(0), Ok(Liveness::Live));
 }
+
+/// A fork follows its own tokens from the point it was made: its masks equal those of a
+/// matcher that accepted the same tokens from the start, and nothing the original does
+/// later reaches it (nor the other way round). Run on a schema with run-time checks, whose
+/// tracker is forked too.
+#[test]
+fn fork_is_independent_and_equal_to_replay() {
+    let c = constraint(&json!({"type": "array", "uniqueItems": true, "items": {"type": "integer"}, "maxItems": 4}));
+    let words = c.index().vocab().mask_words();
+    let mask_after = |tokens: &[&[u8]]| {
+        let mut m = c.matcher();
+        for t in tokens {
+            m.accept_bytes(t).expect("replayed token");
+        }
+        let mut mask = vec![0u32; words];
+        m.fill_mask(&mut mask).expect("mask");
+        mask
+    };
+    let mut original = c.matcher();
+    for t in [&b"["[..], b"1", b","] {
+        original.accept_bytes(t).expect("prefix");
+    }
+    let mut fork = original.fork();
+    assert_eq!(fork.num_tokens(), 3);
+    // The original goes on with 2; the fork must still refuse a second 1 and allow 3.
+    original.accept_bytes(b"2").expect("2 after [1,");
+    assert!(fork.accept_bytes(b"1]").is_err(), "uniqueItems holds in the fork");
+    fork.accept_bytes(b"3").expect("3 after [1,");
+    let mut mask = vec![0u32; words];
+    fork.fill_mask(&mut mask).expect("mask");
+    assert_eq!(mask, mask_after(&[b"[", b"1", b",", b"3"]));
+    original.fill_mask(&mut mask).expect("mask");
+    assert_eq!(mask, mask_after(&[b"[", b"1", b",", b"2"]));
+    // The fork inherited the rollback history: back to `[1`, then on to the end.
+    fork.rollback(2).expect("rollback into the inherited tokens");
+    fork.accept_bytes(b"]").expect("]");
+    assert!(fork.is_accepting());
+    fork.fill_mask(&mut mask).expect("mask");
+    assert_eq!(mask, mask_after(&[b"[", b"1", b"]"]));
+    assert!(!is_allowed(&mask, TokenId(u32::from(b'1'))), "the array is closed");
+    assert!(!original.is_accepting() && original.accept_bytes(b"]").is_ok() && original.is_accepting());
+}

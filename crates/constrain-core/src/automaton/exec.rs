@@ -166,6 +166,26 @@ impl Stacks {
         }
     }
 
+    /// A copy of these stacks for a forked matcher: the same frames and limits, fresh
+    /// scratch space. Costs one copy of the arena (16 bytes a frame).
+    pub fn fork(&self) -> Stacks {
+        Stacks {
+            arena: self.arena.clone(),
+            low_water: usize::MAX,
+            work: Vec::new(),
+            closure: Vec::new(),
+            made: Default::default(),
+            tops_out: Default::default(),
+            old_done: Vec::new(),
+            max_depth: self.max_depth,
+            max_tops: self.max_tops,
+            fuel: self.fuel_limit,
+            fuel_limit: self.fuel_limit,
+            cut: self.cut,
+            reached_counts: Vec::new(),
+        }
+    }
+
     /// The frame `id` of the arena, if it is there.
     #[inline]
     pub fn frame(&self, id: FrameId) -> Option<&Frame> {

@@ -50,6 +50,10 @@ pub trait CheckTracker: Send + fmt::Debug {
     /// Undoes the last `n` accepted tokens.
     fn rollback(&mut self, n: usize);
 
+    /// An independent copy of this tracker at the same point of the output (a forked
+    /// matcher's: beam search). Scratch and memos need not be copied.
+    fn fork(&self) -> Box<dyn CheckTracker>;
+
     /// Clears from `mask` the tokens that would complete a value failing its check.
     fn filter(&mut self, mask: &mut [u32], vocab: &Vocabulary);
 

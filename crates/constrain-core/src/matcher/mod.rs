@@ -279,6 +279,25 @@ impl Matcher {
         m
     }
 
+    /// An independent matcher at the same point: same tokens accepted, same rollback
+    /// history, its own state from here on (beam search keeps one per beam). Copies the
+    /// parse state (16 bytes a stack frame, a few words a token, and the run-time checks'
+    /// output so far) and starts with fresh mask buffers; the compiled constraint and the
+    /// mask cache are shared. No replay: the cost is that of the copy.
+    pub fn fork(&self) -> Matcher {
+        Matcher {
+            constraint: self.constraint.clone(),
+            stacks: self.stacks.fork(),
+            levels: self.levels.clone(),
+            cur: Vec::new(),
+            next: Vec::new(),
+            scratch: self.constraint.index().scratch(),
+            mask_cut: self.mask_cut,
+            checker: self.checker.as_ref().map(|c| c.fork()),
+            key_endings: Vec::new(),
+        }
+    }
+
     /// Back to the start of the grammar (keeps the allocations).
     pub fn reset(&mut self) {
         self.stacks.reset();

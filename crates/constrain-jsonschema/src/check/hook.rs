@@ -58,6 +58,10 @@ impl CheckTracker for Tracker {
         self.checker.rollback(n);
     }
 
+    fn fork(&self) -> Box<dyn CheckTracker> {
+        Box::new(Tracker { checker: self.checker.fork(), stats: Arc::clone(&self.stats) })
+    }
+
     fn filter(&mut self, mask: &mut [u32], vocab: &Vocabulary) {
         self.checker.filter(mask, vocab, &self.stats);
     }

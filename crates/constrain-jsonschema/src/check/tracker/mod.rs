@@ -94,6 +94,25 @@ impl Checker {
         c
     }
 
+    /// An independent checker at the same point of the output: the interned sets, the
+    /// state and the text so far are copied; the per-mask memos start empty.
+    pub fn fork(&self) -> Checker {
+        Checker {
+            checks: Arc::clone(&self.checks),
+            sets: self.sets.clone(),
+            state: self.state.clone(),
+            levels: self.levels.clone(),
+            sim: State::default(),
+            span: Vec::new(),
+            verdicts: HashMap::default(),
+            reuse: Reuse::default(),
+            plan_buf: Plan::default(),
+            key_memo: HashMap::default(),
+            names: Vec::new(),
+            gathered: Vec::new(),
+        }
+    }
+
     /// Back to the start (keeps the allocations and the interned sets).
     pub fn reset(&mut self) {
         self.state = State::default();

@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 /// Interned sets of schema positions (each closed under `allOf` and `$ref`), with what the
 /// tracker needs to know of each. Set 0 is the empty set: no check at or below.
+#[derive(Clone)]
 pub(crate) struct Sets {
     pub(super) members: Vec<Box<[u32]>>,
     /// Values of this set are validated when they complete.
