@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+pub mod beam;
 mod llama;
 pub mod logprobs;
 pub mod lookup;
@@ -37,6 +38,7 @@ mod sequence;
 pub mod trace;
 
 pub use batch::{BatchChoice, BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
+pub use beam::Beam;
 pub use llama::Generator;
 pub use logprobs::TokenLogprob;
 pub use model_path::{
@@ -85,6 +87,14 @@ pub struct GeneratorSettings {
     /// Record, per output token, what the mask did ([`Output::trace`], [`trace`]). Default
     /// false: no trace is kept and nothing is computed.
     pub trace: bool,
+    /// Beam search with this many beams ([`beam`]): `generate*` return the best beam,
+    /// [`Generator::generate_beams`] all of them. `1` is greedy decoding by the beam code.
+    /// Default 0 (off: sample). At most [`beam::MAX_BEAMS`].
+    pub beams: usize,
+    /// Beam search ranks finished beams by log-probability / length ^ this. Default 1.0
+    /// (the mean log-probability per token); 0 ranks by log-probability alone, which
+    /// favours short outputs.
+    pub beam_length_penalty: f32,
 }
 
 impl Default for GeneratorSettings {
@@ -102,6 +112,8 @@ impl Default for GeneratorSettings {
             close_margin: 0,
             lookup: 0,
             trace: false,
+            beams: 0,
+            beam_length_penalty: 1.0,
         }
     }
 }

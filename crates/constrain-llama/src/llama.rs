@@ -203,7 +203,7 @@ impl Generator {
     }
 
     /// The prompt tokens: templated (unless raw) and tokenized with special tokens parsed.
-    fn prompt_tokens(&self, prompt: &Prompt) -> Result<Vec<LlamaToken>, Error> {
+    pub(crate) fn prompt_tokens(&self, prompt: &Prompt) -> Result<Vec<LlamaToken>, Error> {
         if !self.settings.chat_template {
             return Ok(self.raw_tokens(&prompt.user, false));
         }
@@ -247,23 +247,30 @@ impl Generator {
     /// (a token attends only to its own sequence's cells: 8 sequences decoded 11% faster
     /// than with one unified cache); batches hold up to `ctx_size` tokens.
     pub(crate) fn new_context(&self, n_seq: u32) -> Result<LlamaContext<'_>, Error> {
+        let n_seq = n_seq.max(1);
+        let ctx_size = u32::try_from(self.context_size()).unwrap_or(u32::MAX);
+        self.context_of(n_seq, ctx_size.saturating_mul(n_seq), n_seq == 1)
+    }
+
+    /// A context of `cells` KV cells for `n_seq` sequences: one cache they share
+    /// (`unified`: copying a sequence only tags cells, as beam search does at every step) or
+    /// a stream each. Batches hold up to `ctx_size` tokens.
+    pub(crate) fn context_of(&self, n_seq: u32, cells: u32, unified: bool) -> Result<LlamaContext<'_>, Error> {
         let threads =
             self.settings.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
         let threads = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
-        let ctx_size = if self.settings.ctx_size == 0 { self.model.n_ctx_train() } else { self.settings.ctx_size };
-        let n_seq = n_seq.max(1);
-        let total = ctx_size.saturating_mul(n_seq);
+        let ctx_size = u32::try_from(self.context_size()).unwrap_or(u32::MAX);
         let mut params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(total))
+            .with_n_ctx(NonZeroU32::new(cells))
             .with_n_batch(ctx_size.max(1))
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
         if n_seq > 1 {
-            params = params.with_n_seq_max(n_seq).with_kv_unified(false);
+            params = params.with_n_seq_max(n_seq).with_kv_unified(unified);
         }
         self.model
             .new_context(backend(self.settings.verbose)?, params)
-            .map_err(|e| Error::Llama(format!("cannot create a context of {total} tokens: {e}")))
+            .map_err(|e| Error::Llama(format!("cannot create a context of {cells} tokens: {e}")))
     }
 
     /// The per-sequence settings of one generation.
@@ -298,8 +305,10 @@ impl Generator {
         &self.model
     }
 
-    /// The decode loop of one sequence (see [`Sequence`]). `truncate_ok`: running out of
-    /// tokens returns the partial output; `hold`: tokens of text withheld from `on_text`.
+    /// The decode loop of one sequence (see [`Sequence`]), or beam search when the settings
+    /// ask for beams (the best beam, its text given to `on_text` at the end). `truncate_ok`:
+    /// running out of tokens returns the partial output; `hold`: tokens of text withheld
+    /// from `on_text`.
     fn run(
         &self,
         prompt: &Prompt,
@@ -308,6 +317,12 @@ impl Generator {
         truncate_ok: bool,
         hold: usize,
     ) -> Result<Output, Error> {
+        if self.settings.beams > 0 {
+            let best = self.beams(prompt, constraint, truncate_ok)?.into_iter().next();
+            let best = best.ok_or(Error::DeadEnd { step: 0, backtracks: 0 })?.output;
+            on_text(&best.text);
+            return Ok(best);
+        }
         self.check_constraint(constraint)?;
         let prompt_tokens = self.prompt_tokens(prompt)?;
         let mut ctx = self.new_context(1)?;

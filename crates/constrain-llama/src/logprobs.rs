@@ -39,31 +39,38 @@ impl TokenLogprob {
     /// The log-probability of `token` and the `top_n` most likely tokens under the softmax
     /// of `logits` (`-inf` entries have none). `None` when every logit is `-inf` or NaN.
     pub fn of(logits: &[f32], token: TokenId, top_n: usize) -> Option<TokenLogprob> {
-        let max = logits.iter().copied().filter(|l| l.is_finite()).fold(f32::NEG_INFINITY, f32::max);
-        if !max.is_finite() {
-            return None;
-        }
-        let sum: f64 = logits.iter().filter(|l| l.is_finite()).map(|&l| f64::from(l - max).exp()).sum();
-        let norm = max + sum.ln() as f32;
+        let (norm, top) = top_n_logprobs(logits, top_n.min(MAX_TOP_LOGPROBS))?;
         let logprob = logits.get(token.index()).map_or(f32::NEG_INFINITY, |&l| l - norm);
-        let top_n = top_n.min(MAX_TOP_LOGPROBS);
-        // A bounded selection: the `top_n` best seen so far, best first.
-        let mut top: Vec<(TokenId, f32)> = Vec::with_capacity(top_n + 1);
-        if top_n > 0 {
-            for (i, &l) in logits.iter().enumerate() {
-                if !l.is_finite() || top.len() == top_n && top.last().is_some_and(|&(_, worst)| l <= worst) {
-                    continue;
-                }
-                let at = top.partition_point(|&(_, better)| better >= l);
-                top.insert(at, (TokenId(i as u32), l));
-                top.truncate(top_n);
-            }
-        }
-        for (_, l) in &mut top {
-            *l -= norm;
-        }
         Some(TokenLogprob { token, logprob, top })
     }
+}
+
+/// The log-softmax normaliser of `logits` (over the finite ones) and the `n` most likely
+/// tokens with their log-probabilities, most likely first, ties towards the lower id (the
+/// order greedy decoding's argmax breaks them in). `None` when no logit is finite.
+pub(crate) fn top_n_logprobs(logits: &[f32], n: usize) -> Option<(f32, Vec<(TokenId, f32)>)> {
+    let max = logits.iter().copied().filter(|l| l.is_finite()).fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return None;
+    }
+    let sum: f64 = logits.iter().filter(|l| l.is_finite()).map(|&l| f64::from(l - max).exp()).sum();
+    let norm = max + sum.ln() as f32;
+    // A bounded selection: the `n` best seen so far, best first.
+    let mut top: Vec<(TokenId, f32)> = Vec::with_capacity(n + 1);
+    if n > 0 {
+        for (i, &l) in logits.iter().enumerate() {
+            if !l.is_finite() || top.len() == n && top.last().is_some_and(|&(_, worst)| l <= worst) {
+                continue;
+            }
+            let at = top.partition_point(|&(_, better)| better >= l);
+            top.insert(at, (TokenId(i as u32), l));
+            top.truncate(n);
+        }
+    }
+    for (_, l) in &mut top {
+        *l -= norm;
+    }
+    Some((norm, top))
 }
 
 #[cfg(test)]

@@ -65,6 +65,17 @@ pub(crate) struct SequenceSettings {
     pub(crate) trace: bool,
 }
 
+/// What [`Sequence::take`] made of a candidate token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// The sequence goes on with it: evaluate it next.
+    Kept,
+    /// It ended the output (an end-of-generation token where the grammar accepts).
+    Eos,
+    /// Closing mode or a liveness proof refused it; the sequence is where it was.
+    Refused,
+}
+
 /// One generation's state (see the module doc).
 pub(crate) struct Sequence {
     settings: SequenceSettings,
@@ -328,33 +339,146 @@ impl Sequence {
         Ok(Next::Feed(vec![token]))
     }
 
+    /// An independent copy at the same point, for a beam that branches off here: the
+    /// matchers are forked ([`Matcher::fork`]), the rest is copied but for the step's
+    /// logits and bonuses. Its KV cells are the caller's to copy.
+    pub(crate) fn fork(&self) -> Sequence {
+        Sequence {
+            settings: self.settings.clone(),
+            matcher: self.matcher.as_ref().map(Matcher::fork),
+            order: self.order.as_ref().map(Matcher::fork),
+            order_mask: Vec::new(),
+            order_live: self.order_live,
+            closer: self.closer.clone(),
+            sampler: self.sampler.clone(),
+            history: self.history.clone(),
+            sampled: self.sampled.clone(),
+            bans: self.bans.clone(),
+            backtracks: self.backtracks,
+            drafted: self.drafted,
+            drafts_kept: self.drafts_kept,
+            logprobs: self.logprobs.clone(),
+            trace: self.trace.clone(),
+            // The step's mask: what a candidate taken in the fork was drawn under (its trace).
+            mask: self.mask.clone(),
+            soft: Vec::new(),
+            logits: Vec::with_capacity(self.logits.capacity()),
+            text: self.text.clone(),
+            prompt_tokens: self.prompt_tokens,
+            n_ctx: self.n_ctx,
+            n_past: self.n_past,
+            generated: self.generated,
+            forced: self.forced,
+            steps: self.steps,
+            remaining: self.remaining,
+            timings: self.timings,
+            generation_start: self.generation_start,
+        }
+    }
+
+    /// Beam search's half-step in place of [`Sequence::sample`], after
+    /// [`Sequence::prepare`] returned `None`: the `n` likeliest next tokens with their
+    /// log-probabilities, likeliest first. The distribution is the one greedy decoding
+    /// takes its argmax of (the mask with closing mode and the order hint, then the bias
+    /// and penalties; no temperature, no truncation), so one beam is greedy decoding.
+    /// Empty at a dead end.
+    pub(crate) fn candidates(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        n: usize,
+    ) -> Result<Vec<(TokenId, f32)>, Error> {
+        self.mask_logits(vocab, logits)?;
+        Ok(self.scored(n))
+    }
+
+    /// [`Sequence::candidates`] again after [`Sequence::take`] refused one (its mask is
+    /// then the one the closer rewrote): from the step's raw `logits` under that mask, as
+    /// [`Sequence::sample`] draws again.
+    pub(crate) fn candidates_again(&mut self, vocab: &Vocabulary, logits: &[f32], n: usize) -> Vec<(TokenId, f32)> {
+        self.load_logits(vocab, logits);
+        if self.matcher.is_some() {
+            self.apply_bans();
+            apply_mask(&mut self.logits, &self.mask);
+        }
+        self.scored(n)
+    }
+
+    /// The `n` best of `self.logits` after the sampler's deterministic stages.
+    fn scored(&mut self, n: usize) -> Vec<(TokenId, f32)> {
+        self.sampler.score_logits(&mut self.logits);
+        crate::logprobs::top_n_logprobs(&self.logits, n).map(|(_, top)| top).unwrap_or_default()
+    }
+
+    /// Extends the sequence by `token`, a candidate of this step with log-probability
+    /// `logprob` ([`Sequence::candidates`]; `raw`: the step's logits), as [`Sequence::sample`] would have after
+    /// drawing it: closing mode and the liveness proof may refuse it, leaving the sequence
+    /// where it was but for the closer, which rewrote the step's mask (draw the next
+    /// candidate from [`Sequence::candidates_again`]).
+    pub(crate) fn take(
+        &mut self,
+        vocab: &Vocabulary,
+        token: TokenId,
+        logprob: f32,
+        raw: &[f32],
+    ) -> Result<Taken, Error> {
+        let remaining = self.remaining;
+        if let Some(m) = self.matcher.as_mut() {
+            match m.accept_token(token) {
+                Ok(()) => {}
+                Err(constrain::matcher::Error::Rejected(_) | constrain::matcher::Error::RejectedBytes) => {
+                    return Ok(Taken::Refused)
+                }
+                Err(e) => return Err(Error::Matcher(e)),
+            }
+            let t = Instant::now();
+            let verdict = self.closer.check(m, token, &mut self.mask, remaining).map_err(Error::Matcher)?;
+            self.timings.mask += t.elapsed();
+            self.timings.closing += t.elapsed();
+            if verdict != Verdict::Keep {
+                return Ok(Taken::Refused);
+            }
+        }
+        if vocab.is_eos(token) {
+            return Ok(Taken::Eos);
+        }
+        if let Some(n) = self.settings.logprobs {
+            let top = if n > 0 { vec![(token, logprob)] } else { Vec::new() };
+            self.logprobs.push(TokenLogprob { token, logprob, top });
+        }
+        if let Some(trace) = self.trace.as_mut() {
+            let mask = self.matcher.as_ref().map(|_| self.mask.as_slice());
+            trace.push(TraceEvent::Step(trace::sampled_step(
+                self.generated,
+                token,
+                vocab.token_bytes(token),
+                raw,
+                mask,
+            )));
+        }
+        self.push_token(vocab, token, true, &mut |_| {});
+        Ok(Taken::Kept)
+    }
+
+    /// Tokens produced so far (sampled and forced).
+    pub(crate) fn generated(&self) -> usize {
+        self.generated
+    }
+
+    /// Why the sequence is over when its grammar is complete and nothing can follow (the
+    /// stop [`Sequence::prepare`] would return without needing the last token evaluated).
+    pub(crate) fn finished(&self) -> Option<StopReason> {
+        let done = self.matcher.as_ref().is_some_and(|m| m.is_finished());
+        done.then(|| self.end_reason(StopReason::Finished))
+    }
+
     /// Masks the step's `logits`, draws a token and accepts it into the matcher (closing
     /// mode's check and the one-token look-ahead included). [`Error::DeadEnd`] when nothing
     /// can be drawn; the matcher is then where the step began.
     fn draw(&mut self, vocab: &Vocabulary, logits: &[f32]) -> Result<TokenId, Error> {
         let remaining = self.remaining;
         let generated = self.generated;
-        self.load_logits(vocab, logits);
-        if let Some(m) = self.matcher.as_mut() {
-            let t = Instant::now();
-            m.fill_mask(&mut self.mask).map_err(Error::Matcher)?;
-            let c = Instant::now();
-            self.closer.narrow(m, &mut self.mask, remaining).map_err(Error::Matcher)?;
-            self.apply_bans();
-            if let Some(m) = self.matcher.as_mut() {
-                if let Some(bonus) = self
-                    .closer
-                    .soft(m, &self.mask, &mut self.soft, remaining, self.settings.close_margin)
-                    .map_err(Error::Matcher)?
-                {
-                    add_bonus(&mut self.logits, &self.soft, bonus);
-                }
-            }
-            self.timings.closing += c.elapsed();
-            self.prefer_order();
-            apply_mask(&mut self.logits, &self.mask);
-            self.timings.mask += t.elapsed();
-        }
+        self.mask_logits(vocab, logits)?;
         let mut token = sample(&mut self.sampler, &mut self.logits, generated, self.matcher.as_ref())?;
         if let Some(m) = self.matcher.as_mut() {
             m.accept_token(token).map_err(Error::Matcher)?;
@@ -377,6 +501,34 @@ impl Sequence {
             token = self.redraw(vocab, logits, generated)?;
         }
         Ok(token)
+    }
+
+    /// Loads the step's `logits` into `self.logits` and, with a constraint, fills the mask
+    /// (closing mode's narrowing and the bans included) and applies it, with the soft
+    /// closing and order-hint bonuses.
+    fn mask_logits(&mut self, vocab: &Vocabulary, logits: &[f32]) -> Result<(), Error> {
+        let remaining = self.remaining;
+        self.load_logits(vocab, logits);
+        let Some(m) = self.matcher.as_mut() else { return Ok(()) };
+        let t = Instant::now();
+        m.fill_mask(&mut self.mask).map_err(Error::Matcher)?;
+        let c = Instant::now();
+        self.closer.narrow(m, &mut self.mask, remaining).map_err(Error::Matcher)?;
+        self.apply_bans();
+        if let Some(m) = self.matcher.as_mut() {
+            if let Some(bonus) = self
+                .closer
+                .soft(m, &self.mask, &mut self.soft, remaining, self.settings.close_margin)
+                .map_err(Error::Matcher)?
+            {
+                add_bonus(&mut self.logits, &self.soft, bonus);
+            }
+        }
+        self.timings.closing += c.elapsed();
+        self.prefer_order();
+        apply_mask(&mut self.logits, &self.mask);
+        self.timings.mask += t.elapsed();
+        Ok(())
     }
 
     /// Records an output token (sampled or forced): the penalty window, the text, the order
@@ -612,6 +764,7 @@ fn apply_mask(logits: &mut [f32], mask: &[u32]) {
 
 /// Collects output bytes and hands out whole UTF-8 characters as they complete, withholding
 /// the newest `hold` tokens' text so that a backtrack can take them back unseen.
+#[derive(Clone)]
 struct TextSink {
     bytes: Vec<u8>,
     /// Bytes handed out so far.

@@ -185,6 +185,17 @@ pub struct GenerateArgs {
     /// batch, and keep them as far as sampling agrees (the same draws); 0 = off.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub lookup: usize,
+    /// Beam search with N beams: keep the N likeliest outputs at each step (each with its
+    /// own parse state and KV cells) and print the best finished one by log-probability per
+    /// token. Deterministic: temperature and the truncating samplers do not apply; 1 beam is
+    /// greedy decoding; 0 = off (sample).
+    #[arg(long, default_value_t = 0, value_name = "N", conflicts_with = "lookup",
+          value_parser = clap::value_parser!(u16).range(0..=MAX_BEAMS))]
+    pub beams: u16,
+    /// Beam search ranks finished beams by log-probability / length ^ this: 1 = per token
+    /// (the default), 0 = the total, which favours short outputs.
+    #[arg(long = "beam-length-penalty", default_value_t = 1.0, value_name = "X", allow_negative_numbers = true)]
+    pub beam_length_penalty: f32,
     /// Write what the mask did at each step to FILE, one JSON object per line: per output
     /// token the tokens allowed, the probability mass removed, the entropies before and
     /// after and the token's unmasked rank (of the model's raw distribution, temperature 1);
@@ -198,6 +209,11 @@ pub struct GenerateArgs {
     #[command(flatten)]
     pub constraint: ConstraintArgs,
 }
+
+/// The most `--beams` (the library's `constrain_llama::beam::MAX_BEAMS`).
+const MAX_BEAMS: i64 = 32;
+#[cfg(feature = "llama")]
+const _: () = assert!(MAX_BEAMS as usize == constrain_llama::beam::MAX_BEAMS);
 
 impl GenerateArgs {
     /// The constraint flags as generation reads them: compact whitespace unless
@@ -247,6 +263,8 @@ impl GenerateArgs {
             close_margin: self.close_margin,
             lookup: self.lookup,
             trace: self.trace.is_some(),
+            beams: usize::from(self.beams),
+            beam_length_penalty: self.beam_length_penalty,
         }
     }
 }

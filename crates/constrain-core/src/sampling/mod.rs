@@ -810,6 +810,22 @@ impl Sampler {
         draw(&self.probs, &mut self.rng).ok_or(Error::NoCandidates)
     }
 
+    /// The deterministic stages, in place: the logit bias and (when the chain has them)
+    /// the penalties: the logits greedy decoding takes its [`argmax`] of. Beam search
+    /// scores its candidates with the softmax of these, so one beam is greedy decoding.
+    pub fn score_logits(&mut self, logits: &mut [f32]) {
+        let bias_after_penalties = self.settings.samplers.first() == Some(&SamplerKind::Penalties);
+        if !bias_after_penalties {
+            logit_bias(logits, &self.settings.logit_bias);
+        }
+        if self.settings.samplers.contains(&SamplerKind::Penalties) {
+            self.penalties(logits);
+        }
+        if bias_after_penalties {
+            logit_bias(logits, &self.settings.logit_bias);
+        }
+    }
+
     /// The `penalties` stage: repetition, frequency and presence penalties over the window.
     fn penalties(&mut self, logits: &mut [f32]) {
         let s = &self.settings;
