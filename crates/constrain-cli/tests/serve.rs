@@ -91,6 +91,7 @@ fn serve_end_to_end() {
     timed("schema request and stream", &|a| *text.borrow_mut() = schema_request_and_same_stream(a));
     timed("gbnf, regex, stop", &gbnf_and_regex);
     timed("n choices", &|a| several_choices(a, &text.borrow()));
+    timed("beam search and best_of", &beams_and_best_of);
     timed("logprobs", &logprobs);
     timed("bad requests", &bad_requests);
     timed("cancelled clients", &cancelled_clients_free_their_sequence);
@@ -241,6 +242,66 @@ fn several_choices(addr: &str, first: &str) {
     assert_eq!(streamed, texts[..2], "streamed choices differ from the same request not streamed");
 }
 
+/// `use_beam_search` (vLLM's extension): `n` of `best_of` beams, each valid, the first the
+/// best; with one beam the greedy document; streamed, the same text. `best_of` without beam
+/// search (OpenAI's): `n` valid choices of `best_of` sampled, the usage counting them all.
+fn beams_and_best_of(addr: &str) {
+    let schema = person_schema();
+    let mut greedy = chat_body("Invent a person.", Some(&schema), 7, 48);
+    greedy["temperature"] = json!(0);
+    let plain = post_json(addr, "/v1/chat/completions", &greedy, TIMEOUT).unwrap().json().unwrap();
+    let mut one = greedy.clone();
+    one["use_beam_search"] = json!(true);
+    one["best_of"] = json!(1);
+    let r = post_json(addr, "/v1/chat/completions", &one, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(content(&r.json().unwrap()), content(&plain), "one beam is greedy");
+
+    let mut body = chat_body("Invent a person.", Some(&schema), 7, 48);
+    body["use_beam_search"] = json!(true);
+    body["best_of"] = json!(3);
+    body["n"] = json!(2);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json().unwrap();
+    let choices = v["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 2, "{v}");
+    let texts: Vec<&str> = choices.iter().map(|c| c["message"]["content"].as_str().unwrap()).collect();
+    for t in &texts {
+        assert_valid(&schema, t);
+    }
+    body["stream"] = json!(true);
+    let r = post_json(addr, "/v1/chat/completions", &body, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let data = r.sse_data();
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
+    let mut streamed = vec![String::new(); 2];
+    for d in &data[..data.len() - 1] {
+        let chunk: Value = serde_json::from_str(d).unwrap();
+        let c = &chunk["choices"][0];
+        if let Some(t) = c["delta"]["content"].as_str() {
+            streamed[c["index"].as_u64().unwrap() as usize].push_str(t);
+        }
+    }
+    assert_eq!(streamed, texts, "streamed beams differ from the same request not streamed");
+
+    let mut sampled = chat_body("Invent a person.", Some(&schema), 7, 48);
+    sampled["best_of"] = json!(3);
+    let r = post_json(addr, "/v1/chat/completions", &sampled, TIMEOUT).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json().unwrap();
+    assert_eq!(v["choices"].as_array().unwrap().len(), 1, "{v}");
+    assert!(v["choices"][0]["logprobs"].is_null(), "logprobs were not asked for: {v}");
+    let best = content(&v);
+    assert_valid(&schema, best);
+    let single = post_json(addr, "/v1/chat/completions", &chat_body("Invent a person.", Some(&schema), 7, 48), TIMEOUT)
+        .unwrap()
+        .json()
+        .unwrap();
+    let tokens = |v: &Value| v["usage"]["completion_tokens"].as_u64().unwrap();
+    assert!(tokens(&v) > tokens(&single), "the usage counts all three sequences: {v}");
+}
+
 /// `logprobs`: one entry per token, spelling the text; values are log-probabilities (≤ 0),
 /// the alternatives sorted and their mass at most 1; the same streamed; completions' shape.
 fn logprobs(addr: &str) {
@@ -370,6 +431,10 @@ fn bad_requests(addr: &str) {
         json!({"messages": [{"role": "user", "content": "x"}], "regex": "a("}),
         json!({"messages": [{"role": "user", "content": "x"}], "n": 9}),
         json!({"messages": [{"role": "user", "content": "x"}], "n": 0}),
+        json!({"messages": [{"role": "user", "content": "x"}], "n": 3, "best_of": 2}),
+        json!({"messages": [{"role": "user", "content": "x"}], "use_beam_search": true, "best_of": 33}),
+        json!({"messages": [{"role": "user", "content": "x"}], "length_penalty": 0.5}),
+        json!({"messages": [{"role": "user", "content": "x"}], "best_of": 2, "stream": true}),
         json!({"messages": [{"role": "user", "content": "x"}], "regex": "a", "grammar": "root ::= \"a\""}),
         json!({"model": "x"}),
         json!({"messages": [{"role": "user", "content": "x"}], "temperature": -1}),

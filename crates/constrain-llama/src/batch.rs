@@ -27,6 +27,7 @@
 //!
 //! The context is not `Send`: call [`Generator::serve_batched`] on the thread that will own
 //! it for the server's lifetime; it returns when the request channel closes.
+use super::beam::BeamShape;
 use super::llama::clear_cells;
 use super::sequence::{Next, Sequence, SequenceSettings, STREAM_HOLD};
 use super::{Error, Generator, Output, StopReason};
@@ -100,6 +101,11 @@ pub struct BatchRequest {
     /// sequence with its own sampler and sink; see the module doc. A request with more
     /// choices than the batch has sequences fails.
     pub more: Vec<BatchChoice>,
+    /// Beam search instead of sampling ([`crate::beam`]): choice `i` is the `i`-th best
+    /// finished beam (so `beams` must be at least the number of choices). Runs at once in
+    /// a context of its own, on this thread: the batch's other sequences wait until it
+    /// ends, and [`BatchRequest::cancel`] is not seen before. `None`: sample.
+    pub beams: Option<BeamShape>,
 }
 
 /// Another choice of a [`BatchRequest`]: it shares the request's prompt (evaluated once),
@@ -400,6 +406,10 @@ impl Generator {
         n_ctx: usize,
         serial: u64,
     ) -> Option<BatchRequest> {
+        if let Some(shape) = request.beams {
+            self.serve_beams(request, shape);
+            return None;
+        }
         let choices = 1 + request.more.len();
         if choices > slots.len() {
             let e = format!("{choices} choices, but the batch has {} sequences", slots.len());
@@ -410,20 +420,8 @@ impl Generator {
             return Some(request);
         }
         let started = Instant::now();
-        let prompt = match &request.prompt {
-            BatchPrompt::Raw(text) => Ok(self.raw_tokens(text, false)),
-            BatchPrompt::Chat(turns) => {
-                let turns: Vec<(&str, &str)> = turns.iter().map(|(r, c)| (r.as_str(), c.as_str())).collect();
-                self.chat_tokens(&turns)
-            }
-        };
-        let settings = SequenceSettings {
-            sampler: request.sampler.clone(),
-            max_tokens: request.max_tokens,
-            truncate_ok: true,
-            logprobs: request.logprobs,
-            ..self.sequence_settings(true, if request.stream { STREAM_HOLD } else { usize::MAX })
-        };
+        let prompt = self.request_tokens(&request.prompt);
+        let settings = self.request_settings(&request);
         let vocab = self.index().vocab();
         let seqs = prompt.and_then(|prompt| {
             self.check_constraint(request.constraint.as_ref())?;
@@ -482,6 +480,63 @@ impl Generator {
 }
 
 /// Fails every choice of a request that was never admitted.
+impl Generator {
+    /// A request's prompt as tokens (its chat turns templated).
+    fn request_tokens(&self, prompt: &BatchPrompt) -> Result<Vec<LlamaToken>, Error> {
+        match prompt {
+            BatchPrompt::Raw(text) => Ok(self.raw_tokens(text, false)),
+            BatchPrompt::Chat(turns) => {
+                let turns: Vec<(&str, &str)> = turns.iter().map(|(r, c)| (r.as_str(), c.as_str())).collect();
+                self.chat_tokens(&turns)
+            }
+        }
+    }
+
+    /// The sequence settings of a request's first choice.
+    fn request_settings(&self, request: &BatchRequest) -> SequenceSettings {
+        SequenceSettings {
+            sampler: request.sampler.clone(),
+            max_tokens: request.max_tokens,
+            truncate_ok: true,
+            logprobs: request.logprobs,
+            ..self.sequence_settings(true, if request.stream { STREAM_HOLD } else { usize::MAX })
+        }
+    }
+
+    /// Runs a beam search request to its end ([`BatchRequest::beams`]): choice `i` gets the
+    /// `i`-th best beam's text and output, or fails when fewer beams finished.
+    fn serve_beams(&self, mut request: BatchRequest, shape: BeamShape) {
+        let settings = SequenceSettings { hold: usize::MAX, ..self.request_settings(&request) };
+        let beams = self
+            .request_tokens(&request.prompt)
+            .and_then(|prompt| self.beam_search(&prompt, request.constraint.as_ref(), settings, shape));
+        let beams = match beams {
+            Ok(beams) => beams,
+            Err(e) => return fail_request(request, e),
+        };
+        let finished = beams.len();
+        let sinks = std::iter::once(&mut request.events).chain(request.more.iter_mut().map(|c| &mut c.events));
+        let mut beams = beams.into_iter();
+        for (i, sink) in sinks.enumerate() {
+            match beams.next() {
+                Some(beam) => {
+                    if sink(BatchEvent::Text(beam.output.text.clone())) {
+                        sink(BatchEvent::Done(Box::new(beam.output)));
+                    } else {
+                        // A stop string was seen (or the client is gone): the output ends
+                        // there, as a sampled sequence's does.
+                        sink(BatchEvent::Done(Box::new(Output { stop: StopReason::Finished, ..beam.output })));
+                    }
+                }
+                None => {
+                    let e = format!("choice {i} asked for, but only {finished} beams finished");
+                    sink(BatchEvent::Failed(Error::Llama(e)));
+                }
+            }
+        }
+    }
+}
+
 fn fail_request(mut request: BatchRequest, e: Error) {
     let text = e.to_string();
     for choice in &mut request.more {

@@ -35,7 +35,7 @@
 //! Beam search is deterministic: temperature, the truncating warpers and the seed do not
 //! apply. Lookup drafting does not combine with it.
 use super::llama::clear_cells;
-use super::sequence::{Next, Sequence, Taken};
+use super::sequence::{Next, Sequence, SequenceSettings, Taken};
 use super::{Error, Generator, Output, Prompt, StopReason};
 use constrain::matcher::Constraint;
 use constrain::vocab::TokenId;
@@ -110,18 +110,31 @@ impl Generator {
         constraint: Option<&Constraint>,
         truncate_ok: bool,
     ) -> Result<Vec<Beam>, Error> {
-        self.check_constraint(constraint)?;
         let prompt_tokens = self.prompt_tokens(prompt)?;
-        let n = self.settings().beams.clamp(1, MAX_BEAMS);
+        let settings = self.sequence_settings(truncate_ok, usize::MAX);
+        let shape = BeamShape { beams: self.settings().beams, length_penalty: self.settings().beam_length_penalty };
+        self.beam_search(&prompt_tokens, constraint, settings, shape)
+    }
+
+    /// Beam search from `prompt_tokens` with per-sequence `settings` (the batch server's
+    /// per-request ones), in a context of its own.
+    pub(crate) fn beam_search(
+        &self,
+        prompt_tokens: &[LlamaToken],
+        constraint: Option<&Constraint>,
+        settings: SequenceSettings,
+        shape: BeamShape,
+    ) -> Result<Vec<Beam>, Error> {
+        self.check_constraint(constraint)?;
+        let n = shape.beams.clamp(1, MAX_BEAMS);
         let n_ctx = self.context_size();
+        let vocab = self.index().vocab();
+        let mut root = Sequence::new(constraint, settings, vocab, prompt_tokens, n_ctx)?;
         // The cells every beam path needs: the prompt once (shared), its own output.
-        let output = self.settings().max_tokens.min(n_ctx.saturating_sub(prompt_tokens.len())) + 1;
+        let output = root.room(0).min(n_ctx.saturating_sub(prompt_tokens.len())) + 1;
         let cells = (prompt_tokens.len() + n * output).min(n_ctx.saturating_mul(n)).next_multiple_of(256);
         let cells = u32::try_from(cells).map_err(|_| Error::Llama("too many beams for this context".into()))?;
         let mut ctx = self.context_of(2 * n as u32, cells, true)?;
-        let settings = self.sequence_settings(truncate_ok, usize::MAX);
-        let vocab = self.index().vocab();
-        let mut root = Sequence::new(constraint, settings, vocab, &prompt_tokens, n_ctx)?;
         let started = Instant::now();
         let n_batch = (ctx.n_batch() as usize).max(1);
         let mut batch = LlamaBatch::new(n_batch, 1);
@@ -147,7 +160,16 @@ impl Generator {
             taken: Vec::new(),
             greedy: true,
         };
-        let mut search = Search { gen: self, ctx, batch, n, bank: 0, finished: Vec::new(), failure: None };
+        let mut search = Search {
+            gen: self,
+            ctx,
+            batch,
+            n,
+            penalty: shape.length_penalty,
+            bank: 0,
+            finished: Vec::new(),
+            failure: None,
+        };
         search.run(vec![root])?;
         let Search { finished, failure, .. } = search;
         let mut finished = finished;
@@ -160,12 +182,23 @@ impl Generator {
     }
 }
 
+/// How many beams, and how finished ones are ranked (see [`super::GeneratorSettings::beams`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BeamShape {
+    /// Beams kept per step (1 to [`MAX_BEAMS`]).
+    pub beams: usize,
+    /// Finished beams rank by log-probability / length ^ this.
+    pub length_penalty: f32,
+}
+
 /// The state of one beam search.
 struct Search<'g> {
     gen: &'g Generator,
     ctx: LlamaContext<'g>,
     batch: LlamaBatch<'static>,
     n: usize,
+    /// [`BeamShape::length_penalty`].
+    penalty: f32,
     /// The first KV id of the bank the live beams are in (0 or `n`).
     bank: u32,
     finished: Vec<Beam>,
@@ -352,7 +385,7 @@ impl Search<'_> {
     /// Records a finished beam.
     fn finish(&mut self, seq: Sequence, stop: StopReason, logprob: f32, greedy: bool) {
         let output = seq.finish(stop, &mut |_| {});
-        let score = normalised(logprob, output.generated_tokens, self.gen.settings().beam_length_penalty);
+        let score = normalised(logprob, output.generated_tokens, self.penalty);
         self.finished.push(Beam { output, logprob, score, greedy });
     }
 
@@ -368,8 +401,7 @@ impl Search<'_> {
         }
         ended.sort_by(|a, b| b.total_cmp(a));
         let worst = ended[self.n - 1];
-        let penalty = self.gen.settings().beam_length_penalty;
-        live.iter().all(|b| normalised(b.logprob, b.seq.generated(), penalty) <= worst)
+        live.iter().all(|b| normalised(b.logprob, b.seq.generated(), self.penalty) <= worst)
     }
 }
 

@@ -6,6 +6,7 @@
 use super::tools::{self, Tools};
 use constrain::sampling::SamplerSettings;
 use constrain::TokenId;
+use constrain_llama::beam::BeamShape;
 use constrain_llama::BatchPrompt;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -133,6 +134,12 @@ struct Request {
     stream_options: Option<Value>,
     #[serde(default)]
     n: Option<u64>,
+    #[serde(default)]
+    best_of: Option<u64>,
+    #[serde(default)]
+    use_beam_search: Option<bool>,
+    #[serde(default)]
+    length_penalty: Option<f32>,
     /// Chat: `true`/`false`; completions: the number of alternatives per token.
     #[serde(default)]
     logprobs: Option<Value>,
@@ -212,6 +219,12 @@ pub struct Job {
     /// Log-probabilities asked for: `Some(alternatives per token)` (chat: `logprobs: true`
     /// with `top_logprobs`; completions: `logprobs: N`).
     pub logprobs: Option<usize>,
+    /// Sequences to generate: `n`, or OpenAI's `best_of` when it samples more than `n`
+    /// and returns the `n` with the highest log-probability per token.
+    pub choices: usize,
+    /// Beam search (vLLM's `use_beam_search`, with `best_of` beams, default `n`, and
+    /// `length_penalty`): the `n` best beams are the choices. `None`: sample.
+    pub beams: Option<BeamShape>,
 }
 
 /// Reads a request of either endpoint (`chat`: `/v1/chat/completions`).
@@ -335,18 +348,37 @@ pub fn parse(body: &[u8], chat: bool, default_max_tokens: usize) -> Result<Job, 
     }
     let include_usage =
         r.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
-    Ok(Job {
-        prompt,
-        constraint,
-        sampler,
-        max_tokens,
-        stop,
-        stream: r.stream.unwrap_or(false),
-        include_usage,
-        tools,
-        n,
-        logprobs,
-    })
+    let stream = r.stream.unwrap_or(false);
+    let (choices, beams) = choices(&r, n, stream)?;
+    Ok(Job { prompt, constraint, sampler, max_tokens, stop, stream, include_usage, tools, n, logprobs, choices, beams })
+}
+
+/// The sequences to generate and whether by beam search, from `n`, `best_of`,
+/// `use_beam_search` and `length_penalty`.
+fn choices(r: &Request, n: usize, stream: bool) -> Result<(usize, Option<BeamShape>), ApiError> {
+    let most = constrain_llama::beam::MAX_BEAMS;
+    let best_of = match r.best_of {
+        None => n,
+        Some(b) if (n as u64..=256).contains(&b) => b as usize,
+        Some(_) => return Err(ApiError::bad("best_of".to_string(), "best_of is from n to 256")),
+    };
+    if r.use_beam_search == Some(true) {
+        if best_of > most {
+            return Err(ApiError::bad("best_of".to_string(), format!("beam search keeps at most {most} beams")));
+        }
+        let length_penalty = r.length_penalty.unwrap_or(1.0);
+        if !length_penalty.is_finite() {
+            return Err(ApiError::bad("length_penalty".to_string(), "length_penalty must be a finite number"));
+        }
+        return Ok((n, Some(BeamShape { beams: best_of, length_penalty })));
+    }
+    if r.length_penalty.is_some() {
+        return Err(ApiError::bad("length_penalty".to_string(), "length_penalty needs use_beam_search: true"));
+    }
+    if best_of > n && stream {
+        return Err(ApiError::bad("best_of".to_string(), "best_of above n cannot be streamed"));
+    }
+    Ok((best_of, None))
 }
 
 /// The bias of a banned token (`logit_bias` -100).

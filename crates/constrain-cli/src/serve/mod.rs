@@ -612,9 +612,10 @@ async fn respond(
         Failure(ApiError::new(status, kind, e.body_text()), "read")
     })?;
     let job = api::parse(&body, chat, state.default_max_tokens).map_err(at("parse"))?;
-    if job.n > state.parallel {
-        let msg = format!("n is at most {} on this server (its --parallel)", state.parallel);
-        return Err(Failure(ApiError::bad("n".to_string(), msg), "parse"));
+    if job.beams.is_none() && job.choices > state.parallel {
+        let param = if job.choices > job.n { "best_of" } else { "n" };
+        let msg = format!("{param} is at most {} on this server (its --parallel)", state.parallel);
+        return Err(Failure(ApiError::bad(param.to_string(), msg), "parse"));
     }
     if job.max_tokens > state.max_tokens_limit {
         let msg = format!("max_tokens is at most {} on this server", state.max_tokens_limit);
@@ -670,9 +671,9 @@ async fn respond(
         let stream = sse_stream(meta, job.n, first, rx, guard, rec, deadline);
         return Ok(Sse::new(stream).into_response());
     }
-    let mut texts = vec![String::new(); job.n];
-    let mut outs: Vec<Option<(Box<Output>, bool)>> = (0..job.n).map(|_| None).collect();
-    let mut left = job.n;
+    let mut texts = vec![String::new(); job.choices];
+    let mut outs: Vec<Option<(Box<Output>, bool)>> = (0..job.choices).map(|_| None).collect();
+    let mut left = job.choices;
     while left > 0 {
         match next_event(&mut rx, deadline).await {
             Some(Ev::Text(i, t)) => texts.get_mut(i).into_iter().for_each(|text| text.push_str(&t)),
@@ -688,9 +689,11 @@ async fn respond(
         }
     }
     drop(guard);
+    let (ranked, dropped) = best_of(texts, outs, job.n);
     let mut choices = Vec::with_capacity(job.n);
     let mut finished = Vec::with_capacity(job.n);
-    for (i, (text, out)) in texts.iter().zip(outs).enumerate() {
+    for (i, (text, out)) in ranked.into_iter().enumerate() {
+        let text = text.as_str();
         let Some((out, hit)) = out else { continue };
         let mut finish = api::finish_reason(out.stop, hit);
         let calls = match meta.tools.as_ref().filter(|t| tools::is_call(t, text)) {
@@ -720,11 +723,36 @@ async fn respond(
         choices.push(choice);
         finished.push(*out);
     }
+    // Every sequence generated counts, those `best_of` dropped too.
+    finished.extend(dropped);
     Ok(Json(json!({
         "id": meta.id, "object": meta.object(false), "created": meta.created, "model": meta.model,
         "choices": choices, "usage": usage(&finished), "system_fingerprint": null
     }))
     .into_response())
+}
+
+/// One generated sequence as `respond` collects it: its text, and its output with whether
+/// a stop string ended it.
+type Collected = (String, Option<(Box<Output>, bool)>);
+
+/// The `n` choices to return of those generated: all of them in order or, when `best_of`
+/// sampled more, the `n` with the highest log-probability per token (OpenAI's `best_of`),
+/// best first. The others are returned apart (their tokens count in `usage`).
+fn best_of(texts: Vec<String>, outs: Vec<Option<(Box<Output>, bool)>>, n: usize) -> (Vec<Collected>, Vec<Output>) {
+    let mut all: Vec<Collected> = texts.into_iter().zip(outs).collect();
+    if all.len() <= n {
+        return (all, Vec::new());
+    }
+    let per_token = |c: &Collected| {
+        c.1.as_ref().map_or(f32::NEG_INFINITY, |(o, _)| {
+            o.logprobs.iter().map(|l| l.logprob).sum::<f32>() / o.generated_tokens.max(1) as f32
+        })
+    };
+    // A stable sort: ties keep the order of generation.
+    all.sort_by(|a, b| per_token(b).total_cmp(&per_token(a)));
+    let rest = all.split_off(n).into_iter().filter_map(|(_, o)| o.map(|(o, _)| *o)).collect();
+    (all, rest)
 }
 
 /// OpenAI's `usage`, plus `backtracks`: the dead ends the decode loop backed out of (0
@@ -806,7 +834,7 @@ fn submit(
     };
     // Each further choice draws with its own seed: the request's plus its index, or a
     // random one.
-    let more = (1..job.n)
+    let more = (1..job.choices)
         .map(|i| {
             let seed = job.sampler.seed.map_or_else(rand::random::<u64>, |s| s.wrapping_add(i as u64));
             BatchChoice {
@@ -823,8 +851,10 @@ fn submit(
         stream: job.stream,
         events: sink(0),
         cancel: Some(cancel),
-        logprobs: job.logprobs,
+        // `best_of` ranks the sampled choices by their log-probabilities.
+        logprobs: job.logprobs.or((job.choices > job.n).then_some(0)),
         more,
+        beams: job.beams,
     };
     let jobs = state.jobs.lock().map_err(|_| ApiError::new(500, "server_error", "the job queue is broken"))?;
     let stopped = || ApiError::new(503, "server_shutting_down", "the server is shutting down");
