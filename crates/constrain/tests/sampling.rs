@@ -234,3 +234,82 @@ fn draws_match_softmax_frequencies() {
         assert!((f - expected[i]).abs() < 0.02, "token {i}: {f} vs {}", expected[i]);
     }
 }
+
+/// Speculative sampling's rule on a toy model (no llama.cpp): a grammar mask over eight
+/// tokens, a target and a draft with different logits and different warpers, so `p` and
+/// `q` are masked, warped distributions that differ (the draft even gives mass to a token
+/// the target's top-k drops). Drafting from `q`, then keeping or replacing each draft by
+/// [`sampling::accept_draft`] and [`sampling::residual`], must draw tokens distributed as
+/// `p`: a chi-square test over 200,000 draws with a fixed seed, against the 0.1% critical
+/// value; and the acceptance rate must be `Σ min(p, q)`.
+#[test]
+fn speculative_rule_keeps_the_target_distribution() {
+    let mask = [true, true, false, true, true, true, false, true];
+    let masked = |l: [f32; 8]| -> Vec<f32> { l.iter().zip(mask).map(|(&l, m)| if m { l } else { NEG }).collect() };
+    let target_logits = masked([2.0, 0.5, 3.0, 1.5, -1.0, 0.0, 4.0, 1.0]);
+    let draft_logits = masked([0.5, 2.0, 1.0, 1.0, 1.5, -0.5, 2.0, 0.0]);
+    let mut target = Sampler::new(SamplerSettings {
+        temperature: 0.8,
+        top_k: 5,
+        top_p: 1.0,
+        min_p: 0.0,
+        seed: Some(11),
+        ..SamplerSettings::default()
+    })
+    .unwrap();
+    let mut draft =
+        Sampler::new(SamplerSettings { temperature: 1.3, seed: Some(12), ..SamplerSettings::default() }).unwrap();
+    let (mut p, mut q, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    target.distribution(&mut target_logits.clone(), &mut p).unwrap();
+    draft.distribution(&mut draft_logits.clone(), &mut q).unwrap();
+    assert!(p.iter().zip(&q).any(|(p, q)| *p == 0.0 && *q > 0.0), "the draft covers a token the target drops");
+    sampling::residual(&p, &q, &mut r);
+    let trials = 200_000;
+    let mut counts = [0u64; 8];
+    let mut accepted = 0u64;
+    for _ in 0..trials {
+        let d = draft.draw_from(&q).expect("a draft token");
+        let token = if sampling::accept_draft(&p, &q, d, target.uniform()) {
+            accepted += 1;
+            d
+        } else {
+            target.draw_from(&r).expect("a residual token")
+        };
+        counts[token.index()] += 1;
+    }
+    let mut chi2 = 0.0;
+    let mut cells = 0;
+    for (i, &c) in counts.iter().enumerate() {
+        let expected = p[i] as f64 * trials as f64;
+        if expected == 0.0 {
+            assert_eq!(c, 0, "token {i} has no target probability but was drawn");
+            continue;
+        }
+        chi2 += (c as f64 - expected).powi(2) / expected;
+        cells += 1;
+    }
+    assert_eq!(cells, 5, "top-k 5 over the six allowed tokens");
+    // 0.1% critical value of chi-square with 4 degrees of freedom.
+    assert!(chi2 < 18.47, "chi-square {chi2:.2}: {counts:?} against {p:?}");
+    let overlap: f32 = p.iter().zip(&q).map(|(p, q)| p.min(*q)).sum();
+    let rate = accepted as f32 / trials as f32;
+    assert!((rate - overlap).abs() < 0.005, "acceptance {rate} against Σ min(p, q) = {overlap}");
+}
+
+/// At temperature 0 both distributions are all on their argmax: a draft is kept exactly
+/// when it is the target's greedy token, else the residual is that token.
+#[test]
+fn speculative_rule_at_temperature_zero_is_greedy() {
+    let mut s = Sampler::new(SamplerSettings::greedy()).unwrap();
+    let (mut p, mut q, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    s.distribution(&mut vec![1.0, 3.0, 2.0], &mut p).unwrap();
+    s.distribution(&mut vec![1.0, 2.0, 3.0], &mut q).unwrap();
+    assert_eq!(p, [0.0, 1.0, 0.0]);
+    for u in [0.0, 0.5, 0.999] {
+        assert!(!sampling::accept_draft(&p, &q, TokenId(2), u));
+        assert!(sampling::accept_draft(&p, &p, TokenId(1), u));
+    }
+    assert!(sampling::residual(&p, &q, &mut r));
+    assert_eq!(r, [0.0, 1.0, 0.0]);
+    assert!(!sampling::residual(&p, &p, &mut r), "nothing is left when p = q");
+}

@@ -62,6 +62,9 @@ pub enum Error {
     /// Every logit is `-inf` (or NaN): there is no token to draw.
     #[error("no token can be drawn: every candidate is masked out")]
     NoCandidates,
+    /// A combination of features the sampler does not offer.
+    #[error("{0} is not supported")]
+    Unsupported(&'static str),
 }
 
 /// Sampling settings, with llama.cpp's defaults.
@@ -688,6 +691,37 @@ pub fn draw(probs: &[f32], rng: &mut impl Rng) -> Option<TokenId> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Speculative sampling: the rule that keeps the target's distribution.
+// ---------------------------------------------------------------------------------------------
+
+/// Speculative sampling's acceptance test for a draft token `draft` drawn from the draft's
+/// distribution `q`, under the target's distribution `p` (both over the same ids, each
+/// summing to 1): accept with probability `min(1, p(draft) / q(draft))`, given `u` uniform
+/// in `[0, 1)`. When it refuses, draw from [`residual`] instead; the token kept is then
+/// distributed exactly as `p` (Leviathan et al. 2023, Chen et al. 2023). A draft `q` gives
+/// no probability is refused.
+pub fn accept_draft(p: &[f32], q: &[f32], draft: TokenId, u: f32) -> bool {
+    let (pd, qd) = (p.get(draft.index()).copied().unwrap_or(0.0), q.get(draft.index()).copied().unwrap_or(0.0));
+    qd > 0.0 && u * qd < pd
+}
+
+/// The distribution to draw from after [`accept_draft`] refused: `max(0, p − q)`,
+/// renormalised, into `out`. `false` (and `out` all zero) when `p ≤ q` everywhere, which
+/// only rounding allows once a draft was refused: then draw from `p`.
+pub fn residual(p: &[f32], q: &[f32], out: &mut Vec<f32>) -> bool {
+    out.clear();
+    out.extend(p.iter().enumerate().map(|(i, &pi)| (pi - q.get(i).copied().unwrap_or(0.0)).max(0.0)));
+    let total: f64 = out.iter().map(|&r| f64::from(r)).sum();
+    if total <= 0.0 || !total.is_finite() {
+        out.iter_mut().for_each(|r| *r = 0.0);
+        return false;
+    }
+    let inv = (1.0 / total) as f32;
+    out.iter_mut().for_each(|r| *r *= inv);
+    true
+}
+
+// ---------------------------------------------------------------------------------------------
 // The sampler: the canonical chain with reusable scratch.
 // ---------------------------------------------------------------------------------------------
 
@@ -788,6 +822,25 @@ impl Sampler {
             };
             return token.ok_or(Error::NoCandidates);
         }
+        self.warp_stages(logits);
+        if !softmax(logits, &mut self.probs) {
+            return Err(Error::NoCandidates);
+        }
+        draw(&self.probs, &mut self.rng).ok_or(Error::NoCandidates)
+    }
+
+    /// The whole chain but the draw, for a sampling (not greedy, not mirostat) setting: the
+    /// bias, then the stages in order.
+    fn warp(&mut self, logits: &mut [f32]) {
+        if self.settings.samplers.first() != Some(&SamplerKind::Penalties) {
+            logit_bias(logits, &self.settings.logit_bias);
+        }
+        self.warp_stages(logits);
+    }
+
+    /// The stages of [`SamplerSettings::samplers`] in order (the bias after a leading
+    /// `penalties`).
+    fn warp_stages(&mut self, logits: &mut [f32]) {
         for i in 0..self.settings.samplers.len() {
             let s = &self.settings;
             match s.samplers[i] {
@@ -804,10 +857,6 @@ impl Sampler {
                 SamplerKind::MinP => min_p(logits, s.min_p),
             }
         }
-        if !softmax(logits, &mut self.probs) {
-            return Err(Error::NoCandidates);
-        }
-        draw(&self.probs, &mut self.rng).ok_or(Error::NoCandidates)
     }
 
     /// The deterministic stages, in place: the logit bias and (when the chain has them)
@@ -824,6 +873,40 @@ impl Sampler {
         if bias_after_penalties {
             logit_bias(logits, &self.settings.logit_bias);
         }
+    }
+
+    /// The distribution [`Sampler::sample`] would draw from, into `probs` (the chain over
+    /// `logits`, modified in place, then a softmax; greedy: all mass on the argmax). For
+    /// speculative sampling, which needs the whole distribution of both models. Not with
+    /// mirostat, whose truncation moves with each draw ([`Error::Unsupported`]); fails
+    /// like [`Sampler::sample`] when every logit is `-inf`.
+    pub fn distribution(&mut self, logits: &mut [f32], probs: &mut Vec<f32>) -> Result<(), Error> {
+        if self.settings.mirostat != 0 {
+            return Err(Error::Unsupported("speculative sampling with mirostat"));
+        }
+        if self.settings.temperature == 0.0 {
+            self.score_logits(logits);
+            let best = argmax(logits).ok_or(Error::NoCandidates)?;
+            probs.clear();
+            probs.resize(logits.len(), 0.0);
+            probs[best.index()] = 1.0;
+            return Ok(());
+        }
+        self.warp(logits);
+        if !softmax(logits, probs) {
+            return Err(Error::NoCandidates);
+        }
+        Ok(())
+    }
+
+    /// Draws from `probs` with this sampler's RNG.
+    pub fn draw_from(&mut self, probs: &[f32]) -> Option<TokenId> {
+        draw(probs, &mut self.rng)
+    }
+
+    /// A uniform number in `[0, 1)` from this sampler's RNG (speculative sampling's test).
+    pub fn uniform(&mut self) -> f32 {
+        self.rng.random::<f32>()
     }
 
     /// The `penalties` stage: repetition, frequency and presence penalties over the window.
