@@ -35,6 +35,7 @@ pub mod lookup;
 mod model_path;
 mod rawdecode;
 mod sequence;
+pub mod speculative;
 pub mod trace;
 
 pub use batch::{BatchChoice, BatchEvent, BatchPrompt, BatchRequest, EventSink, StepStats};
@@ -87,6 +88,11 @@ pub struct GeneratorSettings {
     /// Record, per output token, what the mask did ([`Output::trace`], [`trace`]). Default
     /// false: no trace is kept and nothing is computed.
     pub trace: bool,
+    /// Speculative decoding with a draft model ([`Generator::load_draft`], [`speculative`]):
+    /// up to this many tokens proposed by the draft per step, verified in one batch by the
+    /// rule that keeps the model's distribution. Default 0 (off). Not with mirostat,
+    /// lookup or beams.
+    pub draft: usize,
     /// Beam search with this many beams ([`beam`]): `generate*` return the best beam,
     /// [`Generator::generate_beams`] all of them. `1` is greedy decoding by the beam code.
     /// Default 0 (off: sample). At most [`beam::MAX_BEAMS`].
@@ -112,6 +118,7 @@ impl Default for GeneratorSettings {
             close_margin: 0,
             lookup: 0,
             trace: false,
+            draft: 0,
             beams: 0,
             beam_length_penalty: 1.0,
         }

@@ -39,6 +39,8 @@ fn backend(verbose: bool) -> Result<&'static LlamaBackend, Error> {
 /// fresh llama.cpp context (a few milliseconds), so a `Generator` holds no per-run state.
 pub struct Generator {
     model: LlamaModel,
+    /// The draft model of speculative decoding ([`Generator::load_draft`]).
+    draft: Option<LlamaModel>,
     index: Arc<TokenIndex>,
     template: Option<LlamaChatTemplate>,
     settings: GeneratorSettings,
@@ -72,7 +74,48 @@ impl Generator {
         let vocab = model_vocabulary(&model).map_err(|e| model_err(e.to_string()))?;
         let index = TokenIndex::new(vocab);
         let template = model.chat_template(None).ok().or_else(|| LlamaChatTemplate::new("chatml").ok());
-        Ok(Generator { model, index, template, settings, load_time: start.elapsed() })
+        Ok(Generator { model, draft: None, index, template, settings, load_time: start.elapsed() })
+    }
+
+    /// Loads a draft model for speculative decoding ([`GeneratorSettings::draft`]): a
+    /// smaller model with the same vocabulary (token for token), which proposes tokens the
+    /// model verifies in one batch. The model can be its own draft (no faster, but a check).
+    pub fn load_draft(&mut self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path.as_ref();
+        let model_err = |message: String| Error::Model { path: path.display().to_string(), message };
+        if !path.is_file() {
+            return Err(model_err("the draft model is not a file".into()));
+        }
+        let params = LlamaModelParams::default().with_n_gpu_layers(self.settings.n_gpu_layers);
+        let draft = LlamaModel::load_from_file(backend(self.settings.verbose)?, path, &params)
+            .map_err(|e| model_err(format!("{e} (is it a GGUF model file?)")))?;
+        let vocab = model_vocabulary(&draft).map_err(|e| model_err(e.to_string()))?;
+        let ours = self.index.vocab();
+        if vocab.len() != ours.len() {
+            return Err(model_err(format!(
+                "the draft model has {} tokens, the model {}: a draft needs the same vocabulary",
+                vocab.len(),
+                ours.len()
+            )));
+        }
+        if let Some(i) = (0..ours.len()).find(|&i| {
+            let id = constrain::vocab::TokenId(i as u32);
+            vocab.token_bytes(id) != ours.token_bytes(id)
+        }) {
+            return Err(model_err(format!("token {i} differs from the model's: a draft needs the same vocabulary")));
+        }
+        self.draft = Some(draft);
+        Ok(())
+    }
+
+    /// The llama.cpp backend (initialised when the first model loaded).
+    pub(crate) fn backend(&self) -> Result<&'static LlamaBackend, Error> {
+        backend(self.settings.verbose)
+    }
+
+    /// The draft model, if one was loaded.
+    pub(crate) fn draft_model(&self) -> Option<&LlamaModel> {
+        self.draft.as_ref()
     }
 
     /// Loads the default model (see [`super::default_model_path`]).
@@ -322,6 +365,9 @@ impl Generator {
             let best = best.ok_or(Error::DeadEnd { step: 0, backtracks: 0 })?.output;
             on_text(&best.text);
             return Ok(best);
+        }
+        if self.settings.draft > 0 {
+            return self.run_drafted(prompt, constraint, &mut on_text, truncate_ok, hold);
         }
         self.check_constraint(constraint)?;
         let prompt_tokens = self.prompt_tokens(prompt)?;

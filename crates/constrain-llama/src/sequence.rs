@@ -109,6 +109,9 @@ pub(crate) struct Sequence {
     mask: Vec<u32>,
     soft: Vec<u32>,
     logits: Vec<f32>,
+    /// Speculative sampling's target distribution and residual ([`Sequence::sample_against_draft`]).
+    probs: Vec<f32>,
+    residual: Vec<f32>,
     text: TextSink,
     prompt_tokens: usize,
     n_ctx: usize,
@@ -168,6 +171,8 @@ impl Sequence {
             mask: vec![0u32; vocab.mask_words()],
             soft: Vec::new(),
             logits: Vec::with_capacity(vocab.mask_len()),
+            probs: Vec::new(),
+            residual: Vec::new(),
             text: TextSink::new(settings.hold),
             prompt_tokens: prompt.len(),
             n_ctx,
@@ -304,6 +309,39 @@ impl Sequence {
     ) -> Result<Next, Error> {
         let was_closing = self.closer.is_closing();
         let drawn = self.draw(vocab, logits);
+        self.conclude(vocab, logits, drawn, was_closing, on_text)
+    }
+
+    /// [`Sequence::sample`] for speculative decoding, where `draft` is the draft model's
+    /// token for this position and `q` the distribution it was drawn from: the draft is
+    /// kept with probability `min(1, p/q)` under this step's masked, warped distribution
+    /// `p`, else a token is drawn from the residual `max(0, p − q)`
+    /// ([`constrain::sampling::accept_draft`]), so the token is distributed as
+    /// [`Sequence::sample`]'s. Closing mode and the liveness proof judge it as they judge a
+    /// sampled one (a refusal draws again from the rewritten mask, as `sample` does).
+    pub(crate) fn sample_against_draft(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        draft: TokenId,
+        q: &[f32],
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Next, Error> {
+        let was_closing = self.closer.is_closing();
+        let drawn = self.draw_against(vocab, logits, draft, q);
+        self.conclude(vocab, logits, drawn, was_closing, on_text)
+    }
+
+    /// The end of a sampled step, once a token was `drawn` (or not): EOS, the
+    /// log-probabilities and the trace, the token's record; a dead end backtracks.
+    fn conclude(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        drawn: Result<TokenId, Error>,
+        was_closing: bool,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Next, Error> {
         if let Some(trace) = self.trace.as_mut().filter(|_| !was_closing && self.closer.is_closing()) {
             trace.push(TraceEvent::Closing { step: self.generated });
         }
@@ -363,6 +401,8 @@ impl Sequence {
             mask: self.mask.clone(),
             soft: Vec::new(),
             logits: Vec::with_capacity(self.logits.capacity()),
+            probs: Vec::new(),
+            residual: Vec::new(),
             text: self.text.clone(),
             prompt_tokens: self.prompt_tokens,
             n_ctx: self.n_ctx,
@@ -460,6 +500,16 @@ impl Sequence {
         Ok(Taken::Kept)
     }
 
+    /// A fork of the matcher, at the output so far (a draft model proposes inside it).
+    pub(crate) fn fork_matcher(&self) -> Option<Matcher> {
+        self.matcher.as_ref().map(Matcher::fork)
+    }
+
+    /// The sampling settings.
+    pub(crate) fn sampler_settings(&self) -> &SamplerSettings {
+        self.sampler.settings()
+    }
+
     /// Tokens produced so far (sampled and forced).
     pub(crate) fn generated(&self) -> usize {
         self.generated
@@ -479,7 +529,57 @@ impl Sequence {
         let remaining = self.remaining;
         let generated = self.generated;
         self.mask_logits(vocab, logits)?;
-        let mut token = sample(&mut self.sampler, &mut self.logits, generated, self.matcher.as_ref())?;
+        let token = sample(&mut self.sampler, &mut self.logits, generated, self.matcher.as_ref())?;
+        self.keep_live(vocab, logits, token, remaining, generated)
+    }
+
+    /// [`Sequence::draw`] with speculative sampling's rule against `draft`, drawn from `q`.
+    fn draw_against(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        draft: TokenId,
+        q: &[f32],
+    ) -> Result<TokenId, Error> {
+        let remaining = self.remaining;
+        let generated = self.generated;
+        self.mask_logits(vocab, logits)?;
+        let mut p = std::mem::take(&mut self.probs);
+        let drawn = match self.sampler.distribution(&mut self.logits, &mut p) {
+            Ok(()) => {
+                let u = self.sampler.uniform();
+                if constrain::sampling::accept_draft(&p, q, draft, u) {
+                    Some(draft)
+                } else if constrain::sampling::residual(&p, q, &mut self.residual) {
+                    self.sampler.draw_from(&self.residual)
+                } else {
+                    self.sampler.draw_from(&p)
+                }
+            }
+            Err(constrain::sampling::Error::NoCandidates) => None,
+            Err(e) => return Err(Error::Settings(e)),
+        };
+        self.probs = p;
+        let token = match drawn {
+            Some(t) => t,
+            None => match self.matcher.as_ref().and_then(|m| m.limit_error()) {
+                Some(e) => return Err(Error::Matcher(e)),
+                None => return Err(Error::DeadEnd { step: generated, backtracks: 0 }),
+            },
+        };
+        self.keep_live(vocab, logits, token, remaining, generated)
+    }
+
+    /// Accepts `token` into the matcher and runs closing mode's check on it, drawing again
+    /// while it refuses (see below): the token kept.
+    fn keep_live(
+        &mut self,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        mut token: TokenId,
+        remaining: usize,
+        generated: usize,
+    ) -> Result<TokenId, Error> {
         if let Some(m) = self.matcher.as_mut() {
             m.accept_token(token).map_err(Error::Matcher)?;
         }
@@ -749,7 +849,7 @@ fn add_bonus(logits: &mut [f32], mask: &[u32], bonus: f32) {
 }
 
 /// Sets every logit whose mask bit is clear to `-inf`.
-fn apply_mask(logits: &mut [f32], mask: &[u32]) {
+pub(crate) fn apply_mask(logits: &mut [f32], mask: &[u32]) {
     for (chunk, &word) in logits.chunks_mut(32).zip(mask.iter().chain(std::iter::repeat(&0))) {
         if word == u32::MAX {
             continue;

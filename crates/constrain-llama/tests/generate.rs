@@ -262,6 +262,38 @@ fn lookup_drafts_are_kept_and_outputs_validate() {
     }
 }
 
+/// Speculative decoding with a draft model (the model as its own draft, the one model the
+/// registries ship): at temperature 0 the output is plain greedy decoding's, token for
+/// token; sampled, every output validates and drafts are kept.
+#[test]
+fn draft_model_keeps_greedy_output_and_validity() {
+    let mut g = generator();
+    let path = constrain_llama::default_model_path().expect("the default model");
+    g.load_draft(&path).expect("the model is its own draft");
+    for (name, prompt) in [("person", "Invent a person."), ("todo_list", "A to-do list for a trip.")] {
+        let schema = schema(name);
+        let constraint = g.schema_constraint(&schema).expect("schema");
+        let prompt = Prompt::user(prompt).with_schema(&schema);
+        g.set_settings(snapshot_settings(SamplerSettings::greedy())).unwrap();
+        let plain = g.generate(prompt.clone(), &constraint).expect("plain");
+        g.set_settings(GeneratorSettings { draft: 4, ..snapshot_settings(SamplerSettings::greedy()) }).unwrap();
+        let drafted = g.generate(prompt.clone(), &constraint).expect("drafted");
+        assert_eq!(drafted.text, plain.text, "{name}: greedy with a draft is greedy");
+        assert!(drafted.accepted_drafts > 0 && drafted.accepted_drafts <= drafted.drafted_tokens, "{drafted:?}");
+        assert!(drafted.model_steps < plain.model_steps, "{name}: kept drafts save model steps");
+        for seed in [1, 2] {
+            let sampler = SamplerSettings { seed: Some(seed), ..SamplerSettings::default() };
+            g.set_settings(GeneratorSettings { draft: 4, ..snapshot_settings(sampler) }).unwrap();
+            let out = g.generate(prompt.clone(), &constraint).expect("sampled with a draft");
+            assert_valid(name, &schema, &out.text);
+        }
+    }
+    let mirostat = SamplerSettings { mirostat: 2, ..SamplerSettings::default() };
+    g.set_settings(GeneratorSettings { draft: 4, ..snapshot_settings(mirostat) }).unwrap();
+    let c = g.schema_constraint(&schema("shape")).unwrap();
+    assert!(matches!(g.generate("x", &c), Err(Error::Settings(_))), "mirostat is refused with a draft");
+}
+
 /// Beam search: one beam is greedy decoding token for token; four beams return up to four
 /// valid documents, best first, the best ranking at least as high as the greedy path.
 #[test]

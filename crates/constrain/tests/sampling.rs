@@ -302,8 +302,8 @@ fn speculative_rule_keeps_the_target_distribution() {
 fn speculative_rule_at_temperature_zero_is_greedy() {
     let mut s = Sampler::new(SamplerSettings::greedy()).unwrap();
     let (mut p, mut q, mut r) = (Vec::new(), Vec::new(), Vec::new());
-    s.distribution(&mut vec![1.0, 3.0, 2.0], &mut p).unwrap();
-    s.distribution(&mut vec![1.0, 2.0, 3.0], &mut q).unwrap();
+    s.distribution(&mut [1.0, 3.0, 2.0], &mut p).unwrap();
+    s.distribution(&mut [1.0, 2.0, 3.0], &mut q).unwrap();
     assert_eq!(p, [0.0, 1.0, 0.0]);
     for u in [0.0, 0.5, 0.999] {
         assert!(!sampling::accept_draft(&p, &q, TokenId(2), u));

@@ -185,6 +185,15 @@ pub struct GenerateArgs {
     /// batch, and keep them as far as sampling agrees (the same draws); 0 = off.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub lookup: usize,
+    /// Speculative decoding with a draft model: a GGUF with the same vocabulary (the model
+    /// itself works, as a check) proposes up to --draft tokens per step inside the grammar;
+    /// the model verifies them in one batch and keeps them by the rule that leaves plain
+    /// decoding's distribution unchanged (at --temp 0, the same tokens).
+    #[arg(long = "model-draft", visible_alias = "md", value_name = "FILE", conflicts_with_all = ["lookup", "beams"])]
+    pub model_draft: Option<PathBuf>,
+    /// Tokens the draft model proposes per step (with --model-draft).
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub draft: u16,
     /// Beam search with N beams: keep the N likeliest outputs at each step (each with its
     /// own parse state and KV cells) and print the best finished one by log-probability per
     /// token. Deterministic: temperature and the truncating samplers do not apply; 1 beam is
@@ -265,6 +274,7 @@ impl GenerateArgs {
             trace: self.trace.is_some(),
             beams: usize::from(self.beams),
             beam_length_penalty: self.beam_length_penalty,
+            draft: if self.model_draft.is_some() { usize::from(self.draft) } else { 0 },
         }
     }
 }
@@ -395,7 +405,10 @@ fn run_model(
         None => None,
     };
     let settings = GeneratorSettings { threads, ..args.generator_settings() };
-    let generator = load_generator(&args.model, settings)?;
+    let mut generator = load_generator(&args.model, settings)?;
+    if let Some(draft) = &args.model_draft {
+        generator.load_draft(draft)?;
+    }
     let mut prompt = Prompt::user(prompt);
     if let Some(system) = &args.system {
         prompt = prompt.with_system(system.clone());
@@ -496,9 +509,9 @@ fn run_model(
             out.tokens_per_second(),
             out.timings.mask.as_secs_f64() * 1e3,
         );
-        if args.lookup > 0 {
+        if args.lookup > 0 || args.model_draft.is_some() {
             eprintln!(
-                "constrain: lookup: {} tokens drafted, {} accepted ({:.0}%)",
+                "constrain: speculative: {} tokens drafted, {} accepted ({:.0}%)",
                 out.drafted_tokens,
                 out.accepted_drafts,
                 100.0 * out.accepted_drafts as f64 / out.drafted_tokens.max(1) as f64

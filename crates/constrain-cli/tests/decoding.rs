@@ -1,6 +1,7 @@
-//! `--beams` end to end with the default model: with the warpers beam search ignores
-//! (temperature, mirostat, typical) and the one it keeps (`--logit-bias`), every example
-//! schema's document validates, and one beam prints what greedy decoding prints.
+//! `--beams` and `--model-draft` end to end with the default model: with the warpers beam
+//! search ignores (temperature, mirostat, typical) and the one it keeps (`--logit-bias`),
+//! every example schema's document validates, and one beam prints what greedy decoding
+//! prints; with the model as its own draft, greedy output is unchanged.
 #![cfg(feature = "llama")]
 
 use serde_json::Value;
@@ -37,7 +38,7 @@ fn beam_outputs_validate_and_one_beam_is_greedy() {
 }
 
 #[test]
-fn beams_and_lookup_do_not_combine() {
+fn exclusive_decoding_flags_are_usage_errors() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/person.json");
     let out = Command::new(env!("CARGO_BIN_EXE_constrain"))
         .arg("--schema")
@@ -47,4 +48,23 @@ fn beams_and_lookup_do_not_combine() {
         .expect("the binary runs");
     assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--lookup"));
+    let out = Command::new(env!("CARGO_BIN_EXE_constrain"))
+        .arg("--schema")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/person.json"))
+        .args(["-p", "x", "--beams", "2", "--model-draft", "m.gguf"])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+}
+
+#[test]
+fn a_draft_model_leaves_greedy_output_unchanged() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let model = constrain_llama::default_model_path().expect("the default model");
+    let model = model.to_str().expect("a UTF-8 path");
+    for name in ["person", "catalog"] {
+        let path = root.join(format!("{name}.json"));
+        let drafted = run(&path, &["--temp", "0", "--model-draft", model, "--draft", "5"]);
+        assert_eq!(drafted, run(&path, &["--temp", "0"]), "{name}");
+    }
 }
