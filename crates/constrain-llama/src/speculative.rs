@@ -66,7 +66,7 @@ impl<'m> Drafter<'m> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
         let threads = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
-        let params = LlamaContextParams::default()
+        let params = super::llama::attention(LlamaContextParams::default())
             .with_n_ctx(NonZeroU32::new(ctx_size))
             .with_n_batch(ctx_size.max(1))
             .with_n_threads(threads)
