@@ -82,8 +82,8 @@ pub struct GeneratorSettings {
     pub close_margin: usize,
     /// Speculative decoding by n-gram lookup ([`lookup`]): up to this many draft tokens
     /// are evaluated with each sampled token and kept as far as the sampler agrees: the
-    /// same draws as without it (the batched logits can differ in the last digits). Default
-    /// 0 (off). Single-sequence generation only.
+    /// same draws as without it (batched logits equal one-token ones). Default 0 (off).
+    /// Single-sequence generation only.
     pub lookup: usize,
     /// Record, per output token, what the mask did ([`Output::trace`], [`trace`]). Default
     /// false: no trace is kept and nothing is computed.

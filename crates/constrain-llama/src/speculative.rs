@@ -19,12 +19,11 @@
 //!    the step (its KV cells past that point are removed); when every draft is kept, the
 //!    next token is sampled from the logits after the last one, as plain decoding would.
 //!
-//! So the output has plain decoding's distribution at any temperature, and at
-//! temperature 0 it is plain greedy decoding, token for token (the batched logits can
-//! differ from one-token ones in the last digits with more than one thread, as with
-//! lookup). The exception is a token closing mode or a liveness proof refuses: it is drawn
-//! again from the rewritten mask as in plain decoding, which is what plain decoding does
-//! too. Mirostat, whose truncation moves with each draw, is refused.
+//! So each token is distributed as plain decoding draws it, and at temperature 0 the output
+//! is plain greedy decoding's, token for token (the batched logits equal one-token ones:
+//! see `attention` in `llama.rs`). A token closing mode or a liveness proof refuses is drawn
+//! again from the rewritten mask by the sequence's own sampler, as in plain decoding.
+//! Mirostat, whose truncation moves with each draw, is refused.
 use super::llama::clear_cells;
 use super::sequence::{Next, Sequence};
 use super::{Error, Generator, Output, Prompt};
