@@ -34,7 +34,7 @@
 //!
 //! Beam search is deterministic: temperature, the truncating warpers and the seed do not
 //! apply. Lookup drafting does not combine with it.
-use super::llama::clear_cells;
+use super::llama::{clear_cells, eval_prompt};
 use super::sequence::{Next, Sequence, SequenceSettings, Taken};
 use super::{Error, Generator, Output, Prompt, StopReason};
 use constrain::matcher::Constraint;
@@ -136,19 +136,10 @@ impl Generator {
         let cells = u32::try_from(cells).map_err(|_| Error::Llama("too many beams for this context".into()))?;
         let mut ctx = self.context_of(2 * n as u32, cells, true)?;
         let started = Instant::now();
-        let n_batch = (ctx.n_batch() as usize).max(1);
-        let mut batch = LlamaBatch::new(n_batch, 1);
-        let last = prompt_tokens.len() - 1;
-        for (c, chunk) in prompt_tokens.chunks(n_batch).enumerate() {
-            batch.clear();
-            for (j, &t) in chunk.iter().enumerate() {
-                let i = c * n_batch + j;
-                batch.add(t, i as i32, &[0], i == last).map_err(|e| Error::Llama(e.to_string()))?;
-            }
-            ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("prompt evaluation failed: {e}")))?;
-        }
+        let mut batch = LlamaBatch::new((ctx.n_batch() as usize).max(1), 1);
+        let at = eval_prompt(&mut ctx, &mut batch, prompt_tokens, 0)?;
         root.prompt_done(started.elapsed());
-        let logits = ctx.get_logits_ith(batch.n_tokens() - 1).to_vec();
+        let logits = ctx.get_logits_ith(at).to_vec();
         let root = Live {
             seq: root,
             kv: 0,

@@ -382,9 +382,6 @@ impl Generator {
             on_text(&best.text);
             return Ok(best);
         }
-        if self.settings.draft > 0 {
-            return self.run_drafted(prompt, constraint, &mut on_text, truncate_ok, hold);
-        }
         self.check_constraint(constraint)?;
         let prompt_tokens = self.prompt_tokens(prompt)?;
         let mut ctx = self.new_context(1)?;
@@ -393,24 +390,17 @@ impl Generator {
         let mut seq =
             Sequence::new(constraint, self.sequence_settings(truncate_ok, hold), vocab, &prompt_tokens, n_ctx)?;
 
-        // Prompt: in batches of at most n_batch (one batch for any prompt that fits the
-        // default settings), logits for the last position only.
+        let mut drafting = match self.settings.draft {
+            0 => Drafting::Lookup(self.settings.lookup),
+            _ => Drafting::Model(Box::new(crate::speculative::Drafter::new(self, seq.sampler_settings(), vocab)?)),
+        };
         let started = Instant::now();
         let n_batch = (ctx.n_batch() as usize).max(1);
         let mut batch = LlamaBatch::new(n_batch, 1);
-        let last = prompt_tokens.len() - 1;
-        for (c, chunk) in prompt_tokens.chunks(n_batch).enumerate() {
-            batch.clear();
-            for (j, &t) in chunk.iter().enumerate() {
-                let i = c * n_batch + j;
-                batch.add(t, i as i32, &[0], i == last).map_err(|e| Error::Llama(e.to_string()))?;
-            }
-            ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("prompt evaluation failed: {e}")))?;
-        }
+        let mut logits_at = eval_prompt(&mut ctx, &mut batch, &prompt_tokens, 0)?;
         seq.prompt_done(started.elapsed());
-        let mut logits_at = batch.n_tokens() - 1;
         let on_text: &mut dyn FnMut(&str) = &mut on_text;
-        // With lookup drafting: the drafts of the step being evaluated, and a step decided
+        // The drafts of the step being evaluated (speculative decoding), and a step decided
         // while checking them that still needs its evaluation.
         let mut drafts: Vec<TokenId> = Vec::new();
         let mut pending: Option<Next> = None;
@@ -431,9 +421,7 @@ impl Generator {
                 }
             };
             let room = seq.room(tokens.len()).min(n_batch.saturating_sub(tokens.len()));
-            crate::lookup::propose(seq.tokens(), self.settings.lookup.min(room), &mut drafts);
-            let keep = seq.grammar_prefix(&drafts);
-            drafts.truncate(keep);
+            drafting.propose(vocab, &mut seq, room, &mut drafts)?;
             batch.clear();
             let n_past = seq.n_past();
             let last = tokens.len() - 1;
@@ -445,13 +433,13 @@ impl Generator {
             ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
             seq.fed(tokens.len());
             seq.drafted(drafts.len());
-            // Logits at batch index `last + j` are those the draft `j` was guessed from.
+            // Logits at batch index `last + j` are those draft `j` is checked against.
             logits_at = last as i32;
-            for &draft in &drafts {
+            for (j, &draft) in drafts.iter().enumerate() {
                 // The step plain decoding would take here, from the same logits.
                 let next = match seq.prepare(&self.model, vocab, n_batch, on_text)? {
                     Some(next) => next,
-                    None => seq.sample(vocab, ctx.get_logits_ith(logits_at), on_text)?,
+                    None => drafting.check(&mut seq, vocab, ctx.get_logits_ith(logits_at), j, draft, on_text)?,
                 };
                 match next {
                     Next::Feed(t) if t == [draft] => {
@@ -469,6 +457,75 @@ impl Generator {
         };
         Ok(seq.finish(stop, on_text))
     }
+}
+
+/// Where a step's draft tokens come from, and how each is checked against the model.
+enum Drafting<'m> {
+    /// N-gram lookup in the sequence so far, up to this many (0: none). A draft is kept
+    /// when the sampler, drawing as plain decoding does, draws it: the same draws.
+    Lookup(usize),
+    /// A draft model ([`crate::speculative`]), kept by speculative sampling's rule.
+    Model(Box<crate::speculative::Drafter<'m>>),
+}
+
+impl Drafting<'_> {
+    /// Up to `room` drafts after the sequence so far, into `out`.
+    fn propose(
+        &mut self,
+        vocab: &Vocabulary,
+        seq: &mut Sequence,
+        room: usize,
+        out: &mut Vec<TokenId>,
+    ) -> Result<(), Error> {
+        match self {
+            Drafting::Lookup(n) => {
+                crate::lookup::propose(seq.tokens(), (*n).min(room), out);
+                // Drafts past the first the grammar refuses could never be kept.
+                let keep = seq.grammar_prefix(out);
+                out.truncate(keep);
+                Ok(())
+            }
+            Drafting::Model(d) => d.propose(vocab, seq.tokens(), seq.fork_matcher(), room, out),
+        }
+    }
+
+    /// The sequence's step at draft `j`'s position (`draft`), from that position's logits.
+    fn check(
+        &self,
+        seq: &mut Sequence,
+        vocab: &Vocabulary,
+        logits: &[f32],
+        j: usize,
+        draft: TokenId,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Next, Error> {
+        match self {
+            Drafting::Lookup(_) => seq.sample(vocab, logits, on_text),
+            Drafting::Model(d) => seq.sample_against_draft(vocab, logits, draft, d.q(j), on_text),
+        }
+    }
+}
+
+/// Evaluates `tokens` as the start of sequence `seq_id` (positions `0..`), in batches of at
+/// most the context's `n_batch`, with logits for the last one only; returns that token's
+/// index in the last batch (for `get_logits_ith`).
+pub(crate) fn eval_prompt(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    tokens: &[LlamaToken],
+    seq_id: i32,
+) -> Result<i32, Error> {
+    let n_batch = (ctx.n_batch() as usize).max(1);
+    let last = tokens.len().saturating_sub(1);
+    for (c, chunk) in tokens.chunks(n_batch).enumerate() {
+        batch.clear();
+        for (j, &t) in chunk.iter().enumerate() {
+            let i = c * n_batch + j;
+            batch.add(t, i as i32, &[seq_id], i == last).map_err(|e| Error::Llama(e.to_string()))?;
+        }
+        ctx.decode(batch).map_err(|e| Error::Llama(format!("prompt evaluation failed: {e}")))?;
+    }
+    Ok(batch.n_tokens() - 1)
 }
 
 /// Removes the KV cells of sequence `seq` from position `from` on (a backtrack).

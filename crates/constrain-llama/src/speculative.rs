@@ -25,22 +25,19 @@
 //! again from the rewritten mask by the sequence's own sampler, as in plain decoding.
 //! Mirostat, whose truncation moves with each draw, is refused.
 use super::llama::clear_cells;
-use super::sequence::{Next, Sequence};
-use super::{Error, Generator, Output, Prompt};
-use constrain::matcher::{Constraint, Matcher};
+use super::{Error, Generator};
+use constrain::matcher::Matcher;
 use constrain::sampling::{Sampler, SamplerSettings};
 use constrain::vocab::{TokenId, Vocabulary};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
-use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use std::num::NonZeroU32;
-use std::time::Instant;
 
 /// The draft model's side of speculative decoding: its context, the tokens its cells hold,
-/// and its sampler.
-struct Drafter<'m> {
+/// and its sampler. The decode loop (`Generator::run`) evaluates its proposals.
+pub(crate) struct Drafter<'m> {
     ctx: LlamaContext<'m>,
     batch: LlamaBatch<'static>,
     /// The tokens whose KV cells the draft context holds, positions `0..`.
@@ -53,12 +50,16 @@ struct Drafter<'m> {
 }
 
 impl<'m> Drafter<'m> {
-    fn new(
-        gen: &'m Generator,
-        model: &'m LlamaModel,
-        settings: SamplerSettings,
-        vocab: &Vocabulary,
-    ) -> Result<Self, Error> {
+    /// A drafter on `gen`'s draft model ([`Generator::load_draft`]), drawing through the
+    /// sequence's warper chain `settings` (mirostat refused: its truncation moves with each
+    /// draw, so no whole distribution can be given).
+    pub(crate) fn new(gen: &'m Generator, settings: &SamplerSettings, vocab: &Vocabulary) -> Result<Self, Error> {
+        let model = gen
+            .draft_model()
+            .ok_or_else(|| Error::Llama("speculative decoding needs a draft model (Generator::load_draft)".into()))?;
+        if settings.mirostat != 0 {
+            return Err(Error::Settings(constrain::sampling::Error::Unsupported("speculative decoding with mirostat")));
+        }
         let ctx_size = u32::try_from(gen.context_size()).unwrap_or(u32::MAX);
         let threads = gen
             .settings()
@@ -75,7 +76,7 @@ impl<'m> Drafter<'m> {
             .map_err(|e| Error::Llama(format!("cannot create the draft model's context: {e}")))?;
         // The draft draws with its own seed: its proposals need not be the model's draws.
         let seed = settings.seed.map(|s| s.wrapping_add(0x5eed));
-        let sampler = Sampler::new(SamplerSettings { seed, ..settings }).map_err(Error::Settings)?;
+        let sampler = Sampler::new(SamplerSettings { seed, ..settings.clone() }).map_err(Error::Settings)?;
         let n_batch = (ctx.n_batch() as usize).max(1);
         Ok(Drafter {
             ctx,
@@ -86,6 +87,11 @@ impl<'m> Drafter<'m> {
             logits: Vec::with_capacity(vocab.mask_len()),
             qs: Vec::new(),
         })
+    }
+
+    /// The distribution the `j`-th token of the last proposal was drawn from.
+    pub(crate) fn q(&self, j: usize) -> &[f32] {
+        self.qs.get(j).map_or(&[], Vec::as_slice)
     }
 
     /// Evaluates `tokens` at the end of what the draft holds; logits for the last one.
@@ -109,7 +115,7 @@ impl<'m> Drafter<'m> {
     /// `matcher` (a fork of the sequence's; `None`: unconstrained), into `out`; their
     /// distributions in `self.qs`. Stops early at an end-of-generation token or where the
     /// grammar allows nothing.
-    fn propose(
+    pub(crate) fn propose(
         &mut self,
         vocab: &Vocabulary,
         tokens: &[TokenId],
@@ -155,105 +161,5 @@ impl<'m> Drafter<'m> {
             }
         }
         Ok(())
-    }
-}
-
-impl Generator {
-    /// The decode loop with a draft model (see the module doc): as the plain loop in
-    /// `llama.rs`, with the draft's tokens evaluated beside each step's.
-    pub(crate) fn run_drafted(
-        &self,
-        prompt: &Prompt,
-        constraint: Option<&Constraint>,
-        on_text: &mut dyn FnMut(&str),
-        truncate_ok: bool,
-        hold: usize,
-    ) -> Result<Output, Error> {
-        let draft_model = self
-            .draft_model()
-            .ok_or_else(|| Error::Llama("speculative decoding needs a draft model (Generator::load_draft)".into()))?;
-        if self.settings().sampler.mirostat != 0 {
-            return Err(Error::Settings(constrain::sampling::Error::Unsupported("speculative decoding with mirostat")));
-        }
-        self.check_constraint(constraint)?;
-        let prompt_tokens = self.prompt_tokens(prompt)?;
-        let mut ctx = self.new_context(1)?;
-        let n_ctx = ctx.n_ctx() as usize;
-        let vocab = self.index().vocab();
-        let mut seq =
-            Sequence::new(constraint, self.sequence_settings(truncate_ok, hold), vocab, &prompt_tokens, n_ctx)?;
-        let mut drafter = Drafter::new(self, draft_model, seq.sampler_settings().clone(), vocab)?;
-
-        let started = Instant::now();
-        let n_batch = (ctx.n_batch() as usize).max(1);
-        let mut batch = LlamaBatch::new(n_batch, 1);
-        let last = prompt_tokens.len() - 1;
-        for (c, chunk) in prompt_tokens.chunks(n_batch).enumerate() {
-            batch.clear();
-            for (j, &t) in chunk.iter().enumerate() {
-                let i = c * n_batch + j;
-                batch.add(t, i as i32, &[0], i == last).map_err(|e| Error::Llama(e.to_string()))?;
-            }
-            ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("prompt evaluation failed: {e}")))?;
-        }
-        seq.prompt_done(started.elapsed());
-        let mut logits_at = batch.n_tokens() - 1;
-        let mut drafts: Vec<TokenId> = Vec::new();
-        let mut pending: Option<Next> = None;
-        let stop = 'steps: loop {
-            let next = match pending.take() {
-                Some(next) => next,
-                None => match seq.prepare(self.model(), vocab, n_batch, on_text)? {
-                    Some(next) => next,
-                    None => seq.sample(vocab, ctx.get_logits_ith(logits_at), on_text)?,
-                },
-            };
-            let tokens = match next {
-                Next::Stop(reason) => break reason,
-                Next::Feed(tokens) => tokens,
-                Next::Rewind(tokens) => {
-                    clear_cells(&mut ctx, 0, seq.n_past())?;
-                    tokens
-                }
-            };
-            let room = seq.room(tokens.len()).min(n_batch.saturating_sub(tokens.len()));
-            let n = self.settings().draft.min(room);
-            drafter.propose(vocab, seq.tokens(), seq.fork_matcher(), n, &mut drafts)?;
-            batch.clear();
-            let n_past = seq.n_past();
-            let last = tokens.len() - 1;
-            for (i, &t) in tokens.iter().chain(&drafts).enumerate() {
-                batch
-                    .add(LlamaToken(t.0 as i32), (n_past + i) as i32, &[0], i >= last)
-                    .map_err(|e| Error::Llama(e.to_string()))?;
-            }
-            ctx.decode(&mut batch).map_err(|e| Error::Llama(format!("decode failed: {e}")))?;
-            seq.fed(tokens.len());
-            seq.drafted(drafts.len());
-            // Logits at batch index `last + j` are those draft `j` is verified against.
-            logits_at = last as i32;
-            for (j, &draft) in drafts.iter().enumerate() {
-                let next = match seq.prepare(self.model(), vocab, n_batch, on_text)? {
-                    Some(next) => next,
-                    None => {
-                        let q = &drafter.qs[j];
-                        seq.sample_against_draft(vocab, ctx.get_logits_ith(logits_at), draft, q, on_text)?
-                    }
-                };
-                match next {
-                    Next::Feed(t) if t == [draft] => {
-                        seq.draft_kept();
-                        logits_at += 1;
-                    }
-                    next => {
-                        // The cells from here on hold drafts that were not kept.
-                        clear_cells(&mut ctx, 0, seq.n_past())?;
-                        pending = Some(next);
-                        continue 'steps;
-                    }
-                }
-            }
-        };
-        Ok(seq.finish(stop, on_text))
     }
 }
