@@ -354,23 +354,15 @@ impl Sequence {
         if vocab.is_eos(token) {
             return Ok(Next::Stop(self.end_reason(StopReason::Eos)));
         }
-        if let Some(n) = self.settings.logprobs {
-            // `draw` left the distribution the token was drawn from in `self.logits`.
-            let lp = TokenLogprob::of(&self.logits, token, n);
-            self.logprobs.push(lp.unwrap_or(TokenLogprob { token, logprob: f32::NEG_INFINITY, top: Vec::new() }));
-        }
-        if let Some(trace) = self.trace.as_mut() {
-            // `draw` left the mask the token was drawn under in `self.mask`.
-            let mask = self.matcher.as_ref().map(|_| self.mask.as_slice());
-            trace.push(TraceEvent::Step(trace::sampled_step(
-                self.generated,
+        // `draw` left the distribution the token was drawn from in `self.logits`.
+        let lp = self.settings.logprobs.map(|n| {
+            TokenLogprob::of(&self.logits, token, n).unwrap_or(TokenLogprob {
                 token,
-                vocab.token_bytes(token),
-                logits,
-                mask,
-            )));
-        }
-        self.push_token(vocab, token, true, on_text);
+                logprob: f32::NEG_INFINITY,
+                top: Vec::new(),
+            })
+        });
+        self.push_sampled(vocab, token, lp, logits, on_text);
         if self.matcher.as_ref().is_some_and(|m| m.is_finished()) {
             return Ok(Next::Stop(self.end_reason(StopReason::Finished)));
         }
@@ -482,21 +474,11 @@ impl Sequence {
         if vocab.is_eos(token) {
             return Ok(Taken::Eos);
         }
-        if let Some(n) = self.settings.logprobs {
+        let lp = self.settings.logprobs.map(|n| {
             let top = if n > 0 { vec![(token, logprob)] } else { Vec::new() };
-            self.logprobs.push(TokenLogprob { token, logprob, top });
-        }
-        if let Some(trace) = self.trace.as_mut() {
-            let mask = self.matcher.as_ref().map(|_| self.mask.as_slice());
-            trace.push(TraceEvent::Step(trace::sampled_step(
-                self.generated,
-                token,
-                vocab.token_bytes(token),
-                raw,
-                mask,
-            )));
-        }
-        self.push_token(vocab, token, true, &mut |_| {});
+            TokenLogprob { token, logprob, top }
+        });
+        self.push_sampled(vocab, token, lp, raw, &mut |_| {});
         Ok(Taken::Kept)
     }
 
@@ -629,6 +611,25 @@ impl Sequence {
         apply_mask(&mut self.logits, &self.mask);
         self.timings.mask += t.elapsed();
         Ok(())
+    }
+
+    /// Records a sampled token: its log-probability entry `lp` (when asked for), its trace
+    /// step (from the step's `raw` logits and the mask in `self.mask`), then the token.
+    fn push_sampled(
+        &mut self,
+        vocab: &Vocabulary,
+        token: TokenId,
+        lp: Option<TokenLogprob>,
+        raw: &[f32],
+        on_text: &mut dyn FnMut(&str),
+    ) {
+        self.logprobs.extend(lp);
+        if let Some(trace) = self.trace.as_mut() {
+            let mask = self.matcher.as_ref().map(|_| self.mask.as_slice());
+            let step = trace::sampled_step(self.generated, token, vocab.token_bytes(token), raw, mask);
+            trace.push(TraceEvent::Step(step));
+        }
+        self.push_token(vocab, token, true, on_text);
     }
 
     /// Records an output token (sampled or forced): the penalty window, the text, the order
