@@ -846,10 +846,20 @@ fn limits_and_graceful_shutdown(exe: &Path) {
     // 500 tokens take over 5 s on this machine (more under load): the 3 s timeout ends the request.
     let r = post(&addr, &long(false, 500), Some("s3cret")).read_rest().unwrap();
     assert_eq!(r.status, 408, "{}", r.body);
-    let lines = server.stderr_lines();
+    // The 408's log line is written when its handler ends, which can be just after the
+    // client has the response: wait for it (at most 5 s).
+    let timed_out = |l: &Value| l["status"] == 408 && l["step"] == "timeout";
+    let mut lines = server.stderr_lines();
+    for _ in 0..50 {
+        if lines.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).any(|l| timed_out(&l)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        lines = server.stderr_lines();
+    }
     let json_lines: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(json_lines.iter().any(|l| l["message"] == "request failed" && l["status"] == 401), "{lines:#?}");
-    assert!(json_lines.iter().any(|l| l["status"] == 408 && l["step"] == "timeout"), "{lines:#?}");
+    assert!(json_lines.iter().any(timed_out), "{lines:#?}");
     drop(server);
 
     // Shutdown, on a server without a timeout (so that a loaded machine cannot end the
