@@ -345,9 +345,11 @@ impl Search<'_> {
     }
 
     /// The children of this step become the live beams, in the other bank of KV ids.
-    fn branch(&mut self, old: Vec<Live>, children: Vec<Child>) -> Result<Vec<Live>, Error> {
+    fn branch(&mut self, mut old: Vec<Live>, children: Vec<Child>) -> Result<Vec<Live>, Error> {
         let next_bank = if self.bank == 0 { self.n as u32 } else { 0 };
         let mut live = Vec::with_capacity(children.len());
+        // The old beams' logits buffers (a vocabulary's worth each) serve the children.
+        let mut spare: Vec<Vec<f32>> = old.iter_mut().map(|b| std::mem::take(&mut b.logits)).collect();
         for (j, Child { parent, seq, logprob, token, greedy }) in children.into_iter().enumerate() {
             let kv = next_bank + j as u32;
             let _ = self.ctx.clear_kv_cache_seq(Some(kv), None, None);
@@ -358,7 +360,7 @@ impl Search<'_> {
                 seq,
                 kv,
                 pending: vec![token],
-                logits: Vec::with_capacity(old[parent].logits.len()),
+                logits: spare.pop().unwrap_or_default(),
                 logprob,
                 candidates: Vec::new(),
                 tried: 0,

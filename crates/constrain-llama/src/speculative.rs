@@ -47,6 +47,8 @@ pub(crate) struct Drafter<'m> {
     logits: Vec<f32>,
     /// Per proposed token, the distribution it was drawn from.
     qs: Vec<Vec<f32>>,
+    /// Buffers of earlier proposals' distributions, reused (a vocabulary's worth each).
+    spare: Vec<Vec<f32>>,
 }
 
 impl<'m> Drafter<'m> {
@@ -86,6 +88,7 @@ impl<'m> Drafter<'m> {
             mask: vec![0u32; vocab.mask_words()],
             logits: Vec::with_capacity(vocab.mask_len()),
             qs: Vec::new(),
+            spare: Vec::new(),
         })
     }
 
@@ -124,7 +127,7 @@ impl<'m> Drafter<'m> {
         out: &mut Vec<TokenId>,
     ) -> Result<(), Error> {
         out.clear();
-        self.qs.clear();
+        self.spare.append(&mut self.qs);
         if n == 0 {
             return Ok(());
         }
@@ -146,12 +149,14 @@ impl<'m> Drafter<'m> {
                 }
                 crate::sequence::apply_mask(&mut self.logits, &self.mask);
             }
-            let mut q = Vec::new();
+            let mut q = self.spare.pop().unwrap_or_default();
             if self.sampler.distribution(&mut self.logits, &mut q).is_err() {
+                self.spare.push(q);
                 break;
             }
             let Some(d) = self.sampler.draw_from(&q) else { break };
             if vocab.is_eos(d) || matcher.as_mut().is_some_and(|m| m.accept_token(d).is_err()) {
+                self.spare.push(q);
                 break;
             }
             out.push(d);
