@@ -302,14 +302,34 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", s.table_row(name));
     }
     outln!("{}", total.table_row("TOTAL"));
-    let (cache_entries, cache_bytes) = ctx.index.cache_stats();
+    let cache = ctx.index.cache_report();
+    let mb = |bytes: usize| bytes as f64 / 1e6;
     outln!(
         "(mask times in µs per token: fill_mask + check + accept_token; ttfm = compile + first mask, µs; \
          mem = compiled constraint)\ntoken index (once per tokenizer): built in {:.1} ms, {:.1} MB; \
-         shared mask cache at the end: {cache_entries} entries, {:.1} MB",
+         shared mask cache at the end: {} entries, {:.1} MB",
         ms(index_build),
-        ctx.index.memory_usage() as f64 / 1e6,
-        cache_bytes as f64 / 1e6,
+        mb(ctx.index.memory_usage()),
+        cache.entries.values,
+        mb(cache.bytes),
+    );
+    outln!(
+        "  by kind: entries {:.1} MB, classifications {} / {:.1} MB, subtree memos {} / {:.1} MB, \
+         suffix tries {} / {:.1} MB\n  accepted sets: {} lists {:.1} MB, {} bitsets {:.1} MB; \
+         {} distinct by content, {:.1} MB",
+        mb(cache.entries.bytes),
+        cache.classified.values,
+        mb(cache.classified.bytes),
+        cache.subtrees.values,
+        mb(cache.subtrees.bytes),
+        cache.suffix_tries.values,
+        mb(cache.suffix_tries.bytes),
+        cache.lists,
+        mb(cache.list_bytes),
+        cache.bitsets,
+        mb(cache.bitset_bytes),
+        cache.distinct_sets,
+        mb(cache.distinct_set_bytes),
     );
     print_slowest(&results);
     if let Some(peak) = slowest::peak_rss_bytes() {
@@ -390,7 +410,8 @@ fn write_report(
     complete: bool,
 ) -> anyhow::Result<()> {
     let (sets, total) = aggregate(results);
-    let (cache_entries, cache_bytes) = ctx.index.cache_stats();
+    let cache = ctx.index.cache_report();
+    let kind = |k: constrain::mask::KindReport| serde_json::json!({"values": k.values, "bytes": k.bytes});
     let report = serde_json::json!({
         "complete": complete,
         "dir": args.dir.display().to_string(),
@@ -402,8 +423,17 @@ fn write_report(
         "vocab_load_ms": facts.vocab_load_ms,
         "token_index_build_ms": facts.index_build_ms,
         "token_index_bytes": ctx.index.memory_usage(),
-        "mask_cache_entries": cache_entries,
-        "mask_cache_bytes": cache_bytes,
+        "mask_cache_entries": cache.entries.values,
+        "mask_cache_bytes": cache.bytes,
+        "mask_cache": {
+            "entries": kind(cache.entries),
+            "classified": kind(cache.classified),
+            "subtrees": kind(cache.subtrees),
+            "suffix_tries": kind(cache.suffix_tries),
+            "accepted_lists": {"values": cache.lists, "bytes": cache.list_bytes},
+            "accepted_bitsets": {"values": cache.bitsets, "bytes": cache.bitset_bytes},
+            "accepted_distinct": {"values": cache.distinct_sets, "bytes": cache.distinct_set_bytes},
+        },
         "peak_rss_bytes": slowest::peak_rss_bytes(),
         "totals": total.to_json(),
         "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),

@@ -1,5 +1,5 @@
 use super::classify::Classified;
-use super::entry::Entry;
+use super::entry::{Entry, TokenSet};
 use super::memo::SubtreeMemo;
 use super::trie::ByteTrie;
 use crate::util::cache::GenCache;
@@ -14,6 +14,7 @@ pub(super) enum Kind {
     Classified,
     Subtree,
     Suffixes,
+    Set,
 }
 
 /// A value of the shared mask [`Cache`].
@@ -26,6 +27,9 @@ pub(super) enum Cached {
     /// Suffix tries of entries by their list of stack-dependent tokens (see
     /// [`TokenIndex::suffix_trie`]).
     Suffixes(Arc<ByteTrie>),
+    /// Accepted sets by content, shared by the entries with equal ones (see
+    /// [`TokenIndex::shared_set`]).
+    Set(Arc<TokenSet>),
 }
 
 /// The shared mask cache of a [`TokenIndex`]: entries, the classifications they derive
@@ -79,6 +83,14 @@ impl Cache {
         }
     }
 
+    /// The accepted set of content key `key`.
+    pub(super) fn set(&self, key: u128) -> Option<Arc<TokenSet>> {
+        match self.0.get(&(Kind::Set, key))? {
+            Cached::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Keeps `value` under `key` (its kind is the value's), accounted as `bytes`.
     pub(super) fn insert(&self, key: u128, value: Cached, bytes: usize) {
         let kind = match value {
@@ -86,14 +98,96 @@ impl Cache {
             Cached::Classified(_) => Kind::Classified,
             Cached::Subtree(_) => Kind::Subtree,
             Cached::Suffixes(_) => Kind::Suffixes,
+            Cached::Set(_) => Kind::Set,
         };
         self.0.insert((kind, key), value, bytes);
     }
 
-    /// Number of cached entries (per generation) and the accounted bytes of everything.
-    pub(super) fn stats(&self) -> (usize, usize) {
-        self.0.stats(|v| matches!(v, Cached::Entry(_)))
+    /// What the cache holds, by kind (see [`CacheReport`]). Scans the whole cache and
+    /// hashes every accepted set: for reports, not for hot paths.
+    pub(super) fn report(&self) -> CacheReport {
+        let mut r = CacheReport::default();
+        let mut seen_entries = rustc_hash::FxHashSet::default();
+        let mut seen_sets = rustc_hash::FxHashSet::default();
+        let mut seen_contents = rustc_hash::FxHashSet::default();
+        self.0.visit(|value, bytes| {
+            r.bytes += bytes;
+            let kind = match value {
+                Cached::Entry(_) => &mut r.entries,
+                Cached::Classified(_) => &mut r.classified,
+                Cached::Subtree(_) => &mut r.subtrees,
+                Cached::Suffixes(_) => &mut r.suffix_tries,
+                Cached::Set(_) => &mut r.sets,
+            };
+            kind.values += 1;
+            kind.bytes += bytes;
+            let Cached::Entry(entry) = value else { return };
+            // An entry under several keys (a count class, say) is one set in memory.
+            if !seen_entries.insert(Arc::as_ptr(entry)) {
+                return;
+            }
+            // Sets are counted once each however many entries share them.
+            if !seen_sets.insert(Arc::as_ptr(&entry.accepted)) {
+                return;
+            }
+            let set_bytes = entry.accepted.len_words() * 4;
+            let (n, b) = match *entry.accepted {
+                TokenSet::List(_) => (&mut r.lists, &mut r.list_bytes),
+                TokenSet::Bits(_) => (&mut r.bitsets, &mut r.bitset_bytes),
+            };
+            *n += 1;
+            *b += set_bytes;
+            if seen_contents.insert(entry.accepted.content_key()) {
+                r.distinct_sets += 1;
+                r.distinct_set_bytes += set_bytes;
+            }
+        });
+        r
     }
+}
+
+/// What the shared mask cache of a [`super::TokenIndex`] holds: values and accounted bytes
+/// by kind, and how the entries' accepted sets are stored. For `eval`'s report and the
+/// server's metrics; made by [`super::TokenIndex::cache_report`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheReport {
+    /// Accounted bytes of everything (what [`super::IndexConfig::cache_bytes`] bounds).
+    pub bytes: usize,
+    /// Per-state entries, one per key (a shared entry counts once per key).
+    pub entries: KindReport,
+    /// Classifications kept for the loop counts derived from them.
+    pub classified: KindReport,
+    /// Subtree memos of the trie walks.
+    pub subtrees: KindReport,
+    /// Suffix tries, shared by the entries with the same stack-dependent tokens.
+    pub suffix_tries: KindReport,
+    /// Accepted sets by content: the map slots of the hash-consed sets (their bytes are
+    /// accounted by the entries that made them).
+    pub sets: KindReport,
+    /// Accepted sets in memory (one per set however many entries share it) that are sorted
+    /// id lists.
+    pub lists: usize,
+    /// Bytes of the id lists in [`CacheReport::lists`].
+    pub list_bytes: usize,
+    /// Accepted sets in memory that are bitsets over the vocabulary.
+    pub bitsets: usize,
+    /// Bytes of the bitsets in [`CacheReport::bitsets`].
+    pub bitset_bytes: usize,
+    /// Accepted sets distinct by content: fewer than those in memory when an equal set was
+    /// made again after the first left the cache.
+    pub distinct_sets: usize,
+    /// Bytes of the sets in [`CacheReport::distinct_sets`].
+    pub distinct_set_bytes: usize,
+}
+
+/// The values of one kind in a [`CacheReport`] and their accounted bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindReport {
+    /// Number of values.
+    pub values: usize,
+    /// Their accounted bytes.
+    pub bytes: usize,
 }
 
 /// Shards of the mask cache: masks are filled from every sequence of a server at once, and

@@ -165,7 +165,7 @@ impl Classified {
     pub(super) fn derive(&self, index: &TokenIndex, relaxed: Option<RelaxedLoop>) -> Entry {
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|(_, _, c)| c.holds(relaxed)).map(|&(id, j, _)| (id, j)).collect();
-        Entry { accepted: self.accepted(relaxed), suffixes: index.suffix_trie(&pending), cut: self.cut }
+        Entry::new(index, self.accepted(relaxed), &pending, self.cut)
     }
 
     /// Drops the tokens whose first byte `first_byte` rejects. For classifications without a
@@ -225,11 +225,7 @@ impl Classified {
         let count = always.iter().map(|w| w.count_ones() as usize).sum();
         let pending: Vec<(u32, u32)> =
             self.pending.iter().filter(|p| dropped.binary_search(&p.0).is_err()).map(|&(id, j, _)| (id, j)).collect();
-        Entry {
-            accepted: TokenSet::from_bits_and_ids(&always, count, None, Vec::new()),
-            suffixes: index.suffix_trie(&pending),
-            cut: self.cut,
-        }
+        Entry::new(index, TokenSet::from_bits_and_ids(&always, count, None, Vec::new()), &pending, self.cut)
     }
 
     /// The accepted set for `relaxed`'s count (every condition holds without one).

@@ -12,21 +12,36 @@ impl TokenIndex {
     /// The trie of the suffixes `token[j..]` of the stack-dependent tokens `pending` (id,
     /// `j`), shared by every entry with the same list: lists recur across contexts (object
     /// key positions of different schemas share their closing-quote tokens), and building
-    /// the trie sorts the list. Its bytes are accounted by the entries holding it.
-    pub(super) fn suffix_trie(&self, pending: &[(u32, u32)]) -> Arc<ByteTrie> {
+    /// the trie sorts the list. Also says whether it was built now: its bytes are accounted
+    /// by the entry that built it, and the others count only their pointer.
+    fn suffix_trie(&self, pending: &[(u32, u32)]) -> (Arc<ByteTrie>, bool) {
         if pending.is_empty() {
-            return Arc::default();
+            return (Arc::default(), false);
         }
         let key = hash128(pending);
         if let Some(trie) = self.cache.suffixes(key) {
-            return trie;
+            return (trie, false);
         }
         let vocab = &self.vocab;
         let suffix =
             |&(id, j): &(u32, u32)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id);
         let trie = Arc::new(ByteTrie::build(pending.iter().map(suffix)));
         self.cache.insert(key, Cached::Suffixes(trie.clone()), ALIAS_BYTES);
-        trie
+        (trie, true)
+    }
+
+    /// `set`, or the equal set an entry made before (hash-consed by content), and whether it
+    /// is `set` itself (the new entry then accounts its bytes). A 129k bitset is 16 KB, and
+    /// over JSONSchemaBench 34k entries held 26k distinct sets in 554 MB of bitsets: the
+    /// string bodies, keys and numbers of every schema accept the same tokens.
+    fn shared_set(&self, set: TokenSet) -> (Arc<TokenSet>, bool) {
+        let key = set.content_key();
+        if let Some(known) = self.cache.set(key) {
+            return (known, false);
+        }
+        let set = Arc::new(set);
+        self.cache.insert(key, Cached::Set(set.clone()), ALIAS_BYTES);
+        (set, true)
     }
 }
 
@@ -102,6 +117,14 @@ impl TokenSet {
         }
     }
 
+    /// A 128-bit hash of the set's content and form: equal for equal sets.
+    pub(super) fn content_key(&self) -> u128 {
+        match self {
+            TokenSet::List(ids) => hash128(&(0u8, ids)),
+            TokenSet::Bits(bits) => hash128(&(1u8, bits)),
+        }
+    }
+
     pub(super) fn len_words(&self) -> usize {
         match self {
             TokenSet::List(v) | TokenSet::Bits(v) => v.len(),
@@ -112,15 +135,30 @@ impl TokenSet {
 /// The precomputed classification of the vocabulary for one context.
 #[derive(Debug)]
 pub(super) struct Entry {
-    /// Tokens the context consumes whole.
-    pub(super) accepted: TokenSet,
+    /// Tokens the context consumes whole (shared by the entries with the same set).
+    pub(super) accepted: Arc<TokenSet>,
     /// Suffixes (after the context's bottom completed) to check against the real stack.
     pub(super) suffixes: Arc<ByteTrie>,
     /// The parse limits that cut a path while classifying.
     pub(super) cut: Cut,
+    /// Heap bytes this entry accounts: its own, and those of the set and suffix trie it
+    /// made (shared ones are accounted by the entry that made them).
+    bytes: usize,
 }
 
 impl Entry {
+    /// The entry accepting `accepted`, with the stack-dependent tokens `pending` (id and
+    /// where its suffix starts), sharing an equal set or suffix trie the index already holds.
+    pub(super) fn new(index: &TokenIndex, accepted: TokenSet, pending: &[(u32, u32)], cut: Cut) -> Entry {
+        let set_bytes = accepted.len_words() * 4;
+        let (accepted, new_set) = index.shared_set(accepted);
+        let (suffixes, new_trie) = index.suffix_trie(pending);
+        let bytes = std::mem::size_of::<Entry>()
+            + if new_set { set_bytes } else { 0 }
+            + if new_trie { suffixes.memory_usage() } else { 0 };
+        Entry { accepted, suffixes, cut, bytes }
+    }
+
     /// The parse limits that cut a path while this entry was classified (empty when the
     /// entry is exact).
     pub fn cut(&self) -> Cut {
@@ -193,9 +231,9 @@ impl Entry {
         levels.clear();
     }
 
-    /// Approximate heap bytes.
+    /// Approximate heap bytes this entry accounts for (see [`Entry::new`]).
     pub fn memory_usage(&self) -> usize {
-        std::mem::size_of::<Entry>() + self.accepted.len_words() * 4 + self.suffixes.memory_usage()
+        self.bytes
     }
 }
 
@@ -319,6 +357,31 @@ mod tests {
         // Completing the whole stack depends on no frame.
         assert_eq!(memo.get(2, BOTTOM), Some(&[13][..]));
         assert_eq!(memo.get(2, F(3)), None);
+    }
+
+    #[test]
+    fn entries_with_equal_sets_share_one_and_account_it_once() {
+        let mut tokens: Vec<Vec<u8>> = (0..200u32).map(|i| format!("t{i}").into_bytes()).collect();
+        tokens.push(Vec::new());
+        let eos = crate::TokenId(200);
+        let index = TokenIndex::new(crate::Vocabulary::new(tokens, &[], &[eos]).expect("vocabulary"));
+        let words = index.vocab().mask_words();
+        let mut bits = vec![0u32; words];
+        (0..150).for_each(|id| set_bit(&mut bits, id));
+        let big = || TokenSet::from_bits_and_ids(&bits, 150, None, Vec::new());
+        assert!(matches!(big(), TokenSet::Bits(_)));
+        let first = Entry::new(&index, big(), &[(3, 1)], Cut::NONE);
+        let second = Entry::new(&index, big(), &[(3, 1)], Cut::NONE);
+        let other = Entry::new(&index, TokenSet::List(vec![1, 2].into()), &[], Cut::NONE);
+        assert!(Arc::ptr_eq(&first.accepted, &second.accepted));
+        assert!(Arc::ptr_eq(&first.suffixes, &second.suffixes));
+        assert!(!Arc::ptr_eq(&first.accepted, &other.accepted));
+        let own = std::mem::size_of::<Entry>();
+        assert_eq!(second.memory_usage(), own, "the shared set and trie are the first entry's");
+        assert_eq!(first.memory_usage(), own + words * 4 + first.suffixes.memory_usage());
+        let mut mask = vec![0u32; words];
+        second.write_accepted(&mut mask);
+        assert_eq!(mask, bits);
     }
 
     #[test]

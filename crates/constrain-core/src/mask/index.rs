@@ -1,4 +1,4 @@
-use super::cache::{Cache, Cached, ALIAS_BYTES};
+use super::cache::{Cache, CacheReport, Cached, ALIAS_BYTES};
 use super::classify::{Classified, WalkScratch};
 use super::configs::Configs;
 use super::context::{Context, Target};
@@ -181,9 +181,10 @@ impl TokenIndex {
         &self.rules
     }
 
-    /// Number of cached per-state entries and their approximate heap bytes.
-    pub fn cache_stats(&self) -> (usize, usize) {
-        self.cache.stats()
+    /// What the shared mask cache holds now, by kind, with its accounted bytes. Scans the
+    /// whole cache: call it for reports, not per token.
+    pub fn cache_report(&self) -> CacheReport {
+        self.cache.report()
     }
 
     /// Heap bytes of the tokenizer-wide tables (trie, per-first-byte sets, text tokens),

@@ -22,7 +22,8 @@
 //!   matcher keeps the answer by the frame below the context (`SuffixMemo`), which a string
 //!   value's tokens share.
 //!
-//! Accepted sets are stored as a sorted id list or a bitset, whichever is smaller.
+//! Accepted sets are stored as a sorted id list or a bitset, whichever is smaller, and
+//! shared by content between the entries that accept the same tokens.
 //! Entries are keyed by structural fingerprints, so the JSON string body of every schema
 //! compiled against one tokenizer is classified once.
 //!
@@ -103,6 +104,7 @@ mod walk;
 
 pub use crate::util::is_allowed;
 pub(crate) use crate::util::set_bit;
+pub use cache::{CacheReport, KindReport};
 pub(crate) use context::Target;
 pub(crate) use entry::Scratch;
 pub use index::{IndexConfig, TokenIndex, NO_SPELLING};

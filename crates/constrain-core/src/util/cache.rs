@@ -130,18 +130,15 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
         }
     }
 
-    /// The number of values (both generations) that `count`
-    /// says to count, and the accounted bytes. Scans the whole cache: for reports.
-    pub fn stats(&self, count: impl Fn(&V) -> bool) -> (usize, usize) {
-        let (mut n, mut bytes) = (0, 0);
+    /// Calls `f` with every value (both generations) and its accounted bytes, one shard
+    /// locked at a time. Scans the whole cache: for reports.
+    pub fn visit(&self, mut f: impl FnMut(&V, usize)) {
         for shard in self.shards.iter() {
             let s = shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             for g in [&s.young, &s.old] {
-                n += g.map.values().filter(|(v, _)| count(v)).count();
-                bytes += g.bytes;
+                g.map.values().for_each(|(v, bytes)| f(v, *bytes));
             }
         }
-        (n, bytes)
     }
 }
 
