@@ -25,7 +25,8 @@
 //! happens past them in the repository's `docs/limits.md`.
 //!
 //! The shared per-tokenizer mask cache is bounded by the token index that owns it
-//! (`mask::IndexConfig::cache_bytes`, 1 GiB by default), not per constraint.
+//! (`mask::IndexConfig`: 256 MiB in all by default, with the rule and constraint caches),
+//! not per constraint.
 //!
 //! ## Example
 //!

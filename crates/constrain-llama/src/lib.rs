@@ -101,6 +101,10 @@ pub struct GeneratorSettings {
     /// (the mean log-probability per token); 0 ranks by log-probability alone, which
     /// favours short outputs.
     pub beam_length_penalty: f32,
+    /// The bounds of the token index's caches, shared by every constraint compiled against
+    /// the model's vocabulary. Default: the 256 MiB
+    /// [`constrain::mask::DEFAULT_MEMORY_BUDGET`]. Read when the model loads.
+    pub index: constrain::mask::IndexConfig,
 }
 
 impl Default for GeneratorSettings {
@@ -121,6 +125,7 @@ impl Default for GeneratorSettings {
             draft: 0,
             beams: 0,
             beam_length_penalty: 1.0,
+            index: constrain::mask::IndexConfig::default(),
         }
     }
 }

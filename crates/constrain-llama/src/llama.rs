@@ -88,7 +88,7 @@ impl Generator {
             )));
         }
         let vocab = model_vocabulary(&model).map_err(|e| model_err(e.to_string()))?;
-        let index = TokenIndex::new(vocab);
+        let index = TokenIndex::with_config(vocab, settings.index.clone());
         let template = model.chat_template(None).ok().or_else(|| LlamaChatTemplate::new("chatml").ok());
         Ok(Generator { model, draft: None, index, template, settings, load_time: start.elapsed() })
     }

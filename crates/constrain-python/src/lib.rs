@@ -35,7 +35,6 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -62,7 +61,8 @@ create_exception!(
 );
 create_exception!(_constrain, TokenizerError, ConstrainError, "A tokenizer file that cannot be read.");
 
-/// Compiled constraints kept by the cache before it is emptied.
+/// Compiled constraints kept by the cache (the least recently used go first; their bytes
+/// are bounded by the default memory budget's constraint share too).
 const CACHE_ENTRIES: usize = 256;
 
 // ---------------------------------------------------------------------------------------
@@ -309,11 +309,11 @@ enum Kind {
 type CacheKey = (u64, String);
 
 /// Compiled constraints with their notes, by tokenizer and (kind, options, limits, text).
-type Cache = Mutex<HashMap<CacheKey, (constrain::Constraint, Vec<String>)>>;
+type Cache = constrain::matcher::ConstraintCache<CacheKey, (constrain::Constraint, Vec<String>)>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+    CACHE.get_or_init(|| Cache::new(CACHE_ENTRIES, constrain::mask::IndexConfig::default().constraint_cache_bytes))
 }
 
 /// Maps a failed build of the automaton or its first use to the exception it is.
@@ -370,7 +370,7 @@ fn build(
     limits: LimitArgs,
 ) -> PyResult<Constraint> {
     let key = (tok.id, format!("{}\0{:?}\0{:?}\0{}", kind as u8, options, limits, text));
-    if let Some((c, notes)) = cache().lock().ok().and_then(|m| m.get(&key).cloned()) {
+    if let Some((c, notes)) = cache().get(&key) {
         return Ok(Constraint { inner: c, notes });
     }
     let index = Arc::clone(&tok.index);
@@ -410,12 +410,8 @@ fn build(
         Failure::Grammar(e) => GrammarError::new_err(e.to_string()),
         Failure::Match(e) => match_err(e, kind),
     })?;
-    if let Ok(mut m) = cache().lock() {
-        if m.len() >= CACHE_ENTRIES {
-            m.clear();
-        }
-        m.insert(key, (c.clone(), notes.clone()));
-    }
+    let bytes = c.memory_usage();
+    cache().insert(key, (c.clone(), notes.clone()), bytes);
     Ok(Constraint { inner: c, notes })
 }
 

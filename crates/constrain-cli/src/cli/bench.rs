@@ -71,6 +71,7 @@ fn bench_model(
         threads: args.model.threads,
         n_gpu_layers: args.model.n_gpu_layers,
         verbose: args.model.verbose,
+        index: args.constraint.limits.memory.index_config(),
         ..GeneratorSettings::default()
     };
     let mut generator = super::generate::load_generator(&args.model, settings.clone())?;

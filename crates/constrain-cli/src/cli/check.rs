@@ -68,7 +68,7 @@ pub fn check(args: &CheckArgs) -> Result<u8, Failure> {
             .map_err(Failure::from)?;
         let tokenizer = tokenizers::Tokenizer::from_bytes(&json)
             .map_err(|e| Failure::from(anyhow::anyhow!("cannot load tokenizer {}: {e}", tok_path.display())))?;
-        let index = TokenIndex::new(vocab);
+        let index = TokenIndex::with_config(vocab, args.constraint.limits.memory.index_config());
         let constraint = Constraint::new(&grammar, index.clone(), &limits).map_err(Failure::constraint)?;
         let text = std::str::from_utf8(&doc)
             .map_err(|e| Failure::from(anyhow::anyhow!("the document is not UTF-8, cannot tokenize it: {e}")))?;
@@ -82,7 +82,7 @@ pub fn check(args: &CheckArgs) -> Result<u8, Failure> {
         let e = explain(&constraint, &doc, is_schema);
         return Ok(report_code(&e));
     }
-    let index = TokenIndex::new(Vocabulary::bytes());
+    let index = TokenIndex::with_config(Vocabulary::bytes(), args.constraint.limits.memory.index_config());
     let constraint = Constraint::new(&grammar, index, &limits).map_err(Failure::constraint)?;
     let e = explain(&constraint, &doc, is_schema);
     Ok(report_code(&e))

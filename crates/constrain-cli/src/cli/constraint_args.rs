@@ -77,6 +77,27 @@ pub struct LimitArgs {
     /// [default: 10000000].
     #[arg(long, value_name = "N")]
     pub max_mask_fuel: Option<u64>,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
+}
+
+/// The engine's memory budget on the command line.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MemoryArgs {
+    /// Memory for everything kept for reuse across schemas: masks, determinised rules and
+    /// compiled constraints, in MiB (`mask::IndexConfig`) [default: 256].
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub memory_budget: Option<u64>,
+}
+
+impl MemoryArgs {
+    /// The token index's cache bounds for the budget (the default one without the flag).
+    pub fn index_config(&self) -> constrain::mask::IndexConfig {
+        match self.memory_budget {
+            Some(mib) => constrain::mask::IndexConfig::with_memory_budget((mib as usize) << 20),
+            None => constrain::mask::IndexConfig::default(),
+        }
+    }
 }
 
 /// The flag that raises a parse limit, for messages about a

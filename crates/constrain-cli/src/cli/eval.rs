@@ -170,7 +170,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let vocab_len = vocab.len();
     let eos_ids: Vec<u32> = vocab.eos_tokens().iter().map(|t| t.0).collect();
     let t = Instant::now();
-    let index = TokenIndex::new(vocab);
+    let index = TokenIndex::with_config(vocab, args.limits.memory.index_config());
     let index_build = t.elapsed();
     eprintln!(
         "tokenizer: {} tokens, end-of-generation ids {:?}; vocabulary loaded in {:.1} ms, encoder in {:.1} ms; \

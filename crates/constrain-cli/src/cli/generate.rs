@@ -275,6 +275,7 @@ impl GenerateArgs {
             beams: usize::from(self.beams),
             beam_length_penalty: self.beam_length_penalty,
             draft: if self.model_draft.is_some() { usize::from(self.draft) } else { 0 },
+            index: self.constraint.limits.memory.index_config(),
         }
     }
 }

@@ -86,9 +86,12 @@ pub struct ServeArgs {
     /// `pretty`: bounded indentation, as the command line's default).
     #[arg(long, value_enum, default_value_t = crate::cli::constraint_args::WhitespaceArg::Compact)]
     pub whitespace: crate::cli::constraint_args::WhitespaceArg,
-    /// Compiled constraints kept (least recently used ones are dropped).
+    /// Compiled constraints kept (least recently used ones are dropped; their bytes are
+    /// bounded by an eighth of `--memory-budget` too).
     #[arg(long, default_value_t = 64)]
     pub cache_size: usize,
+    #[command(flatten)]
+    pub memory: crate::cli::constraint_args::MemoryArgs,
     /// Show llama.cpp's logs, and debug lines (each newly compiled schema's notes).
     #[arg(long)]
     pub verbose: bool,
@@ -112,34 +115,13 @@ pub struct ServeArgs {
     pub api_key: Option<String>,
 }
 
-/// Compiled constraints by request hash, least recently used last.
-struct ConstraintCache {
-    entries: Vec<(u64, Constraint)>,
-    capacity: usize,
-}
-
-impl ConstraintCache {
-    fn get(&mut self, key: u64) -> Option<Constraint> {
-        let i = self.entries.iter().position(|(k, _)| *k == key)?;
-        let entry = self.entries.remove(i);
-        let c = entry.1.clone();
-        self.entries.insert(0, entry);
-        Some(c)
-    }
-
-    fn put(&mut self, key: u64, c: Constraint) {
-        self.entries.retain(|(k, _)| *k != key);
-        self.entries.insert(0, (key, c));
-        self.entries.truncate(self.capacity.max(1));
-    }
-}
-
 /// What every handler shares.
 struct AppState {
     /// `None` once the server is shutting down (the decode thread then ends).
     jobs: Mutex<Option<mpsc::Sender<BatchRequest>>>,
     index: Arc<TokenIndex>,
-    cache: Mutex<ConstraintCache>,
+    /// Compiled constraints by request hash.
+    cache: constrain::matcher::ConstraintCache<u64, Constraint>,
     inflight: AtomicUsize,
     max_inflight: usize,
     model_id: String,
@@ -268,6 +250,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         ctx_size: args.ctx_size,
         threads: args.threads,
         verbose: args.verbose,
+        index: args.memory.index_config(),
         ..GeneratorSettings::default()
     };
     let (jobs_tx, jobs_rx) = mpsc::channel::<BatchRequest>();
@@ -312,10 +295,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
     })?;
     let index = ready_rx.recv().map_err(|_| anyhow::anyhow!("the decode thread ended while loading the model"))??;
+    let cache = constrain::matcher::ConstraintCache::new(args.cache_size.max(1), index.config().constraint_cache_bytes);
     let state = Arc::new(AppState {
         jobs: Mutex::new(Some(jobs_tx)),
         index,
-        cache: Mutex::new(ConstraintCache { entries: Vec::new(), capacity: args.cache_size }),
+        cache,
         inflight: AtomicUsize::new(0),
         max_inflight: parallel + args.max_queue,
         model_id,
@@ -517,7 +501,7 @@ fn log_notes(state: &AppState, key: u64, notes: &[constrain::schema::Note]) {
 fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<(Constraint, bool), ApiError> {
     let started = Instant::now();
     let key = spec.cache_key();
-    if let Some(c) = state.cache.lock().ok().and_then(|mut cache| cache.get(key)) {
+    if let Some(c) = state.cache.get(&key) {
         state.metrics.constraint(true, started.elapsed());
         return Ok((c, true));
     }
@@ -592,9 +576,8 @@ fn compile(state: &AppState, spec: &ConstraintSpec) -> Result<(Constraint, bool)
             c = constrain::schema::with_order_hint(c, &t.schema(), &schema_options(state, t.strict()));
         }
     }
-    if let Ok(mut cache) = state.cache.lock() {
-        cache.put(key, c.clone());
-    }
+    let bytes = c.memory_usage();
+    state.cache.insert(key, c.clone(), bytes);
     state.metrics.constraint(false, started.elapsed());
     Ok((c, false))
 }

@@ -55,12 +55,15 @@ pub struct TokenIndex {
     /// a matcher per schema would otherwise grow them afresh on its first miss. Locked once
     /// per matcher created or dropped, never while filling a mask.
     pub(super) spare_walks: std::sync::Mutex<Vec<WalkScratch>>,
+    /// The bounds it was built with.
+    config: IndexConfig,
     /// Per-tokenizer data of other layers ([`TokenIndex::extension`]), one value per type.
     extensions: std::sync::Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
 }
 
 impl TokenIndex {
-    /// Builds the trie for `vocab`, with the default [`IndexConfig`].
+    /// Builds the trie for `vocab`, with the default [`IndexConfig`] (the
+    /// [`DEFAULT_MEMORY_BUDGET`]).
     pub fn new(vocab: Vocabulary) -> Arc<TokenIndex> {
         Self::with_config(vocab, IndexConfig::default())
     }
@@ -94,6 +97,7 @@ impl TokenIndex {
             rules: RuleCache::new(config.rule_cache_bytes),
             unions: Memo::new(MAX_SUBTREE_UNIONS),
             spare_walks: std::sync::Mutex::new(Vec::new()),
+            config,
             extensions: std::sync::Mutex::new(Vec::new()),
         })
     }
@@ -121,6 +125,12 @@ impl TokenIndex {
     /// The vocabulary.
     pub fn vocab(&self) -> &Vocabulary {
         &self.vocab
+    }
+
+    /// The cache bounds the index was built with: callers that keep compiled constraints
+    /// bound their [`crate::matcher::ConstraintCache`] by its `constraint_cache_bytes`.
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
     }
 
     /// The fewest ordinary tokens (not special, not EOS) whose bytes, one after another,
@@ -363,7 +373,7 @@ pub(super) const MAX_SPARE_WALKS: usize = 8;
 
 /// How many refused sets' [`TokenIndex::char_lists`] are kept (up to 0.5 MB each for a 129k
 /// vocabulary; a schema's loops refuse a few sets).
-pub(super) const MAX_CHAR_LISTS: usize = 32;
+pub(super) const MAX_CHAR_LISTS: usize = 16;
 
 /// How many contexts' [`TokenIndex::first_char_refused`] answers are remembered (then
 /// forgotten at once: recomputing one costs tens of microseconds).
@@ -394,28 +404,62 @@ impl TokenIndex {
     }
 }
 
+/// The engine's default memory budget: 256 MiB for everything a [`TokenIndex`] and the
+/// constraints compiled against it keep for reuse (see [`IndexConfig::with_memory_budget`]).
+pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
+
 /// The bounds of a [`TokenIndex`]'s caches, shared by every constraint compiled against it
-/// (not per constraint, as [`crate::Limits`] are). Build with `IndexConfig::default()` and
-/// the setters.
+/// (not per constraint, as [`crate::Limits`] are). Build with `IndexConfig::default()`
+/// (the [`DEFAULT_MEMORY_BUDGET`]), [`IndexConfig::with_memory_budget`], or the setters.
+///
+/// What the budget covers: the shared mask cache (entries, classifications, subtree memos,
+/// suffix tries), the determinised rules, and the compiled constraints a caller keeps in a
+/// [`crate::matcher::ConstraintCache`]. The index's small memos (first characters, split
+/// text tokens, subtree unions) are bounded by count, about 15 MB at 129k tokens, inside the
+/// budget's remaining sixteenth. Not covered: the tokenizer's own tables
+/// ([`TokenIndex::memory_usage`]) and the constraints and matchers in use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IndexConfig {
-    /// Approximate heap bytes of the shared mask cache, both generations together
-    /// (default 1 GiB). Past half of it the young generation becomes the old one and the
-    /// previous old one is dropped (recomputing a dropped entry costs a trie walk).
+    /// Approximate heap bytes of the shared mask cache, both generations together (9/16 of
+    /// the budget: 144 MiB by default). Past half of it a shard's young generation becomes
+    /// the old one and the previous old one is dropped (recomputing a dropped entry costs a
+    /// trie walk).
     pub cache_bytes: usize,
     /// Approximate heap bytes of the determinised rules kept for the constraints compiled
-    /// against the index (default [`crate::automaton::RULE_CACHE_BYTES`], 96 MiB).
+    /// against the index (a quarter of the budget: 64 MiB by default).
     pub rule_cache_bytes: usize,
+    /// Approximate heap bytes of compiled constraints that callers keep for reuse, by
+    /// [`crate::Constraint::memory_usage`] (an eighth of the budget: 32 MiB by default). The
+    /// index does not hold constraints itself; a server's or a binding's
+    /// [`crate::matcher::ConstraintCache`] takes this bound.
+    pub constraint_cache_bytes: usize,
 }
 
 impl Default for IndexConfig {
     fn default() -> Self {
-        IndexConfig { cache_bytes: 1 << 30, rule_cache_bytes: crate::automaton::RULE_CACHE_BYTES }
+        IndexConfig::with_memory_budget(DEFAULT_MEMORY_BUDGET)
     }
 }
 
 impl IndexConfig {
+    /// The bounds for a budget of about `bytes` in all: 9/16 for the mask cache, 1/4 for the
+    /// determinised rules, 1/8 for kept constraints, and 1/16 left for the small memos.
+    pub fn with_memory_budget(bytes: usize) -> Self {
+        let sixteenth = bytes / 16;
+        IndexConfig {
+            cache_bytes: sixteenth * 9,
+            rule_cache_bytes: sixteenth * 4,
+            constraint_cache_bytes: sixteenth * 2,
+        }
+    }
+
+    /// The budget these bounds add up to (with the memos' sixteenth).
+    pub fn memory_budget(&self) -> usize {
+        let sum = self.cache_bytes.saturating_add(self.rule_cache_bytes).saturating_add(self.constraint_cache_bytes);
+        sum.saturating_add(sum / 15)
+    }
+
     /// Sets [`IndexConfig::cache_bytes`].
     pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
@@ -426,5 +470,26 @@ impl IndexConfig {
     pub fn with_rule_cache_bytes(mut self, bytes: usize) -> Self {
         self.rule_cache_bytes = bytes;
         self
+    }
+
+    /// Sets [`IndexConfig::constraint_cache_bytes`].
+    pub fn with_constraint_cache_bytes(mut self, bytes: usize) -> Self {
+        self.constraint_cache_bytes = bytes;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_splits_into_the_caches_and_adds_up_again() {
+        let c = IndexConfig::default();
+        assert_eq!(c, IndexConfig::with_memory_budget(DEFAULT_MEMORY_BUDGET));
+        assert_eq!((c.cache_bytes, c.rule_cache_bytes, c.constraint_cache_bytes), (144 << 20, 64 << 20, 32 << 20));
+        assert_eq!(c.memory_budget(), DEFAULT_MEMORY_BUDGET);
+        let index = TokenIndex::with_config(Vocabulary::bytes(), IndexConfig::with_memory_budget(16 << 20));
+        assert_eq!(index.config().cache_bytes, 9 << 20);
     }
 }

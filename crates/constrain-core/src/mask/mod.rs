@@ -107,5 +107,5 @@ pub(crate) use crate::util::set_bit;
 pub use cache::{CacheReport, KindReport};
 pub(crate) use context::Target;
 pub(crate) use entry::Scratch;
-pub use index::{IndexConfig, TokenIndex, NO_SPELLING};
+pub use index::{IndexConfig, TokenIndex, DEFAULT_MEMORY_BUDGET, NO_SPELLING};
 pub(crate) use relaxed::RelaxedLoop;

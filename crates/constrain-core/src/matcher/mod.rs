@@ -65,9 +65,11 @@ use crate::util::Levels;
 use crate::{Limits, TokenId};
 use std::sync::{Arc, OnceLock};
 
+mod cache;
 mod closing;
 mod hook;
 mod live;
+pub use cache::ConstraintCache;
 pub use hook::{CheckTracker, ConstraintSource, RuntimeChecks};
 pub use live::Liveness;
 

@@ -75,7 +75,8 @@ impl Default for RuleCache {
     }
 }
 
-/// The default bound of a [`RuleCache`]'s heap bytes. Determinising every rule of all of
+/// The bound of a [`RuleCache`] made with `RuleCache::default()` (a token index takes its
+/// bound from [`crate::mask::IndexConfig`] instead). Determinising every rule of all of
 /// JSONSchemaBench's 8.5k schemas adds up to about 340 MB; a quarter of it keeps what
 /// schemas share.
 pub const RULE_CACHE_BYTES: usize = 96 << 20;
