@@ -785,6 +785,12 @@ fn metrics_count_and_every_request_is_logged(addr: &str, server: &Server) {
     assert_eq!(sample(&after, bad_key) - sample(&before, bad_key), 2.0, "{after}");
     let toks = "constrain_completion_tokens_total";
     assert_eq!(sample(&after, toks) - sample(&before, toks), tokens as f64, "{after}");
+    // The point schema was compiled and its masks cached: every cache the budget bounds
+    // holds something, and none more than the default budget.
+    for cache in ["mask", "rules", "constraints"] {
+        let bytes = sample(&after, &format!(r#"constrain_cache_bytes{{cache="{cache}"}}"#));
+        assert!(bytes > 0.0 && bytes < 256.0 * 1048576.0, "{cache}: {bytes}\n{after}");
+    }
     // The last log line of a request is written when its record drops: wait a moment.
     std::thread::sleep(Duration::from_millis(200));
     let lines = server.stderr_lines();

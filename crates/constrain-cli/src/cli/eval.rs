@@ -331,6 +331,8 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         cache.distinct_sets,
         mb(cache.distinct_set_bytes),
     );
+    let (rules, rule_bytes) = ctx.index.rule_cache().stats();
+    outln!("determinised rules kept: {rules}, {:.1} MB", mb(rule_bytes));
     print_slowest(&results);
     if let Some(peak) = slowest::peak_rss_bytes() {
         outln!("peak resident memory: {:.1} MB", peak as f64 / 1e6);
@@ -434,6 +436,7 @@ fn write_report(
             "accepted_bitsets": {"values": cache.bitsets, "bytes": cache.bitset_bytes},
             "accepted_distinct": {"values": cache.distinct_sets, "bytes": cache.distinct_set_bytes},
         },
+        "rule_cache_bytes": ctx.index.rule_cache().stats().1,
         "peak_rss_bytes": slowest::peak_rss_bytes(),
         "totals": total.to_json(),
         "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),

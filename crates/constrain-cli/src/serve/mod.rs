@@ -394,7 +394,12 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     rec.quiet = true;
     let busy = state.busy.load(Ordering::Relaxed);
     let queued = state.inflight.load(Ordering::SeqCst).saturating_sub(busy);
-    let body = state.metrics.render(busy, queued);
+    let caches = [
+        ("mask", state.index.cache_bytes()),
+        ("rules", state.index.rule_cache().bytes()),
+        ("constraints", state.cache.stats().1),
+    ];
+    let body = state.metrics.render(busy, queued, &caches);
     let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     ([(axum::http::header::CONTENT_TYPE, content_type)], body).into_response()
 }

@@ -49,6 +49,7 @@ pub struct Metrics {
     completion_tokens: Counter,
     backtracks: Counter,
     cache: Family<Labels, Counter>,
+    memory: Family<Labels, Gauge>,
     active: Gauge,
     queued: Gauge,
     request_seconds: Histogram,
@@ -83,6 +84,7 @@ impl Metrics {
             completion_tokens: Counter::default(),
             backtracks: Counter::default(),
             cache: Family::default(),
+            memory: Family::default(),
             active: Gauge::default(),
             queued: Gauge::default(),
             request_seconds: seconds(),
@@ -101,6 +103,11 @@ impl Metrics {
         r.register("completion_tokens", "Completion tokens of finished requests", m.completion_tokens.clone());
         r.register("backtracks", "Dead ends the decode loop backed out of", m.backtracks.clone());
         r.register("constraint_cache", "Compiled-constraint cache look-ups, by result (hit, miss)", m.cache.clone());
+        r.register(
+            "cache_bytes",
+            "Accounted bytes of the caches the memory budget bounds, by cache (mask, rules, constraints)",
+            m.memory.clone(),
+        );
         r.register("active_sequences", "Sequences being decoded", m.active.clone());
         r.register("queued_requests", "Requests in flight that hold no sequence yet", m.queued.clone());
         r.register("request_duration_seconds", "Time from request to its last byte", m.request_seconds.clone());
@@ -119,10 +126,14 @@ impl Metrics {
         Metrics { registry: r, ..m }
     }
 
-    /// The OpenMetrics text, with the gauges set to `active` and `queued` first.
-    pub fn render(&self, active: usize, queued: usize) -> String {
+    /// The OpenMetrics text, with the gauges set first: `active` and `queued` sequences,
+    /// and the caches' bytes (`(cache, bytes)` pairs).
+    pub fn render(&self, active: usize, queued: usize, caches: &[(&str, usize)]) -> String {
         self.active.set(active as i64);
         self.queued.set(queued as i64);
+        for &(cache, bytes) in caches {
+            self.memory.get_or_create(&vec![("cache", cache.to_string())]).set(bytes as i64);
+        }
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);

@@ -103,6 +103,11 @@ impl Cache {
         self.0.insert((kind, key), value, bytes);
     }
 
+    /// The accounted bytes of everything, without a scan.
+    pub(super) fn bytes(&self) -> usize {
+        self.0.bytes()
+    }
+
     /// What the cache holds, by kind (see [`CacheReport`]). Scans the whole cache and
     /// hashes every accepted set: for reports, not for hot paths.
     pub(super) fn report(&self) -> CacheReport {

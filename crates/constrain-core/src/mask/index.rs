@@ -191,6 +191,12 @@ impl TokenIndex {
         &self.rules
     }
 
+    /// The accounted bytes of the shared mask cache now (what
+    /// [`IndexConfig::cache_bytes`] bounds), without a scan: for metrics.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.bytes()
+    }
+
     /// What the shared mask cache holds now, by kind, with its accounted bytes. Scans the
     /// whole cache: call it for reports, not per token.
     pub fn cache_report(&self) -> CacheReport {

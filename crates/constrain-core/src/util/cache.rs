@@ -130,6 +130,18 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
         }
     }
 
+    /// The accounted bytes of both generations, summed shard by shard: cheap enough for a
+    /// metrics scrape (one lock per shard, no scan).
+    pub fn bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                let s = shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                s.young.bytes + s.old.bytes
+            })
+            .sum()
+    }
+
     /// Calls `f` with every value (both generations) and its accounted bytes, one shard
     /// locked at a time. Scans the whole cache: for reports.
     pub fn visit(&self, mut f: impl FnMut(&V, usize)) {

@@ -62,6 +62,19 @@ impl RuleCache {
         RuleCache { rules: GenCache::new(max_bytes, 1), salts: AtomicU64::new(1) }
     }
 
+    /// The number of rules kept and their accounted bytes (what the bound applies to).
+    /// Counts by a scan of the cache: for reports.
+    pub fn stats(&self) -> (usize, usize) {
+        let mut n = 0;
+        self.rules.visit(|_, _| n += 1);
+        (n, self.rules.bytes())
+    }
+
+    /// The accounted bytes of the rules kept, without a scan: for metrics.
+    pub fn bytes(&self) -> usize {
+        self.rules.bytes()
+    }
+
     /// A salt no other grammar built with (or salted from) this cache has.
     pub(crate) fn next_salt(&self) -> u64 {
         self.salts.fetch_add(1, Ordering::Relaxed)
