@@ -711,12 +711,11 @@ fn validator_at(doc: &Value, ptr: &str) -> Result<jsonschema::Validator, BuildEr
         Some(other) => {
             let mut other = other.clone();
             crate::schema::portable_patterns(&mut other).map_err(err)?;
-            jsonschema::options()
-                .with_draft(jsonschema::Draft::Draft202012)
-                .should_validate_formats(true)
-                .with_keyword(crate::schema::JSON_TEXT, |_, _, _| Ok(Box::new(crate::schema::JsonText)))
-                .build(&other)
-                .map_err(Refusal::from)
+            crate::schema::own_keywords(
+                jsonschema::options().with_draft(jsonschema::Draft::Draft202012).should_validate_formats(true),
+            )
+            .build(&other)
+            .map_err(Refusal::from)
         }
     };
     built.map_err(err)
@@ -739,7 +738,8 @@ fn whole_validator(schema: &Value, draft: crate::schema::dialect::Draft) -> Resu
     let err = |r: crate::schema::Refusal| BuildError { pointer: r.at, message: r.message };
     let mut schema = schema.clone();
     crate::schema::portable_patterns(&mut schema).map_err(err)?;
-    let mut options = jsonschema::options().with_draft(d).should_validate_formats(true);
+    // `multipleOf` in both readings, as every check reads it ([`crate::schema::own_keywords`]).
+    let mut options = crate::schema::own_keywords(jsonschema::options().with_draft(d).should_validate_formats(true));
     if draft >= D::Draft201909 {
         options = options.with_keyword("dependencies", |_, _, _| Ok(Box::new(Ignored)));
     }

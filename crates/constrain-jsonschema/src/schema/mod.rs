@@ -120,9 +120,9 @@ use keywords::count;
 pub(crate) use keywords::is_constraint_keyword;
 use keywords::json_type;
 pub(crate) use keywords::mentions_any;
+pub(crate) use keywords::own_keywords;
 use keywords::type_list;
 use keywords::value_has_type;
-pub(crate) use keywords::JsonText;
 pub(crate) use keywords::FORBIDDEN;
 pub(crate) use keywords::JSON_TEXT;
 pub use keywords::{known_keywords, KnownKeyword, Treatment};
@@ -383,9 +383,12 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// Records `keyword` of the schema at `ptr` as left to a run-time check.
+    /// Records `keyword` of the schema at `ptr` as left to a run-time check (once).
     fn relax(&self, ptr: &str, keyword: &str) {
-        self.relaxed.borrow_mut().push((ptr.to_string(), keyword.to_string()));
+        let mut relaxed = self.relaxed.borrow_mut();
+        if !relaxed.iter().any(|(p, k)| p == ptr && k == keyword) {
+            relaxed.push((ptr.to_string(), keyword.to_string()));
+        }
     }
 
     /// Whether `keyword`'s refusal may become a run-time check (see [`Compiler::unsupported`]).

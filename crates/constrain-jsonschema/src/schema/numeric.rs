@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::dialect::Draft;
 use super::number::{self, Bound, Dec};
-use super::{json, Compiler, Error, SharedRule};
+use super::{json, Compiler, Error, Note, SharedRule};
 use crate::grammar::Expr;
 
 impl<'a> Compiler<'a> {
@@ -64,6 +64,11 @@ impl<'a> Compiler<'a> {
             return Ok(self.shared_rule(SharedRule::IntegerValue));
         }
         if integer {
+            if step.as_ref().is_some_and(|s| s.t < 0) {
+                // `type: integer` with a fractional step: `-7` is a multiple of `0.07`, but
+                // `-7 / 0.07` is `-99.99999999999999`.
+                self.float_multiples(ptr);
+            }
             let e = self.compile_integer(ptr, lo.clone(), hi.clone(), step)?;
             let e = self.integer_spellings(e, lo.as_ref(), hi.as_ref(), zero_fraction);
             return Ok(self.with_large(e, large, lo.as_ref(), hi.as_ref()));
@@ -82,12 +87,31 @@ impl<'a> Compiler<'a> {
             return Ok(self.rule("number_range", e));
         };
         let negative_zero = number::negative_zero(l, h, true);
+        self.float_multiples(ptr);
         let e = self.compile_fraction_multiples(ptr, lo.clone(), hi.clone(), step)?;
         let e = match negative_zero {
             Expr::Nothing => e,
             z => self.rule("number_multiples", Expr::alt([e, z])),
         };
         Ok(self.with_large(e, large, lo.as_ref(), hi.as_ref()))
+    }
+
+    /// A fractional `multipleOf` on a number: the grammar keeps the exact decimal
+    /// multiples, and a run-time check also holds each number to the reading of validators
+    /// that divide in binary floating point (Python's `jsonschema`, ajv), which refuse some
+    /// exact multiples (`1.15` of `0.01`: `1.15 / 0.01` is `114.99999999999999`). A
+    /// document then validates under both ([`super::keywords::MultipleOf`]). Without
+    /// run-time checks, a note says that those validators may refuse some outputs.
+    fn float_multiples(&mut self, ptr: &str) {
+        if self.relaxes("multipleOf") {
+            self.relax(ptr, "multipleOf");
+        } else if !self.lenient() {
+            self.notes.push(Note::new(
+                ptr,
+                "multipleOf",
+                "exact decimal multiples: validators that divide in binary floating point (Python's jsonschema, ajv) refuse some of them (1.15 of 0.01); run-time checks hold outputs to both readings",
+            ));
+        }
     }
 
     /// `e` or, with `large`, the integers in exponent form within the bounds

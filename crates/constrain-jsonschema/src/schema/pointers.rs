@@ -1,8 +1,7 @@
 //! JSON pointers and the validators the run-time checks build from subschemas.
 
 use super::dialect;
-use super::keywords::JsonText;
-use super::keywords::JSON_TEXT;
+use super::keywords::own_keywords;
 use super::refs::percent_decode;
 use serde_json::{Map, Value};
 
@@ -33,10 +32,7 @@ pub(crate) fn subschema_validator(
     }
     let mut schema = Value::Object(schema);
     portable_patterns(&mut schema)?;
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .with_keyword(JSON_TEXT, |_, _, _| Ok(Box::new(JsonText)))
+    own_keywords(jsonschema::options().with_draft(jsonschema::Draft::Draft202012).should_validate_formats(true))
         .build(&schema)
         .map_err(Refusal::from)
 }

@@ -238,7 +238,28 @@ fn numeric_bounds() {
     check(json!({"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 20}), &["0", "15", "20"], &["3", "25"]);
     check(json!({"type": "integer", "multipleOf": 10}), &["0", "-120"], &["15"]);
     check(json!({"type": "number", "multipleOf": 0.01}), &["0", "1.25", "-3.1"], &["1.255", "0.001"]);
-    check(json!({"type": "number", "multipleOf": 0.07}), &["0.14", "-7", "0"], &["0.1", "0.007"]);
+    check(json!({"type": "number", "multipleOf": 0.07}), &["0.14", "0"], &["0.1", "0.007"]);
+}
+
+/// A fractional `multipleOf` holds in exact decimals and where validators divide in `f64`
+/// (Python's `jsonschema`, ajv): `1.15 / 0.01` is `114.99999999999999` there, so `1.15` is
+/// refused although it is a multiple; without run-time checks a note says so.
+#[test]
+fn fractional_multiples_hold_in_floating_point_too() {
+    let cents = json!({"type": "number", "multipleOf": 0.01});
+    check(cents.clone(), &["1.25", "1.1", "3", "0.5", "1.2"], &["1.15", "0.07", "19.99"]);
+    // No integer from -70 to 70 but 0 divides by 0.07 into an integer in `f64`.
+    check(json!({"type": "integer", "multipleOf": 0.07}), &["0"], &["7", "-7", "14", "5"]);
+    check(json!({"type": "number", "multipleOf": 0.07}), &["0.14", "2.1"], &["0.21", "7"]);
+    check(json!({"type": "number", "multipleOf": 0.0001}), &["0.0075"], &["0.00751"]);
+    let obj = json!({"type": "object", "properties": {"price": cents}, "additionalProperties": false});
+    check(obj.clone(), &[r#"{"price": 1.25}"#], &[r#"{"price": 1.15}"#]);
+    let c = constraint(&obj);
+    let mut m = c.matcher();
+    m.accept_bytes(br#"{"price": 1.15"#).expect("a prefix of a multiple");
+    assert!(m.accept_bytes(b"}").is_err(), "the brace would complete 1.15");
+    let exact = compile(&obj, &Options::default().with_runtime_checks(false)).expect("compiles");
+    assert!(exact.notes().iter().any(|n| n.to_string().contains("floating point")), "{:?}", exact.notes());
     assert_eq!(error_keyword(json!({"type": "number", "multipleOf": 0.07, "minimum": 1})), "multipleOf");
 }
 
