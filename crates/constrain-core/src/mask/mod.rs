@@ -77,7 +77,8 @@
 //! - `index`: [`TokenIndex`], its tokenizer-wide tables, and `TokenIndex::fill`, the one
 //!   entry point of the matcher; `context`: which frames a top's entry is classified for,
 //!   and its cache keys.
-//! - `cache`: the shared cache of entries, classifications, subtree memos and suffix tries
+//! - `cache`: the shared cache of entries, classifications, subtree memos, suffix tries and
+//!   accepted sets
 //!   (a `crate::util::cache::GenCache` bounded by [`IndexConfig::cache_bytes`]).
 //! - `walk`: the trie walk from a context; `classify`: its result (`Classified` in the
 //!   code), and how entries derive from it; `relaxed`: the loop whose count is derived
