@@ -436,7 +436,7 @@ fn write_report(
             "accepted_bitsets": {"values": cache.bitsets, "bytes": cache.bitset_bytes},
             "accepted_distinct": {"values": cache.distinct_sets, "bytes": cache.distinct_set_bytes},
         },
-        "rule_cache_bytes": ctx.index.rule_cache().stats().1,
+        "rule_cache_bytes": ctx.index.rule_cache().bytes(),
         "peak_rss_bytes": slowest::peak_rss_bytes(),
         "totals": total.to_json(),
         "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),

@@ -112,7 +112,6 @@ impl Cache {
     /// hashes every accepted set: for reports, not for hot paths.
     pub(super) fn report(&self) -> CacheReport {
         let mut r = CacheReport::default();
-        let mut seen_entries = rustc_hash::FxHashSet::default();
         let mut seen_sets = rustc_hash::FxHashSet::default();
         let mut seen_contents = rustc_hash::FxHashSet::default();
         self.0.visit(|value, bytes| {
@@ -127,11 +126,8 @@ impl Cache {
             kind.values += 1;
             kind.bytes += bytes;
             let Cached::Entry(entry) = value else { return };
-            // An entry under several keys (a count class, say) is one set in memory.
-            if !seen_entries.insert(Arc::as_ptr(entry)) {
-                return;
-            }
-            // Sets are counted once each however many entries share them.
+            // Sets are counted once each however many entries (or keys of one entry)
+            // share them.
             if !seen_sets.insert(Arc::as_ptr(&entry.accepted)) {
                 return;
             }

@@ -208,7 +208,8 @@ pub(crate) fn own_keywords(options: jsonschema::ValidationOptions) -> jsonschema
 /// document that passes here passes them all. Under `0.01` about one in nine two-decimal
 /// amounts is refused; under `0.07`, `-7` is (`-99.99999999999999`).
 pub(crate) struct MultipleOf {
-    step: super::number::Step,
+    /// The `jsonschema` crate's own `multipleOf` (exact with arbitrary precision).
+    exact: jsonschema::Validator,
     /// The step as an `f64`, for a fractional step (`None`: integral, one reading).
     float: Option<f64>,
 }
@@ -221,32 +222,16 @@ impl MultipleOf {
         if d.neg || d.is_zero() {
             return None;
         }
-        let step = super::number::Step::of(&d);
-        let float = (step.t < 0).then(|| n.as_f64()).flatten().filter(|f| *f > 0.0);
-        Some(MultipleOf { step, float })
+        let exact = jsonschema::validator_for(&serde_json::json!({ "multipleOf": value })).ok()?;
+        let float = (!d.is_integer()).then(|| n.as_f64()).flatten().filter(|f| *f > 0.0);
+        Some(MultipleOf { exact, float })
     }
 
-    /// Whether the number `n` is a multiple in both readings.
-    fn holds(&self, n: &serde_json::Number) -> bool {
-        let Some(x) = super::number::Dec::parse(&n.to_string()) else { return false };
-        // Exact: x · 10^-t is an integer, and a multiple of q.
-        let y = x.shift(-self.step.t);
-        if !y.frac.is_empty() {
-            return false;
-        }
-        let exact = match self.step.q.len() {
-            0 => false,
-            // q below 10^38 fits a u128, and so does r · 10 + 9 for every r below it.
-            1..=37 => {
-                let q = self.step.q.iter().fold(0u128, |v, &d| v * 10 + u128::from(d));
-                y.int.iter().fold(0u128, |r, &d| (r * 10 + u128::from(d)) % q) == 0
-            }
-            // A step of 38 digits or more: refused (a subset; no schema writes one).
-            _ => false,
-        };
-        exact
+    /// Whether the number `instance` is a multiple in both readings.
+    fn holds(&self, instance: &Value) -> bool {
+        self.exact.is_valid(instance)
             && self.float.is_none_or(|m| {
-                let quotient = n.as_f64().map(|v| v / m);
+                let quotient = instance.as_f64().map(|v| v / m);
                 quotient.is_some_and(|q| q.is_finite() && q.trunc() == q)
             })
     }
@@ -264,7 +249,7 @@ impl<'i> jsonschema::Keyword<'i> for MultipleOf {
     }
 
     fn is_valid(&self, instance: &'i Value) -> bool {
-        instance.as_number().is_none_or(|n| self.holds(n))
+        !instance.is_number() || self.holds(instance)
     }
 }
 

@@ -46,6 +46,11 @@ impl<'a> Compiler<'a> {
         };
         // Exact decimal arithmetic throughout: a multiple of `q · 10^t` (see `number::Step`).
         let step = multiple.as_ref().map(number::Step::of);
+        if step.as_ref().is_some_and(|s| s.t < 0) {
+            // Also under `type: integer`: `-7` is a multiple of `0.07`, but `-7 / 0.07` is
+            // `-99.99999999999999`.
+            self.float_multiples(ptr);
+        }
         // A number with an integral multipleOf is an integer. Written with a zero fraction
         // (`6000.0`) it is still a number and a multiple in every draft, but an `integer`
         // only from draft 6 on.
@@ -64,11 +69,6 @@ impl<'a> Compiler<'a> {
             return Ok(self.shared_rule(SharedRule::IntegerValue));
         }
         if integer {
-            if step.as_ref().is_some_and(|s| s.t < 0) {
-                // `type: integer` with a fractional step: `-7` is a multiple of `0.07`, but
-                // `-7 / 0.07` is `-99.99999999999999`.
-                self.float_multiples(ptr);
-            }
             let e = self.compile_integer(ptr, lo.clone(), hi.clone(), step)?;
             let e = self.integer_spellings(e, lo.as_ref(), hi.as_ref(), zero_fraction);
             return Ok(self.with_large(e, large, lo.as_ref(), hi.as_ref()));
@@ -87,7 +87,6 @@ impl<'a> Compiler<'a> {
             return Ok(self.rule("number_range", e));
         };
         let negative_zero = number::negative_zero(l, h, true);
-        self.float_multiples(ptr);
         let e = self.compile_fraction_multiples(ptr, lo.clone(), hi.clone(), step)?;
         let e = match negative_zero {
             Expr::Nothing => e,
