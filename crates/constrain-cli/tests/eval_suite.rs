@@ -4,6 +4,7 @@
 
 use constrain_cli::cli::eval::{run, EvalArgs};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
@@ -75,10 +76,11 @@ fn hostname_under_approximation_is_reported() {
     assert!(r["details"]["totals"]["schemas_with_notes"].as_u64().unwrap() >= 1);
 }
 
-/// The hand-written schemas (tests/fixtures/handwritten, see its README): every one passes,
-/// `unevaluated*` beside `anyOf` and `if`/`else` included (checked at run time).
+/// The hand-written schemas (tests/fixtures/handwritten, see its README) pass, `unevaluated*`
+/// beside `anyOf` and `if`/`else` included (checked at run time), but for the marked
+/// float-division instances (see [`assert_hand_written`]).
 #[test]
-fn hand_written_schemas_all_pass() {
+fn hand_written_schemas_pass() {
     let r = eval_dir(fixtures().join("handwritten"), "hand");
     assert_hand_written(&r);
 }
@@ -91,16 +93,46 @@ fn hand_written_schemas_take_members_in_any_order() {
     assert_hand_written(&r);
 }
 
-/// 0 wrong accepts, all 66 compiled, none failing.
+/// 0 wrong accepts and all 66 compiled. The only wrong rejects are the valid instances
+/// marked `[jsonschema says otherwise: float division]`: exact decimal multiples of a
+/// fractional `multipleOf` (19.99 under 0.01) that a validator dividing in f64 refuses. The
+/// compiler keeps only multiples both readings accept (docs/soundness.md), so these are
+/// refused on purpose and counted, and every other schema passes.
 fn assert_hand_written(r: &Value) {
     assert_eq!(wrong_accepts(r), Vec::<String>::new());
-    let failing: Vec<&str> = r["schemas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["passing"] != true)
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
     assert_eq!(r["totals"]["compiled"], 66, "{:#}", r["totals"]);
-    assert_eq!(failing, Vec::<&str>::new());
+    let expected = float_division_instances(&fixtures().join("handwritten/Hand/tests"));
+    assert_eq!(expected.values().sum::<u64>(), 4, "the marked instances: {expected:?}");
+    let mut rejected = BTreeMap::new();
+    for s in r["schemas"].as_array().unwrap() {
+        let id = s["id"].as_str().unwrap().trim_start_matches("Hand/").to_string();
+        let wrong_rejects = s["wrong_rejects"].as_u64().unwrap();
+        if wrong_rejects > 0 {
+            rejected.insert(id.clone(), wrong_rejects);
+        }
+        if !expected.contains_key(&id) {
+            assert_eq!(s["passing"], true, "{s:#}");
+        }
+    }
+    assert_eq!(rejected, expected);
+}
+
+/// Per test file in `dir`, how many valid instances carry the float-division mark.
+fn float_division_instances(dir: &Path) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let tests: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let marked = tests["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["valid"] == true)
+            .filter(|t| t["description"].as_str().unwrap().contains("[jsonschema says otherwise: float division]"))
+            .count() as u64;
+        if marked > 0 {
+            counts.insert(path.file_name().unwrap().to_string_lossy().into_owned(), marked);
+        }
+    }
+    counts
 }
