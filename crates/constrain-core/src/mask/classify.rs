@@ -103,7 +103,7 @@ impl Classified {
                     Some((by_chars, walked)) => {
                         walk.run(&text.others, false, &mut acc, &mut pending, configs);
                         if walked != 0 {
-                            walk.run(&text.holding_leads(&index.vocab, walked), false, &mut acc, &mut pending, configs);
+                            walk.run(&index.holding_leads(walked), false, &mut acc, &mut pending, configs);
                         }
                         by_chars.add_always(text, &mut acc);
                         grouped = Some(by_chars);

@@ -40,6 +40,9 @@ pub struct TokenIndex {
     /// The text tokens split for loops of one character an iteration, by the characters
     /// the loop refuses ([`text::CharLists`]).
     pub(super) char_lists: Memo<text::Refused, Arc<text::CharLists>>,
+    /// The text tokens holding a character led by one of a set of lead bytes, as a trie, by
+    /// that set ([`TokenIndex::holding_leads`]).
+    pub(super) lead_tries: Memo<u128, Arc<ByteTrie>>,
     /// Length in bytes of the longest grammar token: counted loops whose remaining bounds
     /// exceed it behave alike for every token, which bounds the number of distinct entries.
     pub(super) max_token_len: u32,
@@ -92,6 +95,7 @@ impl TokenIndex {
             text,
             first_chars: Memo::new(MAX_FIRST_CHARS),
             char_lists: Memo::new(MAX_CHAR_LISTS),
+            lead_tries: Memo::new(MAX_LEAD_TRIES),
             max_token_len,
             cache: Cache::new(config.cache_bytes),
             rules: RuleCache::new(config.rule_cache_bytes),
@@ -210,6 +214,7 @@ impl TokenIndex {
             + self.subtree_sets.iter().map(|s| s.len() * 4).sum::<usize>()
             + self.text.memory_usage()
             + self.char_lists.sum(|l| l.memory_usage())
+            + self.lead_tries.sum(|t| t.memory_usage())
     }
 
     /// [`viable::first_char_refused`] for `context`, remembered by its frames' node keys and
@@ -239,6 +244,15 @@ impl TokenIndex {
     /// The text tokens split for a loop refusing `refused`, made on first use.
     pub(super) fn char_lists(&self, refused: text::Refused) -> Arc<text::CharLists> {
         self.char_lists.get_or_compute(refused, || Arc::new(text::CharLists::new(&self.text, &self.trie, refused)))
+    }
+
+    /// The text tokens holding a character led by one of `leads`, as a trie: the tokens a
+    /// loop of one character an iteration walks when it takes some of those characters and
+    /// refuses others ([`text::TextTokens::holding_leads`]). Made once per set of leads:
+    /// under `[^\s-]` the set is every lead byte, 54k of the DeepSeek tokenizer's tokens, and
+    /// building their trie took 18 ms of a 24 ms first walk when it was made per walk.
+    pub(super) fn holding_leads(&self, leads: u128) -> Arc<ByteTrie> {
+        self.lead_tries.get_or_compute(leads, || Arc::new(self.text.holding_leads(&self.vocab, &self.trie, leads)))
     }
 
     /// Clears from `bits` the tokens whose first byte `refused` says (as a whole token and
@@ -381,6 +395,10 @@ pub(super) const MAX_SPARE_WALKS: usize = 8;
 /// vocabulary; a schema's loops refuse a few sets).
 pub(super) const MAX_CHAR_LISTS: usize = 16;
 
+/// How many sets of lead bytes' [`TokenIndex::holding_leads`] tries are kept (up to 3 MB
+/// each at 129k tokens). All of JSONSchemaBench makes three, 3.5 MB together.
+pub(super) const MAX_LEAD_TRIES: usize = 4;
+
 /// How many contexts' [`TokenIndex::first_char_refused`] answers are remembered (then
 /// forgotten at once: recomputing one costs tens of microseconds).
 pub(super) const MAX_FIRST_CHARS: usize = 1 << 16;
@@ -421,8 +439,9 @@ pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
 /// What the budget covers: the shared mask cache (entries, classifications, subtree memos,
 /// suffix tries), the determinised rules, and the compiled constraints a caller keeps in a
 /// [`crate::matcher::ConstraintCache`]. The index's small memos (first characters, split
-/// text tokens, subtree unions) are bounded by count, about 15 MB at 129k tokens, inside the
-/// budget's remaining sixteenth. Not covered: the tokenizer's own tables
+/// text tokens, subtree unions, tries of the text tokens by lead bytes) are bounded by
+/// count, about 19 MB at 129k tokens over all of JSONSchemaBench (at most 27 MB), which the
+/// budget's remaining sixteenth (16 MiB by default) stands for. Not covered: the tokenizer's own tables
 /// ([`TokenIndex::memory_usage`]) and the constraints and matchers in use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -497,5 +516,29 @@ mod tests {
         assert_eq!(c.memory_budget(), DEFAULT_MEMORY_BUDGET);
         let index = TokenIndex::with_config(Vocabulary::bytes(), IndexConfig::with_memory_budget(16 << 20));
         assert_eq!(index.config().cache_bytes, 9 << 20);
+    }
+
+    /// The trie of text tokens holding a character of some lead bytes: exactly those tokens,
+    /// made once per set of leads.
+    #[test]
+    fn tokens_holding_leads_are_made_once_per_set() {
+        let pieces = ["a", "\u{e9}", "a\u{e9}", "\u{bf}", "\u{65e5}\u{672c}", "b\u{20ac}", "\"\u{e9}", "z"];
+        let mut tokens: Vec<Vec<u8>> = pieces.iter().map(|p| p.as_bytes().to_vec()).collect();
+        tokens.push(Vec::new());
+        let eos = [crate::TokenId(pieces.len() as u32)];
+        let index = TokenIndex::new(Vocabulary::new(tokens, &[], &eos).expect("vocabulary"));
+        // é and ¿ are led by 0xC3 and 0xC2; € by 0xE2, which shares é's bit (a superset is
+        // harmless: the walk classifies what it is given); `"é` is no text.
+        let leads = text::lead_bit(0xC3) | text::lead_bit(0xC2);
+        let trie = index.holding_leads(leads);
+        let mut ids = trie.ids.to_vec();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 3, 5]);
+        assert!(Arc::ptr_eq(&trie, &index.holding_leads(leads)));
+        // The trie is the one a build from any order gives.
+        let vocab = index.vocab();
+        let rebuilt = ByteTrie::build([5u32, 3, 2, 1].map(|id| (vocab.token_bytes(crate::TokenId(id)), id)));
+        assert_eq!((trie.nodes.clone(), trie.ids.clone()), (rebuilt.nodes, rebuilt.ids));
+        assert_eq!(index.holding_leads(text::lead_bit(0xE6)).ids.to_vec(), [4]);
     }
 }

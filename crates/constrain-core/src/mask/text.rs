@@ -158,12 +158,11 @@ impl TextTokens {
     }
 
     /// The text tokens holding a non-ASCII character led by one of `leads` ([`lead_bit`]s; and
-    /// a few others), as a trie for the walk.
-    pub fn holding_leads(&self, vocab: &Vocabulary, leads: u128) -> ByteTrie {
+    /// a few others), as a trie for the walk. They are read in the order of `trie` (the
+    /// vocabulary's, sorted by bytes), so the build finds them already sorted.
+    pub fn holding_leads(&self, vocab: &Vocabulary, trie: &ByteTrie, leads: u128) -> ByteTrie {
         let held = |id: &&u32| self.present.get(**id as usize).is_some_and(|&p| p & leads != 0);
-        ByteTrie::build(
-            self.by_chars.iter().flatten().filter(held).map(|&id| (vocab.token_bytes(crate::TokenId(id)), id)),
-        )
+        ByteTrie::build(trie.ids.iter().filter(held).map(|&id| (vocab.token_bytes(crate::TokenId(id)), id)))
     }
 
     /// Whether text token `id` holds a character `refused` refuses.
@@ -644,7 +643,7 @@ fn one_character(pda: &Pda, node: NodeId) -> Option<(Refused, u128)> {
 /// led by `lead` (shared by every 31st lead byte: a test against it may answer yes for a few
 /// more tokens, never no for one that holds such a character). Bits 1–31 stand for control
 /// characters otherwise, which no text token holds.
-fn lead_bit(lead: u8) -> u128 {
+pub(super) fn lead_bit(lead: u8) -> u128 {
     1 << (1 + (lead.wrapping_sub(0xC2) % 31))
 }
 
