@@ -50,7 +50,7 @@ use constrain::schema::Compiled;
 use constrain::{Limits, TokenId, Vocabulary};
 use python_json::PyValue;
 use slowest::SlowMask;
-use stats::{SchemaResult, Summary};
+use stats::{Aggregate, SchemaResult, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -230,9 +230,10 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut results: Vec<SchemaResult> = Vec::new();
+    let mut agg = Aggregate::default();
     // Check the report path before the run, not after it: an empty partial report.
     if let Some(path) = &args.json_report {
-        write_report(path, args, &ctx, &facts, &results, false)
+        write_report(path, args, &ctx, &facts, &results, &mut agg, false)
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
     let mut reported = (0, Instant::now()); // results in the last partial report, and when
@@ -264,24 +265,23 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
                 )
             });
         }
-        match outcome {
-            Ok(Some(r)) => results.push(r),
-            Ok(None) => {} // no tests
+        let result = match outcome {
+            Ok(r) => r,
             Err(payload) => {
                 let msg = panic_message(payload.as_ref());
                 bar.suspend(|| eprintln!("!!! INTERNAL PANIC on {}: {msg}", job.id));
-                results.push(SchemaResult {
-                    id: job.id.clone(),
-                    set: job.set.clone(),
-                    panic: Some(msg),
-                    ..Default::default()
-                });
+                Some(SchemaResult { id: job.id.clone(), set: job.set.clone(), panic: Some(msg), ..Default::default() })
             }
+        };
+        // `None`: no tests.
+        if let Some(mut r) = result {
+            agg.add(&mut r);
+            results.push(r);
         }
         bar.inc(1);
         if let Some(path) = &args.json_report {
             if results.len() > reported.0 && reported.1.elapsed() >= REPORT_EVERY {
-                write_report(path, args, &ctx, &facts, &results, false)?;
+                write_report(path, args, &ctx, &facts, &results, &mut agg, false)?;
                 reported = (results.len(), Instant::now());
             }
         }
@@ -295,13 +295,14 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             if args.filter.is_some() { " matched --filter" } else { "" }
         );
     }
-    let (sets, total) = aggregate(&results);
-
+    agg.finish();
     outln!("{}", Summary::table_header());
-    for (name, s) in &sets {
-        outln!("{}", s.table_row(name));
+    for (name, s) in &agg.sets {
+        outln!("{}", s.table_row(name, &s.own_runs()));
     }
-    outln!("{}", total.table_row("TOTAL"));
+    outln!("{}", agg.total.table_row("TOTAL", &agg.runs()));
+    // The total's counts (no mask samples: a set's hold them): the report below sorts `agg`.
+    let total = agg.total.clone();
     let cache = ctx.index.cache_report();
     let mb = |bytes: usize| bytes as f64 / 1e6;
     outln!(
@@ -373,7 +374,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
 
     if let Some(path) = &args.json_report {
-        write_report(path, args, &ctx, &facts, &results, true)?;
+        write_report(path, args, &ctx, &facts, &results, &mut agg, true)?;
         eprintln!("report written to {}", path.display());
     }
 
@@ -387,31 +388,18 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Per-set and total summaries of `results`, sorted for percentiles.
-fn aggregate(results: &[SchemaResult]) -> (std::collections::BTreeMap<String, Summary>, Summary) {
-    let mut sets: std::collections::BTreeMap<String, Summary> = Default::default();
-    let mut total = Summary::default();
-    for r in results {
-        sets.entry(r.set.clone()).or_default().add(r);
-        total.add(r);
-    }
-    for s in sets.values_mut() {
-        s.finish();
-    }
-    total.finish();
-    (sets, total)
-}
-
-/// Writes the JSON report of `results` to `path`.
+/// Writes the JSON report of `results` (summarised in `agg`, sorted here) to `path`.
 fn write_report(
     path: &Path,
     args: &EvalArgs,
     ctx: &Context,
     facts: &TokenizerFacts,
     results: &[SchemaResult],
+    agg: &mut Aggregate,
     complete: bool,
 ) -> anyhow::Result<()> {
-    let (sets, total) = aggregate(results);
+    agg.finish();
+    let (sets, total) = (&agg.sets, &agg.total);
     let cache = ctx.index.cache_report();
     let kind = |k: constrain::mask::KindReport| serde_json::json!({"values": k.values, "bytes": k.bytes});
     let report = serde_json::json!({
@@ -438,8 +426,8 @@ fn write_report(
         },
         "rule_cache_bytes": ctx.index.rule_cache().bytes(),
         "peak_rss_bytes": slowest::peak_rss_bytes(),
-        "totals": total.to_json(),
-        "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json())).collect::<serde_json::Map<_, _>>(),
+        "totals": total.to_json(&agg.runs()),
+        "sets": sets.iter().map(|(k, s)| (k.clone(), s.to_json(&s.own_runs()))).collect::<serde_json::Map<_, _>>(),
         "details": {
             "totals": total.details_json(),
             "sets": sets.iter().map(|(k, s)| (k.clone(), s.details_json())).collect::<serde_json::Map<_, _>>(),
