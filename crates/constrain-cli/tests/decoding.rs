@@ -1,7 +1,7 @@
 //! `--beams` and `--model-draft` end to end with the default model: with the warpers beam
 //! search ignores (temperature, mirostat, typical) and the one it keeps (`--logit-bias`),
 //! every example schema's document validates, and one beam prints what greedy decoding
-//! prints; with the model as its own draft, greedy output is unchanged.
+//! prints (on `person`); with the model as its own draft, greedy output is unchanged.
 #![cfg(feature = "llama")]
 
 use serde_json::Value;
@@ -33,7 +33,11 @@ fn beam_outputs_validate_and_one_beam_is_greedy() {
         let text = run(&path, &warped);
         let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"));
         assert!(validator.is_valid(&value), "{name}: {text}");
-        assert_eq!(run(&path, &["--beams", "1"]), run(&path, &["--temp", "0"]), "{name}: one beam is greedy");
+        // One schema is enough for the flags' path: the library's beam test compares one
+        // beam with greedy decoding on others, token for token.
+        if name == "person" {
+            assert_eq!(run(&path, &["--beams", "1"]), run(&path, &["--temp", "0"]), "{name}: one beam is greedy");
+        }
     }
 }
 
