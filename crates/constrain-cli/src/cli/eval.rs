@@ -233,7 +233,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let mut agg = Aggregate::default();
     // Check the report path before the run, not after it: an empty partial report.
     if let Some(path) = &args.json_report {
-        write_report(path, args, &ctx, &facts, &results, &mut agg, false)
+        write_report(path, args, &ctx, &facts, &results, &agg, false)
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
     let mut reported = (0, Instant::now()); // results in the last partial report, and when
@@ -281,7 +281,8 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         bar.inc(1);
         if let Some(path) = &args.json_report {
             if results.len() > reported.0 && reported.1.elapsed() >= REPORT_EVERY {
-                write_report(path, args, &ctx, &facts, &results, &mut agg, false)?;
+                agg.finish();
+                write_report(path, args, &ctx, &facts, &results, &agg, false)?;
                 reported = (results.len(), Instant::now());
             }
         }
@@ -300,9 +301,8 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     for (name, s) in &agg.sets {
         outln!("{}", s.table_row(name, &s.own_runs()));
     }
-    outln!("{}", agg.total.table_row("TOTAL", &agg.runs()));
-    // The total's counts (no mask samples: a set's hold them): the report below sorts `agg`.
-    let total = agg.total.clone();
+    let total = &agg.total;
+    outln!("{}", total.table_row("TOTAL", &agg.runs()));
     let cache = ctx.index.cache_report();
     let mb = |bytes: usize| bytes as f64 / 1e6;
     outln!(
@@ -374,7 +374,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
 
     if let Some(path) = &args.json_report {
-        write_report(path, args, &ctx, &facts, &results, &mut agg, true)?;
+        write_report(path, args, &ctx, &facts, &results, &agg, true)?;
         eprintln!("report written to {}", path.display());
     }
 
@@ -388,17 +388,17 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Writes the JSON report of `results` (summarised in `agg`, sorted here) to `path`.
+/// Writes the JSON report of `results` (summarised in `agg`, after [`Aggregate::finish`]) to
+/// `path`.
 fn write_report(
     path: &Path,
     args: &EvalArgs,
     ctx: &Context,
     facts: &TokenizerFacts,
     results: &[SchemaResult],
-    agg: &mut Aggregate,
+    agg: &Aggregate,
     complete: bool,
 ) -> anyhow::Result<()> {
-    agg.finish();
     let (sets, total) = (&agg.sets, &agg.total);
     let cache = ctx.index.cache_report();
     let kind = |k: constrain::mask::KindReport| serde_json::json!({"values": k.values, "bytes": k.bytes});

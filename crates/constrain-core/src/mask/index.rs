@@ -441,8 +441,9 @@ pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
 /// [`crate::matcher::ConstraintCache`]. The index's small memos (first characters, split
 /// text tokens, subtree unions, tries of the text tokens by lead bytes) are bounded by
 /// count, about 19 MB at 129k tokens over all of JSONSchemaBench (at most 27 MB), which the
-/// budget's remaining sixteenth (16 MiB by default) stands for. Not covered: the tokenizer's own tables
-/// ([`TokenIndex::memory_usage`]) and the constraints and matchers in use.
+/// budget's remaining sixteenth (16 MiB by default) stands for. Not covered: the
+/// tokenizer's own tables ([`TokenIndex::memory_usage`]) and the constraints and matchers in
+/// use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IndexConfig {

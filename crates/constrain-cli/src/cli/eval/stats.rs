@@ -159,7 +159,7 @@ impl Samples<'_> {
     pub fn percentile(&self, p: f64) -> Option<u32> {
         let len = self.len();
         let top = self.runs.iter().filter_map(|r| r.last()).max().copied()?;
-        let rank = ((p * len as f64).ceil() as usize).clamp(1, len);
+        let rank = nearest_rank(len, p);
         let (mut lo, mut hi) = (0u32, top);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -380,8 +380,12 @@ pub(crate) fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     if sorted.is_empty() {
         return None;
     }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+    sorted.get(nearest_rank(sorted.len(), p) - 1).copied()
+}
+
+/// The rank (from 1) of the `p` percentile among `len` samples (`len` ≥ 1).
+fn nearest_rank(len: usize, p: f64) -> usize {
+    ((p * len as f64).ceil() as usize).clamp(1, len)
 }
 
 fn us(ns: u64) -> f64 {
