@@ -1,13 +1,16 @@
 //! Small helpers shared by the stages: 128-bit structural hashing (the keys of every cache),
-//! token bitsets (the masks), [`Levels`] (per-step state with rollback), and the one subset
+//! token bitsets (the masks), [`Levels`] (per-step state with rollback) over [`ForkVec`]
+//! (a vector that forks in constant time), and the one subset
 //! construction (`subset`, for the PDA builder and the character automata of
 //! [`crate::grammar::dfa`]). They sit below [`crate::grammar`], [`crate::automaton`] and
 //! [`crate::mask`] so that none needs to reach into another for them.
 
 pub(crate) mod cache;
+mod forkvec;
 mod levels;
 pub(crate) mod subset;
 
+pub use forkvec::{ForkVec, CHUNK};
 pub use levels::Levels;
 
 use std::hash::Hash;
