@@ -485,7 +485,10 @@ impl Drafting<'_> {
                 out.truncate(keep);
                 Ok(())
             }
-            Drafting::Model(d) => d.propose(vocab, seq.tokens(), seq.fork_matcher(), room, out),
+            Drafting::Model(d) => {
+                let matcher = seq.fork_matcher();
+                d.propose(vocab, seq.tokens(), matcher, room, out)
+            }
         }
     }
 

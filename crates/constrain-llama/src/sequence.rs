@@ -372,11 +372,11 @@ impl Sequence {
     /// An independent copy at the same point, for a beam that branches off here: the
     /// matchers are forked ([`Matcher::fork`]), the rest is copied but for the step's
     /// logits and bonuses. Its KV cells are the caller's to copy.
-    pub(crate) fn fork(&self) -> Sequence {
+    pub(crate) fn fork(&mut self) -> Sequence {
         Sequence {
             settings: self.settings.clone(),
-            matcher: self.matcher.as_ref().map(Matcher::fork),
-            order: self.order.as_ref().map(Matcher::fork),
+            matcher: self.matcher.as_mut().map(Matcher::fork),
+            order: self.order.as_mut().map(Matcher::fork),
             order_mask: Vec::new(),
             order_live: self.order_live,
             closer: self.closer.clone(),
@@ -483,8 +483,8 @@ impl Sequence {
     }
 
     /// A fork of the matcher, at the output so far (a draft model proposes inside it).
-    pub(crate) fn fork_matcher(&self) -> Option<Matcher> {
-        self.matcher.as_ref().map(Matcher::fork)
+    pub(crate) fn fork_matcher(&mut self) -> Option<Matcher> {
+        self.matcher.as_mut().map(Matcher::fork)
     }
 
     /// The sampling settings.

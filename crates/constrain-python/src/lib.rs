@@ -30,6 +30,7 @@
 mod gguf;
 
 use constrain::schema::{self, dialect::Draft, Whitespace};
+use constrain::util::ForkVec;
 use constrain::{Limits, TokenId, TokenIndex, Vocabulary};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -568,13 +569,13 @@ struct Matcher {
 /// A matcher's state behind its lock.
 struct State {
     m: constrain::Matcher,
-    /// Every token accepted, EOS included, in order.
-    history: Vec<u32>,
+    /// Every token accepted, EOS included, in order (shared with forks, copy on write).
+    history: ForkVec<u32>,
 }
 
 impl Matcher {
     fn new(m: constrain::Matcher) -> Matcher {
-        Matcher { state: Mutex::new(State { m, history: Vec::new() }) }
+        Matcher { state: Mutex::new(State { m, history: ForkVec::new() }) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -672,11 +673,13 @@ impl Matcher {
 
     /// An independent matcher in the same state, with the same rollback history.
     ///
-    /// Cost: one copy of the parse state (no replay, no mask computation); the compiled
-    /// constraint and the mask cache are shared.
+    /// Cost: the same at any length (no replay, no mask computation): the parse state and
+    /// the run-time checks' history are shared copy on write, and so are the compiled
+    /// constraint and the mask cache.
     fn fork(&self) -> Matcher {
-        let s = self.lock();
-        Matcher { state: Mutex::new(State { m: s.m.fork(), history: s.history.clone() }) }
+        let mut s = self.lock();
+        let history = s.history.fork(usize::MAX);
+        Matcher { state: Mutex::new(State { m: s.m.fork(), history }) }
     }
 
     /// Back to the start of the grammar.
@@ -743,7 +746,7 @@ impl Matcher {
     /// The tokens accepted so far, in order.
     #[getter]
     fn tokens(&self) -> Vec<u32> {
-        self.lock().history.clone()
+        self.lock().history.as_contiguous().into_owned()
     }
 
     fn __repr__(&self) -> String {

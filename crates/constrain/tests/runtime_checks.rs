@@ -435,3 +435,82 @@ fn fork_is_independent_and_equal_to_replay() {
     assert!(!is_allowed(&mask, TokenId(u32::from(b'1'))), "the array is closed");
     assert!(!original.is_accepting() && original.accept_bytes(b"]").is_ok() && original.is_accepting());
 }
+
+/// Forks of forks over long outputs, with rollbacks, on a schema with run-time checks: the
+/// shared parse state and check history cross many chunks of [`constrain::util::CHUNK`]
+/// items, rollbacks thaw shared chunks, and at every step each matcher's mask must be that
+/// of a matcher that was never forked (made by replay when the fork was made, then given
+/// the same tokens and rollbacks). A fixed-seed walk: each step takes a random allowed byte.
+#[test]
+fn forks_of_forks_over_long_outputs_equal_replay() {
+    let c = constraint(&json!({
+        "type": "array", "uniqueItems": true,
+        "items": {"type": "object", "additionalProperties": false, "required": ["name", "n"],
+            "properties": {"name": {"type": "string", "maxLength": 6}, "n": {"type": "integer", "maximum": 99}}}
+    }));
+    let words = c.index().vocab().mask_words();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    let replay = |tokens: &[u32]| {
+        let mut m = c.matcher();
+        for &t in tokens {
+            m.accept_token(TokenId(t)).expect("replayed token");
+        }
+        m
+    };
+    // Per sequence: the matcher under test, its never-forked twin, its tokens.
+    let mut pool = vec![(c.matcher(), c.matcher(), Vec::<u32>::new())];
+    let (mut mask, mut twin_mask) = (vec![0u32; words], vec![0u32; words]);
+    let (mut forks, mut thawing_rollbacks, mut longest) = (0, 0, 0);
+    for step in 0..40_000 {
+        let (k, n_pool) = (next(pool.len()), pool.len());
+        let (m, twin, tokens) = &mut pool[k];
+        m.fill_mask(&mut mask).expect("mask");
+        twin.fill_mask(&mut twin_mask).expect("mask");
+        assert_eq!(mask, twin_mask, "step {step}: sequence {k} after {} tokens", tokens.len());
+        assert_eq!(m.is_accepting(), twin.is_accepting(), "step {step}");
+        // The closing bracket is taken rarely, so the outputs grow long.
+        let allowed: Vec<u32> = (0..256).filter(|&t| is_allowed(&mask, TokenId(t))).collect();
+        let grow: Vec<u32> = allowed.iter().copied().filter(|&t| t != u32::from(b']')).collect();
+        let pick = if grow.is_empty() || next(500) == 0 { &allowed } else { &grow };
+        let mut fork = None;
+        let rollback = match next(100) {
+            0..=1 if n_pool < 5 => {
+                fork = Some((m.fork(), replay(tokens), tokens.clone()));
+                forks += 1;
+                0
+            }
+            2 => next(tokens.len().min(300) + 1),
+            3 if n_pool > 2 => {
+                pool.swap_remove(k);
+                continue;
+            }
+            _ if !pick.is_empty() => {
+                let t = pick[next(pick.len())];
+                m.accept_token(TokenId(t)).expect("an allowed token");
+                twin.accept_token(TokenId(t)).expect("an allowed token");
+                tokens.push(t);
+                longest = longest.max(tokens.len());
+                0
+            }
+            // The document is complete: back into it.
+            _ => tokens.len().min(50),
+        };
+        if rollback > 0 {
+            m.rollback(rollback).expect("rollback");
+            twin.rollback(rollback).expect("rollback");
+            tokens.truncate(tokens.len() - rollback);
+            thawing_rollbacks += usize::from(rollback >= constrain::util::CHUNK);
+        }
+        pool.extend(fork);
+    }
+    assert!(
+        forks > 200 && thawing_rollbacks > 10 && longest > 4 * constrain::util::CHUNK,
+        "forks {forks}, rollbacks over a chunk {thawing_rollbacks}, longest {longest}"
+    );
+}

@@ -11,7 +11,7 @@
 
 use super::cut::{Cut, CLOSURE_BUDGET};
 use super::{FrameId, NodeId, Pda};
-use crate::util::Levels;
+use crate::util::{ForkVec, Levels};
 use crate::Limits;
 
 /// "No parent": the frame is the bottom of its stack ([`FrameId::BOTTOM`]).
@@ -82,10 +82,11 @@ struct ClosureInfo {
 }
 
 /// The arena of frames plus reusable scratch space for closures. Owned by each matcher and
-/// each mask computation; never shared.
+/// each mask computation; a matcher's fork shares the older frames ([`Stacks::fork`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Stacks {
-    arena: Vec<Frame>,
+    /// Frames by [`FrameId`]; forks share the older ones, and new ones go to its owned tail.
+    arena: ForkVec<Frame>,
     /// The lowest arena length since [`Stacks::take_low_water`] (`usize::MAX`: not
     /// truncated since): what answers kept about frames must forget.
     low_water: usize,
@@ -150,7 +151,7 @@ impl Stacks {
     /// Empty stacks with the limits' depth and width budgets.
     pub fn new(limits: &Limits) -> Self {
         Stacks {
-            arena: Vec::new(),
+            arena: ForkVec::new(),
             low_water: usize::MAX,
             work: Vec::new(),
             closure: Vec::new(),
@@ -166,11 +167,12 @@ impl Stacks {
         }
     }
 
-    /// A copy of these stacks for a forked matcher: the same frames and limits, fresh
-    /// scratch space. Costs one copy of the arena (16 bytes a frame).
-    pub fn fork(&self) -> Stacks {
+    /// An independent copy of these stacks for a forked matcher: the same frames and
+    /// limits, fresh scratch space. The frames are shared, not copied ([`ForkVec::fork`]), so
+    /// the cost does not grow with their number.
+    pub fn fork(&mut self) -> Stacks {
         Stacks {
-            arena: self.arena.clone(),
+            arena: self.arena.fork(usize::MAX),
             low_water: usize::MAX,
             work: Vec::new(),
             closure: Vec::new(),
@@ -194,7 +196,7 @@ impl Stacks {
 
     /// The whole arena (frames are found by index; see [`Frame::parent`]).
     #[inline]
-    pub fn frames(&self) -> &[Frame] {
+    pub fn frames(&self) -> &ForkVec<Frame> {
         &self.arena
     }
 
@@ -344,7 +346,9 @@ impl Stacks {
     fn alloc(&mut self, boundary: usize, frame: Frame) -> FrameId {
         let made = self.arena.len() - boundary;
         if made <= ALLOC_SCAN {
-            if let Some(i) = self.arena[boundary..].iter().position(|f| *f == frame) {
+            // A closure's frames are all owned: forks happen between steps, never inside one.
+            let own = self.arena.owned_from(boundary).unwrap_or(&[]);
+            if let Some(i) = own.iter().position(|f| *f == frame) {
                 return FrameId::at(boundary + i);
             }
         } else if let Some(&i) = self.made.get(&frame) {
@@ -354,7 +358,7 @@ impl Stacks {
         self.arena.push(frame);
         self.closure.push(ClosureInfo::default());
         if made == ALLOC_SCAN {
-            for (i, f) in self.arena[boundary..].iter().enumerate() {
+            for (i, f) in self.arena.owned_from(boundary).unwrap_or(&[]).iter().enumerate() {
                 self.made.insert(*f, FrameId::at(boundary + i));
             }
         } else if made > ALLOC_SCAN {
@@ -588,7 +592,7 @@ impl<'p> Runner<'p> {
     /// [`Recognizer::pop_bytes`].
     pub fn push_level(&mut self, frames: impl Iterator<Item = Frame>, tops: impl Iterator<Item = FrameId>) {
         let arena_len = self.stacks.arena.len();
-        self.stacks.arena.extend(frames);
+        self.stacks.arena.tail_mut().extend(frames);
         self.levels.open(arena_len).extend(tops);
     }
 

@@ -5,7 +5,7 @@ use super::RelaxedLoop;
 use crate::automaton::exec::{Frame, BOTTOM};
 use crate::automaton::keys::NodeKeys;
 use crate::automaton::{FrameId, Pda, UNBOUNDED};
-use crate::util::hash128;
+use crate::util::{hash128, ForkVec};
 use crate::Limits;
 
 /// How many frames below the top (beyond counted loops) a mask context may include.
@@ -70,7 +70,7 @@ pub(crate) struct Context {
 impl Context {
     /// Sets this context to `top`'s in the stacks' `arena`; `cap` caps loop distances
     /// (the longest token length + 1: no token can tell two counts apart beyond that).
-    pub(super) fn build(&mut self, target: &Target, cap: u32, arena: &[Frame], top: FrameId) {
+    pub(super) fn build(&mut self, target: &Target, cap: u32, arena: &ForkVec<Frame>, top: FrameId) {
         let Target { pda, keys, .. } = *target;
         let class = |frame: &Frame, l: &crate::automaton::Loop| {
             let (count, min, max) = (frame.count(), l.min(), l.max());

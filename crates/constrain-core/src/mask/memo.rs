@@ -6,7 +6,7 @@ use super::walk::{Accepted, WholeSubtrees};
 use crate::automaton::exec::{Frame, Runner, BOTTOM};
 use crate::automaton::Recognizer;
 use crate::automaton::{FrameId, NodeId, Pda};
-use crate::util::{hash128, is_allowed, Hasher128};
+use crate::util::{hash128, is_allowed, ForkVec, Hasher128};
 use std::sync::Arc;
 
 /// The outcome of walking the descendants of one first-byte trie node from one parse state:
@@ -83,7 +83,7 @@ pub(super) const MEMO_MIN_SURVIVORS: usize = 32;
 
 /// Identifies the stacks of a parse state for [`state_key`]: every stack as the rule
 /// positions ([`position_key`]) and loop counts of its frames, order-free.
-pub(super) fn stacks_key(pda: &Pda, arena: &[Frame], tops: &[FrameId], chains: &mut Vec<u128>) -> u128 {
+pub(super) fn stacks_key(pda: &Pda, arena: &ForkVec<Frame>, tops: &[FrameId], chains: &mut Vec<u128>) -> u128 {
     chains.clear();
     chains.extend(tops.iter().map(|&top| {
         let mut h = Hasher128::new();

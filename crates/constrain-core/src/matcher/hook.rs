@@ -51,8 +51,11 @@ pub trait CheckTracker: Send + fmt::Debug {
     fn rollback(&mut self, n: usize);
 
     /// An independent copy of this tracker at the same point of the output (a forked
-    /// matcher's: beam search). Scratch and memos need not be copied.
-    fn fork(&self) -> Box<dyn CheckTracker>;
+    /// matcher's: beam search). Scratch and memos need not be copied. Its cost should not
+    /// grow with the output's length: share the history with this tracker (`&mut self`
+    /// lets it hand its own recent state over to the shared part, as
+    /// [`crate::util::ForkVec::fork`] does).
+    fn fork(&mut self) -> Box<dyn CheckTracker>;
 
     /// Clears from `mask` the tokens that would complete a value failing its check.
     fn filter(&mut self, mask: &mut [u32], vocab: &Vocabulary);

@@ -282,20 +282,24 @@ impl Matcher {
     }
 
     /// An independent matcher at the same point: same tokens accepted, same rollback
-    /// history, its own state from here on (beam search keeps one per beam). Copies the
-    /// parse state (16 bytes a stack frame, a few words a token, and the run-time checks'
-    /// output so far) and starts with fresh mask buffers; the compiled constraint and the
-    /// mask cache are shared. No replay: the cost is that of the copy.
-    pub fn fork(&self) -> Matcher {
+    /// history, its own state from here on (beam search keeps one per beam, a draft model
+    /// proposes inside one). The parse state and the run-time checks' history are shared
+    /// between the two, copy on write ([`crate::util::ForkVec`]), so a fork costs the same
+    /// after ten tokens as after ten thousand: it copies under [`crate::util::CHUNK`] recent
+    /// items of each kind, the stack tops of the current token, and the checks' open
+    /// containers. The compiled constraint and the mask cache are shared; the fork starts
+    /// with fresh mask buffers. Takes `&mut self` because the shared part is taken from
+    /// this matcher's own recent state.
+    pub fn fork(&mut self) -> Matcher {
         Matcher {
             constraint: self.constraint.clone(),
             stacks: self.stacks.fork(),
-            levels: self.levels.clone(),
+            levels: self.levels.fork(),
             cur: Vec::new(),
             next: Vec::new(),
             scratch: self.constraint.index().scratch(),
             mask_cut: self.mask_cut,
-            checker: self.checker.as_ref().map(|c| c.fork()),
+            checker: self.checker.as_mut().map(|c| c.fork()),
             key_endings: Vec::new(),
         }
     }

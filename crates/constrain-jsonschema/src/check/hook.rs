@@ -58,7 +58,7 @@ impl CheckTracker for Tracker {
         self.checker.rollback(n);
     }
 
-    fn fork(&self) -> Box<dyn CheckTracker> {
+    fn fork(&mut self) -> Box<dyn CheckTracker> {
         Box::new(Tracker { checker: self.checker.fork(), stats: Arc::clone(&self.stats) })
     }
 

@@ -148,7 +148,7 @@ class Matcher:
     def rollback(self, num_tokens: int = 1) -> None:
         """Undoes the last ``num_tokens`` accepted tokens."""
     def fork(self) -> Matcher:
-        """An independent matcher in the same state (costs one copy of the parse state, no replay)."""
+        """An independent matcher in the same state; costs the same at any length (shared history, copy on write, no replay)."""
     def reset(self) -> None:
         """Back to the start of the grammar."""
     def is_terminated(self) -> bool:

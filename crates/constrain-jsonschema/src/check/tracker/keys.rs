@@ -2,7 +2,9 @@
 //! repeats one of its object's or that no closed schema of the object allows.
 
 use crate::util::hash128;
+use constrain_core::util::Levels;
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 
 use super::{lex::Cx, lex::Lex, lex::State, lex::Step, Checker};
 
@@ -22,18 +24,16 @@ impl Checker {
             return false;
         }
         let (prefix, lead) = match self.state.lex {
-            Lex::Str { key: true, esc: 0 } => {
-                (self.levels.items().get(top.key_start as usize + 1..).unwrap_or(&[]), &b""[..])
-            }
+            Lex::Str { key: true, esc: 0 } => (key_so_far(&self.levels, top.key_start), &b""[..]),
             // After a comma: the key is still to begin.
-            Lex::ObjKey => (&[][..], &b"\""[..]),
+            Lex::ObjKey => (Cow::Borrowed(&[][..]), &b"\""[..]),
             _ => return false,
         };
         if prefix.contains(&b'\\') {
             return false;
         }
         let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
-        self.checks.key_endings(&self.sets.members[top.set as usize], prefix, keys, lead, out)
+        self.checks.key_endings(&self.sets.members[top.set as usize], &prefix, keys, lead, out)
     }
 
     /// Inside a key (no escape pending): whether `part`, which ends it with its last byte
@@ -45,7 +45,7 @@ impl Checker {
         if !self.sets.needs(top.set) {
             return false;
         }
-        let before = self.levels.items().get(top.key_start as usize + 1..).unwrap_or(&[]);
+        let before = key_so_far(&self.levels, top.key_start);
         let body = part.get(..part.len().saturating_sub(1)).unwrap_or(&[]);
         if before.contains(&b'\\') || body.contains(&b'\\') {
             return self.run_sim(part, false).is_some();
@@ -61,7 +61,7 @@ impl Checker {
             return false;
         }
         self.span.clear();
-        self.span.extend_from_slice(before);
+        self.span.extend_from_slice(&before);
         self.span.extend_from_slice(body);
         let h = hash128(&self.span);
         self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]).contains(&h)
@@ -95,12 +95,12 @@ impl Checker {
         {
             return None;
         }
-        let before = self.levels.items().get(top.key_start as usize + 1..).unwrap_or(&[]);
+        let before = key_so_far(&self.levels, top.key_start);
         if before.contains(&b'\\') {
             return None;
         }
         let keys = self.state.keys.get(top.keys_start as usize..).unwrap_or(&[]);
-        let ranks = self.checks.open_names(&self.sets.members[top.set as usize], before, keys, &mut self.names);
+        let ranks = self.checks.open_names(&self.sets.members[top.set as usize], &before, keys, &mut self.names);
         Some(ranks)
     }
 
@@ -112,6 +112,14 @@ impl Checker {
         let at = self.levels.items().len().saturating_sub(top.key_start as usize + 1);
         self.each_rank_has(ranks, at, |rest| rest.starts_with(tok))
     }
+}
+
+/// The key being written in the innermost object, from `key_start` (its opening quote) on,
+/// without the quote: a slice of the text while it is in one piece (see
+/// [`constrain_core::util::ForkVec::slice`]).
+fn key_so_far<M>(levels: &Levels<u8, M>, key_start: u32) -> Cow<'_, [u8]> {
+    let text = levels.items();
+    text.slice(key_start as usize + 1..text.len())
 }
 
 /// See [`Cx::key_memo`]: the key's hash, its value's set, whether it repeats, its length.

@@ -12,6 +12,7 @@ use super::{keys::end_key, keys::KeyMemo, sets::Sets};
 pub(super) use constrain_core::json::is_ws;
 pub(super) use constrain_core::json::Lex;
 use constrain_core::json::{Container, Event};
+use constrain_core::util::ForkVec;
 
 /// An open object or array.
 #[derive(Clone, Copy, Debug)]
@@ -73,7 +74,7 @@ pub(super) struct Cx<'a> {
     pub(super) checks: &'a ValueChecks,
     pub(super) sets: &'a mut Sets,
     /// The text accepted so far, then the token being tried (offsets run on from `text`).
-    pub(super) text: &'a [u8],
+    pub(super) text: &'a ForkVec<u8>,
     pub(super) tok: &'a [u8],
     pub(super) span: &'a mut Vec<u8>,
     pub(super) verdicts: &'a mut Verdicts,
@@ -94,7 +95,7 @@ impl Cx<'_> {
         let n = self.text.len();
         if start < n {
             self.used_text = true;
-            self.span.extend_from_slice(&self.text[start..end.min(n)]);
+            self.text.extend_into(start..end.min(n), self.span);
         }
         if end > n {
             let from = start.max(n) - n;

@@ -66,8 +66,9 @@ pub(crate) struct Checker {
 /// One accepted token's worth of [`Checker`] state (the token's bytes are the level's items).
 #[derive(Clone, Debug, Default)]
 struct Level {
-    /// The tracker's state after the token.
-    state: State,
+    /// The tracker's state after the token (behind an `Arc`, so that a fork copies a
+    /// pointer per recent token, not the state).
+    state: Arc<State>,
     /// Whether the document may end there (known `true` once computed so).
     end_ok: bool,
 }
@@ -94,14 +95,16 @@ impl Checker {
         c
     }
 
-    /// An independent checker at the same point of the output: the interned sets, the
-    /// state and the text so far are copied; the per-mask memos start empty.
-    pub fn fork(&self) -> Checker {
+    /// An independent checker at the same point of the output: the text and the per-token
+    /// snapshots are shared with this one, copy on write ([`Levels::fork`]); the interned
+    /// sets (bounded by the schema) and the current state (the open containers) are copied;
+    /// the caches and per-mask memos start empty.
+    pub fn fork(&mut self) -> Checker {
         Checker {
             checks: Arc::clone(&self.checks),
-            sets: self.sets.clone(),
+            sets: self.sets.fork(),
             state: self.state.clone(),
-            levels: self.levels.clone(),
+            levels: self.levels.fork(),
             sim: State::default(),
             span: Vec::new(),
             verdicts: HashMap::default(),
@@ -159,12 +162,12 @@ impl Checker {
         };
         if !ok {
             self.levels.pop();
-            self.state = self.levels.last().map(|l| l.state.clone()).unwrap_or_default();
+            self.state = self.levels.last().map(|l| State::clone(&l.state)).unwrap_or_default();
             return false;
         }
         self.state = st;
         if let Some(l) = self.levels.last_mut() {
-            l.state = self.state.clone();
+            l.state = Arc::new(self.state.clone());
         }
         true
     }
@@ -185,7 +188,7 @@ impl Checker {
             let mut cx = self.cx(&[], false);
             ok = complete(set, start, end, &mut cx) == Step::Ok;
         }
-        ok = ok && self.checks.whole_is_valid(self.levels.items());
+        ok = ok && self.checks.whole_is_valid(&self.levels.items().as_contiguous());
         if let Some(l) = self.levels.last_mut() {
             l.end_ok = ok;
         }
@@ -211,7 +214,7 @@ impl Checker {
             self.levels.pop();
         }
         if let Some(l) = self.levels.last() {
-            self.state = l.state.clone();
+            self.state = State::clone(&l.state);
         }
     }
 

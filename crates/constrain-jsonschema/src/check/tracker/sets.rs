@@ -6,7 +6,6 @@ use rustc_hash::FxHashMap as HashMap;
 
 /// Interned sets of schema positions (each closed under `allOf` and `$ref`), with what the
 /// tracker needs to know of each. Set 0 is the empty set: no check at or below.
-#[derive(Clone)]
 pub(crate) struct Sets {
     pub(super) members: Vec<Box<[u32]>>,
     /// Values of this set are validated when they complete.
@@ -46,6 +45,23 @@ impl Sets {
         };
         s.root = s.closed(checks, vec![checks.root]);
         s
+    }
+
+    /// A copy for a forked checker: the interned sets (the ids the state refers to), without
+    /// the caches of children, which grow with the keys and indices seen and are computed
+    /// again on demand, to the same ids.
+    pub(super) fn fork(&self) -> Sets {
+        Sets {
+            members: self.members.clone(),
+            needs: self.needs.clone(),
+            kids: self.kids.clone(),
+            closed: self.closed.clone(),
+            unique: self.unique.clone(),
+            intern: self.intern.clone(),
+            by_key: HashMap::default(),
+            by_index: HashMap::default(),
+            root: self.root,
+        }
     }
 
     /// Interns the closure of `start` under `also`.
