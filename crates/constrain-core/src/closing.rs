@@ -451,6 +451,28 @@ impl Closer {
         Ok(())
     }
 
+    /// Closing for a decode loop that cannot take a sampled token back (a logits processor,
+    /// whose sampler runs after it): [`Closer::narrow`], and then, before closing mode, with
+    /// the budget within `margin` tokens of the distance, keeps only the tokens after which
+    /// the distance is below the budget: what [`Closer::check`] would refuse after sampling,
+    /// refused before it. Further from the end a token would have to lengthen the distance
+    /// by more than `margin` bytes at once to break the budget; that is not tried, since the
+    /// trial costs a token step per allowed token. Call [`Closer::forced`] with each token
+    /// accepted, so that the plan follows them.
+    pub fn narrow_before_sampling(
+        &mut self,
+        m: &mut Matcher,
+        mask: &mut [u32],
+        remaining: usize,
+        margin: usize,
+    ) -> Result<(), MatchError> {
+        self.narrow(m, mask, remaining)?;
+        if self.enabled && !self.closing && remaining as u64 <= self.distance.saturating_add(margin as u64) {
+            m.retain_shortening(mask, remaining as u64)?;
+        }
+        Ok(())
+    }
+
     /// Soft closing: when the budget is within `margin` tokens of the distance (and not yet
     /// closing), writes into `soft` the tokens of `mask` that shorten the distance and
     /// returns the logit bonus to give them (growing as the hard limit nears).
