@@ -29,6 +29,7 @@
 
 mod gguf;
 
+use constrain::closing::Closer;
 use constrain::schema::{self, dialect::Draft, Whitespace};
 use constrain::util::ForkVec;
 use constrain::{Limits, TokenId, TokenIndex, Vocabulary};
@@ -519,8 +520,23 @@ impl Constraint {
     }
 
     /// A fresh matcher at the start of the grammar, for one sequence.
-    fn matcher(&self) -> Matcher {
-        Matcher::new(self.inner.matcher())
+    ///
+    /// With `max_tokens`, closing mode applies: the output must be complete within that
+    /// many accepted tokens (EOS not needed), so as the budget runs low the masks keep only
+    /// tokens after which the output can still be finished in the tokens left, and once the
+    /// output is complete and closing, only end-of-generation ids. Raises `LimitError` when
+    /// the budget is below what the shortest output takes.
+    #[pyo3(signature = (*, max_tokens=None))]
+    fn matcher(&self, max_tokens: Option<usize>) -> PyResult<Matcher> {
+        let budget = match max_tokens {
+            None => None,
+            Some(max_tokens) => {
+                let closer = Closer::new(&self.inner, true, max_tokens, usize::MAX)
+                    .map_err(|e| LimitError::new_err(e.to_string()))?;
+                Some(Budget { closer, max_tokens })
+            }
+        };
+        Ok(Matcher::new(self.inner.matcher(), budget))
     }
 
     /// Width of the masks in tokens (the tokenizer's `vocab_size`).
@@ -571,11 +587,26 @@ struct State {
     m: constrain::Matcher,
     /// Every token accepted, EOS included, in order (shared with forks, copy on write).
     history: ForkVec<u32>,
+    /// Closing mode, when the matcher was made with a token budget.
+    budget: Option<Budget>,
 }
 
+/// A token budget and its closing mode: the masks keep the output finishable within
+/// `max_tokens` tokens in all ([`Closer::narrow_before_sampling`]).
+#[derive(Clone)]
+struct Budget {
+    closer: Closer,
+    max_tokens: usize,
+}
+
+/// How close to the distance the budget may come before every allowed token is tried for
+/// what it leaves ([`Closer::narrow_before_sampling`]): a token step per allowed token on
+/// each of these last steps, for tokens that lengthen the distance by up to this much.
+const CLOSING_MARGIN: usize = 32;
+
 impl Matcher {
-    fn new(m: constrain::Matcher) -> Matcher {
-        Matcher { state: Mutex::new(State { m, history: ForkVec::new() }) }
+    fn new(m: constrain::Matcher, budget: Option<Budget>) -> Matcher {
+        Matcher { state: Mutex::new(State { m, history: ForkVec::new(), budget }) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -590,6 +621,9 @@ impl State {
         match self.m.accept_token(TokenId(token)) {
             Ok(()) => {
                 self.history.push(token);
+                if let Some(b) = &mut self.budget {
+                    b.closer.forced(&self.m, &[TokenId(token)]);
+                }
                 Ok(true)
             }
             Err(constrain::matcher::Error::Rejected(_) | constrain::matcher::Error::Finished) => Ok(false),
@@ -601,7 +635,20 @@ impl State {
         let words = self.m.constraint().index().vocab().mask_words();
         let (ours, rest) = row.split_at_mut(words.min(row.len()));
         rest.fill(0);
-        self.m.fill_mask(ours)
+        self.m.fill_mask(ours)?;
+        let Some(b) = &mut self.budget else { return Ok(()) };
+        let remaining = b.max_tokens.saturating_sub(self.history.len());
+        if b.closer.should_stop(&self.m, remaining) {
+            // Complete, and closing (or out of budget): only the end may follow.
+            ours.fill(0);
+            for &eos in self.m.constraint().index().vocab().eos_tokens() {
+                if let Some(w) = ours.get_mut(eos.index() / 32) {
+                    *w |= 1 << (eos.0 % 32);
+                }
+            }
+            return Ok(());
+        }
+        b.closer.narrow_before_sampling(&mut self.m, ours, remaining, CLOSING_MARGIN)
     }
 
     fn rollback(&mut self, num_tokens: usize) -> PyResult<()> {
@@ -679,7 +726,8 @@ impl Matcher {
     fn fork(&self) -> Matcher {
         let mut s = self.lock();
         let history = s.history.fork(usize::MAX);
-        Matcher { state: Mutex::new(State { m: s.m.fork(), history }) }
+        let budget = s.budget.clone();
+        Matcher { state: Mutex::new(State { m: s.m.fork(), history, budget }) }
     }
 
     /// Back to the start of the grammar.
@@ -687,6 +735,13 @@ impl Matcher {
         let mut s = self.lock();
         s.m.reset();
         s.history.clear();
+        let State { m, budget, .. } = &mut *s;
+        if let Some(b) = budget {
+            // The budget fitted this constraint when the matcher was made, so it still does.
+            if let Ok(closer) = Closer::new(m.constraint(), true, b.max_tokens, usize::MAX) {
+                b.closer = closer;
+            }
+        }
     }
 
     /// Whether an end-of-generation token was accepted.

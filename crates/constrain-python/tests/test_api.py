@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
@@ -212,3 +213,53 @@ def test_tokenizer_properties(toy):
     assert wide.vocab_size == 40 and wide.mask_words == 2
     with pytest.raises(constrain.TokenizerError):
         constrain.Tokenizer.from_file("/nonexistent/tokenizer.json")
+
+
+# Printable ASCII, a few longer pieces, EOS last: enough to write any compact JSON here.
+WALK_PIECES = [bytes([b]) for b in range(0x20, 0x7F)] + [b"hello", b" world", b'":"', b'","', b'"]', b"<eos>"]
+WALK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "bio": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+    },
+    "required": ["bio", "tags"],
+    "additionalProperties": False,
+}
+
+
+def random_walk(c, eos, rng, budget, max_tokens):
+    """Uniformly random allowed tokens until EOS or `budget` tokens; the text and whether
+    it ended complete."""
+    m = c.matcher(max_tokens=max_tokens)
+    mask = constrain.allocate_token_bitmask(1, c.vocab_size)
+    text = b""
+    for _ in range(budget):
+        m.fill_next_token_bitmask(mask, 0)
+        ids = allowed(mask, 0)
+        assert ids, f"no allowed token after {text!r}"
+        t = int(rng.choice(ids))
+        if t == eos:
+            break
+        assert m.accept_token(t)
+        text += WALK_PIECES[t]
+    return text, m.is_accepting()
+
+
+def test_closing_mode_finishes_within_the_budget():
+    """Random walks cut at 40 tokens: without a budget most are incomplete (strings go on);
+    with `max_tokens=40` every one is a complete, valid document."""
+    eos = len(WALK_PIECES) - 1
+    tok = constrain.Tokenizer.from_tokens(WALK_PIECES, eos_token_ids=[eos])
+    c = constrain.Constraint.json_schema(WALK_SCHEMA, tok, whitespace="compact")
+    rng = np.random.default_rng(11)
+    cut = sum(not random_walk(c, eos, rng, 40, None)[1] for _ in range(20))
+    assert cut >= 10, f"only {cut} of 20 unbudgeted walks were incomplete: the test would not tell"
+    for _ in range(20):
+        text, complete = random_walk(c, eos, rng, 40, 40)
+        assert complete, text
+        doc = json.loads(text)
+        assert set(doc) == {"bio", "tags"} and isinstance(doc["bio"], str), text
+        assert len(doc["tags"]) >= 2 and all(isinstance(t, str) for t in doc["tags"]), text
+    with pytest.raises(constrain.LimitError):
+        c.matcher(max_tokens=3)

@@ -58,12 +58,14 @@ def generate(lm, constraint, prompt, **kwargs):
     messages = [{"role": "user", "content": prompt}]
     text = hf_tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     inputs = hf_tok(text, return_tensors="pt")
-    proc = constrain.hf.LogitsProcessor(constraint)
+    budget = kwargs.pop("max_new_tokens", 60)
+    closing = kwargs.pop("closing", False)
+    proc = constrain.hf.LogitsProcessor(constraint, max_new_tokens=budget if closing else None)
     with torch.no_grad():
         out = model.generate(
             **inputs,
             logits_processor=[proc],
-            max_new_tokens=kwargs.pop("max_new_tokens", 60),
+            max_new_tokens=budget,
             eos_token_id=tok.eos_token_ids,
             pad_token_id=tok.eos_token_ids[0],
             **kwargs,
@@ -109,3 +111,28 @@ def test_regex(lm):
     c = constrain.Constraint.regex("[0-9]{3}-[0-9]{4}", lm[2])
     (text,) = generate(lm, c, "A phone number:", do_sample=False)
     assert len(text) == 8 and text[3] == "-" and text.replace("-", "").isdigit()
+
+
+BIO = {
+    "type": "object",
+    "properties": {
+        "bio": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+        "age": {"type": "integer"},
+    },
+    "required": ["bio", "tags", "age"],
+    "additionalProperties": False,
+}
+
+
+def test_closing_mode_under_a_tight_budget(lm):
+    """A free-form string first and 30 tokens in all, sampled at temperature 1: closing mode
+    (the processor told the budget) ends the string and the object in time, every time."""
+    c = constrain.Constraint.json_schema(BIO, lm[2], whitespace="compact")
+    torch.manual_seed(5)
+    texts = generate(
+        lm, c, "Write a long biography.", do_sample=True, temperature=1.0, top_k=0,
+        num_return_sequences=4, max_new_tokens=30, closing=True,
+    )
+    assert len(texts) == 4
+    check_all(texts, BIO)

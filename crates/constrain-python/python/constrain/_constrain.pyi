@@ -117,8 +117,10 @@ class Constraint:
         max_grammar_size: Optional[int] = None,
     ) -> Constraint:
         """Compiles a regular expression (Rust syntax) the whole output must match."""
-    def matcher(self) -> Matcher:
-        """A fresh matcher at the start of the grammar."""
+    def matcher(self, *, max_tokens: Optional[int] = None) -> Matcher:
+        """A fresh matcher at the start of the grammar. With ``max_tokens``, closing mode:
+        the masks keep the output finishable within that many accepted tokens, and end it
+        once complete and closing. Raises ``LimitError`` when the budget is too small."""
     @property
     def vocab_size(self) -> int:
         """Width of the masks in tokens."""

@@ -8,7 +8,7 @@ Usage::
     hf_tok = AutoTokenizer.from_pretrained(path)
     tok = constrain.Tokenizer.from_hf(hf_tok, vocab_size=model.config.vocab_size)
     c = constrain.Constraint.json_schema(schema, tok)
-    proc = constrain.hf.LogitsProcessor(c)
+    proc = constrain.hf.LogitsProcessor(c, max_new_tokens=200)
     out = model.generate(**inputs, logits_processor=[proc], max_new_tokens=200)
 
 Each row follows its own prefix: at every step the processor reads each row's generated
@@ -18,6 +18,11 @@ duplicates rows, and ``num_return_sequences`` expands them; when several rows co
 prefix, the matcher is forked (see ``Matcher.fork`` for its cost), otherwise it is moved.
 Create one processor per ``generate`` call (it also resets itself when ``input_ids`` does
 not grow by one token).
+
+Pass ``generate``'s ``max_new_tokens`` as ``max_new_tokens`` too: closing mode then keeps
+every row finishable within it (as the budget runs low, only tokens after which the output
+can still be completed in the tokens left are allowed, and a complete output is ended).
+Without it, a row that runs out of tokens is cut off, incomplete.
 """
 
 from __future__ import annotations
@@ -41,13 +46,20 @@ class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
 
     ``constraint``: a compiled :class:`constrain.Constraint`. ``prompt_length``: the number of
     prompt tokens in ``input_ids`` (default: the length at the first call, which is right
-    for ``generate``). Rows that already ended (EOS accepted) are left unmasked: transformers
-    pads them.
+    for ``generate``). ``max_new_tokens``: the token budget of each row, for closing mode
+    (``generate``'s own ``max_new_tokens``); raises ``constrain.LimitError`` when it is below
+    what the shortest output takes. Rows that already ended (EOS accepted) are left
+    unmasked: transformers pads them.
     """
 
-    def __init__(self, constraint: Constraint, prompt_length: Optional[int] = None) -> None:
+    def __init__(
+        self, constraint: Constraint, prompt_length: Optional[int] = None, max_new_tokens: Optional[int] = None
+    ) -> None:
         self.constraint = constraint
+        self.max_new_tokens = max_new_tokens
         self._fixed_prompt = prompt_length
+        # Fails now, not in the middle of generate, when the budget is too small.
+        constraint.matcher(max_tokens=max_new_tokens)
         self.reset()
 
     def reset(self) -> None:
@@ -129,14 +141,14 @@ class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         """The matcher for ``prefix``: its parent's, advanced by the last token; None for a
         dead row (a token the mask had refused)."""
         if not prefix:
-            return self.constraint.matcher()
+            return self.constraint.matcher(max_tokens=self.max_new_tokens)
         parent_key = prefix[:-1]
         if parent_key in self._matchers and self._matchers[parent_key] is None:
             return None  # the row was dead already
         parent = self._matchers.get(parent_key)
         if parent is None:
             # Not seen (a processor reused across calls, or rows it never masked): replay.
-            m = self.constraint.matcher()
+            m = self.constraint.matcher(max_tokens=self.max_new_tokens)
             for t in prefix:
                 if m.is_terminated():
                     return m  # a finished row being padded
