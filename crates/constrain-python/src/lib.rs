@@ -993,8 +993,13 @@ mod pool {
 
     type Job = Box<dyn FnOnce() + Send>;
 
-    /// Polls before a worker blocks (a few µs): a decode loop calls again soon.
-    const SPIN: u32 = 2_000;
+    /// How long a worker polls for the next job before it blocks. Waking a blocked thread
+    /// takes 10–30 µs here, longer than a batch of cached fills, so a worker that slept
+    /// between two calls came too late to help (1.15× for 8 fills on 2 threads). Polling
+    /// this long covers the gap between the fills of one decode step and the next call's
+    /// Python work; a decode loop whose model step is milliseconds pays at most this much
+    /// of one core per call.
+    const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
 
     fn workers() -> &'static Vec<Mutex<Sender<Job>>> {
         static POOL: OnceLock<Vec<Mutex<Sender<Job>>>> = OnceLock::new();
@@ -1004,11 +1009,10 @@ mod pool {
                 .map(|i| {
                     let (tx, rx) = channel::<Job>();
                     let _ = std::thread::Builder::new().name(format!("constrain-fill-{i}")).spawn(move || {
-                        // Spin a little before sleeping: a decode loop calls again within
-                        // tens of µs, and waking a sleeping thread costs about as much as
-                        // a cached fill.
+                        // Poll before sleeping (see `SPIN`).
                         'outer: loop {
-                            for _ in 0..SPIN {
+                            let idle = std::time::Instant::now();
+                            while idle.elapsed() < SPIN {
                                 match rx.try_recv() {
                                     Ok(job) => {
                                         job();
