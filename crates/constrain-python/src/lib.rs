@@ -70,6 +70,9 @@ const CACHE_ENTRIES: usize = 256;
 // ---------------------------------------------------------------------------------------
 // Tokenizer
 
+#[cfg(feature = "llama")]
+mod generator;
+
 static NEXT_TOKENIZER: AtomicU64 = AtomicU64::new(1);
 
 /// A tokenizer's vocabulary as bytes, with its shared mask cache.
@@ -1126,6 +1129,8 @@ fn _constrain(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tokenizer>()?;
     m.add_class::<Constraint>()?;
     m.add_class::<Matcher>()?;
+    #[cfg(feature = "llama")]
+    m.add_class::<generator::Generator>()?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmasks, m)?)?;
     m.add_function(wrap_pyfunction!(allocate_token_bitmask, m)?)?;
     m.add("ConstrainError", py.get_type::<ConstrainError>())?;

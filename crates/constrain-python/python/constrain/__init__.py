@@ -13,7 +13,12 @@ and llguidance users know::
     m.accept_token(t)
 
 Adapters: :mod:`constrain.hf` (a transformers ``LogitsProcessor``) and :mod:`constrain.vllm`
-(vLLM v1's structured-output backend and grammar interface).
+(vLLM v1's structured-output backend and grammar interface). With a GGUF model and no
+torch, :class:`Generator` runs the engine's own llama.cpp decode loop::
+
+    g = constrain.Generator("model.gguf")                     # or Generator() for the default model
+    c = constrain.Constraint.json_schema(schema, g.tokenizer)
+    text = g.generate("Invent a person.", c, max_tokens=200)
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any, Optional, Sequence
 from ._constrain import (
     ConstrainError,
     Constraint,
+    Generator,
     GrammarError,
     LimitError,
     Matcher,
@@ -36,6 +42,7 @@ from ._constrain import (
 __all__ = [
     "ConstrainError",
     "Constraint",
+    "Generator",
     "GrammarError",
     "LimitError",
     "Matcher",

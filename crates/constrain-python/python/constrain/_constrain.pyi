@@ -172,6 +172,40 @@ class Matcher:
     def tokens(self) -> List[int]:
         """The tokens accepted so far."""
 
+class Generator:
+    """A GGUF model loaded with llama.cpp, generating under a constraint (the CLI's decode
+    loop: mask before the warpers, closing mode, backtracking). Compile constraints against
+    ``generator.tokenizer``. Calls are serialised; the GIL is released while generating."""
+    def __init__(
+        self,
+        model_path: Optional[str] = None,
+        *,
+        n_ctx: int = 4096,
+        threads: Optional[int] = None,
+        chat_template: bool = True,
+    ) -> None:
+        """Loads ``model_path`` (default: the default model, fetched on first use)."""
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's vocabulary."""
+    def generate(
+        self,
+        prompt: str,
+        constraint: Optional[Constraint] = None,
+        *,
+        system: Optional[str] = None,
+        max_tokens: int = 256,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        seed: Optional[int] = None,
+        beams: int = 0,
+        close: bool = True,
+    ) -> str:
+        """A reply to ``prompt`` that ``constraint`` accepts (free text without one).
+        Raises ``LimitError`` when it cannot be completed within ``max_tokens``."""
+
 def fill_next_token_bitmasks(matchers: Sequence[Matcher], bitmask: Any, indices: Optional[Sequence[int]] = None) -> None:
     """Fills one row per matcher on a thread pool, GIL released."""
 
