@@ -22,6 +22,14 @@ def model_path() -> Path:
     return cache / "constrain" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def model_or_skip() -> Path:
+    """The default model's path; skips the test when scripts/fetch-model.sh has not run."""
+    path = model_path()
+    if not path.exists():
+        pytest.skip(f"{path} missing: run scripts/fetch-model.sh")
+    return path
+
+
 TOY_PIECES = [b"{", b"}", b'"ok"', b":", b"true", b"false", b" ", b'{"', b'ok"', b",", b"<eos>"]
 TOY_EOS = 10
 

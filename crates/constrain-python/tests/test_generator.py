@@ -10,7 +10,7 @@ import json
 import pytest
 
 import constrain
-from conftest import model_path
+from conftest import model_or_skip, model_path
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -28,10 +28,7 @@ PERSON = {
 
 @pytest.fixture(scope="module")
 def gen():
-    path = model_path()
-    if not path.exists():
-        pytest.skip(f"{path} missing: run scripts/fetch-model.sh")
-    return constrain.Generator(str(path), n_ctx=2048)
+    return constrain.Generator(str(model_or_skip()), n_ctx=2048)
 
 
 def test_greedy_sampled_and_beams_validate(gen):

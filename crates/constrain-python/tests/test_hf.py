@@ -12,7 +12,7 @@ import pytest
 
 import constrain
 import constrain.hf
-from conftest import model_path
+from conftest import model_or_skip
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -42,9 +42,7 @@ ITEMS = {
 
 @pytest.fixture(scope="module")
 def lm():
-    path = model_path()
-    if not path.exists():
-        pytest.skip(f"{path} missing: run scripts/fetch-model.sh")
+    path = model_or_skip()
     kw = dict(gguf_file=path.name)
     hf_tok = transformers.AutoTokenizer.from_pretrained(str(path.parent), **kw)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), **kw)
