@@ -639,6 +639,9 @@ impl State {
         let (ours, rest) = row.split_at_mut(words.min(row.len()));
         rest.fill(0);
         self.m.fill_mask(ours)?;
+        if self.terminated() {
+            return Ok(()); // after EOS the row stays all zero, budget or not
+        }
         let Some(b) = &mut self.budget else { return Ok(()) };
         let remaining = b.max_tokens.saturating_sub(self.history.len());
         if b.closer.should_stop(&self.m, remaining) {

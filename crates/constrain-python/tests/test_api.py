@@ -263,3 +263,13 @@ def test_closing_mode_finishes_within_the_budget():
         assert len(doc["tags"]) >= 2 and all(isinstance(t, str) for t in doc["tags"]), text
     with pytest.raises(constrain.LimitError):
         c.matcher(max_tokens=3)
+    # After EOS a budgeted row is all zero too.
+    m = c.matcher(max_tokens=40)
+    mask = constrain.allocate_token_bitmask(1, c.vocab_size)
+    for ch in b'{"bio":"a","tags":["","b"]}':
+        assert m.accept_token(WALK_PIECES.index(bytes([ch]))), chr(ch)
+    m.fill_next_token_bitmask(mask, 0)
+    assert allowed(mask, 0) == [eos]
+    assert m.accept_token(eos) and m.is_terminated()
+    m.fill_next_token_bitmask(mask, 0)
+    assert allowed(mask, 0) == []
