@@ -131,17 +131,18 @@ fn snapshots_of_example_schemas() {
     }
 }
 
-/// Temperature 1 with the default top-k/top-p/min-p chain. The prompt is the user turn only
-/// (no schema in the system turn) to keep the test fast: validity must come from the grammar,
-/// not from the model knowing the schema.
+/// Temperature 1 with the default top-k/top-p/min-p chain, 8 seeds for each case but tree.
+/// The prompt is the user turn only (no schema in the system turn) to keep the test fast:
+/// validity must come from the grammar, not from the model knowing the schema. (100 seeds
+/// until the suite passed 10 minutes; the CI sweep and gensweep sample far more.)
 #[test]
-fn hundred_sampled_generations_validate() {
+fn sampled_generations_validate() {
     let mut g = generator();
     let mut incomplete = Vec::new();
     // The recursive tree is left out: at temperature 1 a 135M model may nest past any token
     // budget (it is covered greedily by the snapshots).
     let cases: Vec<_> = CASES.iter().filter(|(name, _)| *name != "tree").collect();
-    for seed in 0..100u64 {
+    for seed in 0..8 * cases.len() as u64 {
         let &(name, prompt) = cases[seed as usize % cases.len()];
         let sampler = SamplerSettings { temperature: 1.0, seed: Some(seed), ..SamplerSettings::default() };
         match run_prompt(&mut g, name, prompt, false, sampler, 384) {
@@ -283,7 +284,7 @@ fn draft_model_keeps_greedy_output_and_validity() {
         assert_eq!(drafted.text, plain.text, "{name}: greedy with a draft is greedy");
         assert!(drafted.accepted_drafts > 0 && drafted.accepted_drafts <= drafted.drafted_tokens, "{drafted:?}");
         assert!(drafted.model_steps < plain.model_steps, "{name}: kept drafts save model steps");
-        for seed in [1, 2] {
+        for seed in [1] {
             let sampler = SamplerSettings { seed: Some(seed), ..SamplerSettings::default() };
             g.set_settings(GeneratorSettings { draft: 4, ..snapshot_settings(sampler) }).unwrap();
             let out = g.generate(prompt.clone(), &constraint).expect("sampled with a draft");
