@@ -451,14 +451,15 @@ impl Closer {
         Ok(())
     }
 
-    /// Closing for a decode loop that cannot take a sampled token back (a logits processor,
-    /// whose sampler runs after it): [`Closer::narrow`], and then, before closing mode, with
-    /// the budget within `margin` tokens of the distance, keeps only the tokens after which
-    /// the distance is below the budget: what [`Closer::check`] would refuse after sampling,
-    /// refused before it. Further from the end a token would have to lengthen the distance
-    /// by more than `margin` bytes at once to break the budget; that is not tried, since the
-    /// trial costs a token step per allowed token. Call [`Closer::forced`] with each token
-    /// accepted, so that the plan follows them.
+    /// Closing for a decode loop that cannot take a sampled token back nor stop by itself (a
+    /// logits processor, whose sampler runs after it). Where [`Closer::should_stop`] holds,
+    /// `mask` keeps only EOS: the processor's way to stop. Otherwise [`Closer::narrow`], and
+    /// then, before closing mode, with the budget within `margin` tokens of the distance,
+    /// keeps only the tokens after which the distance is below the budget: what
+    /// [`Closer::check`] would refuse after sampling, refused before it. Further from the end
+    /// a token would have to lengthen the distance by more than `margin` bytes at once to
+    /// break the budget; that is not tried, since the trial costs a token step per allowed
+    /// token. Call [`Closer::forced`] with each token accepted, so that the plan follows them.
     pub fn narrow_before_sampling(
         &mut self,
         m: &mut Matcher,
@@ -466,6 +467,12 @@ impl Closer {
         remaining: usize,
         margin: usize,
     ) -> Result<(), MatchError> {
+        if self.should_stop(m, remaining) {
+            let vocab = m.constraint().index().vocab();
+            // Infallible: the filter cannot fail.
+            let Ok(_) = crate::util::try_retain_tokens(mask, |t| Ok::<_, std::convert::Infallible>(vocab.is_eos(t)));
+            return Ok(());
+        }
         self.narrow(m, mask, remaining)?;
         if self.enabled && !self.closing && remaining as u64 <= self.distance.saturating_add(margin as u64) {
             m.retain_shortening(mask, remaining as u64)?;

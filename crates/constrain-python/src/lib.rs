@@ -644,16 +644,6 @@ impl State {
         }
         let Some(b) = &mut self.budget else { return Ok(()) };
         let remaining = b.max_tokens.saturating_sub(self.history.len());
-        if b.closer.should_stop(&self.m, remaining) {
-            // Complete, and closing (or out of budget): only the end may follow.
-            ours.fill(0);
-            for &eos in self.m.constraint().index().vocab().eos_tokens() {
-                if let Some(w) = ours.get_mut(eos.index() / 32) {
-                    *w |= 1 << (eos.0 % 32);
-                }
-            }
-            return Ok(());
-        }
         b.closer.narrow_before_sampling(&mut self.m, ours, remaining, CLOSING_MARGIN)
     }
 
