@@ -58,8 +58,9 @@ class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         self.constraint = constraint
         self.max_new_tokens = max_new_tokens
         self._fixed_prompt = prompt_length
-        # Fails now, not in the middle of generate, when the budget is too small.
-        constraint.matcher(max_tokens=max_new_tokens)
+        # Every row starts as a fork of this matcher: made once, so a budget too small fails
+        # now, not in the middle of generate, and closing's proof from the start runs once.
+        self._start = constraint.matcher(max_tokens=max_new_tokens)
         self.reset()
 
     def reset(self) -> None:
@@ -141,14 +142,14 @@ class LogitsProcessor(_Base):  # type: ignore[misc,valid-type]
         """The matcher for ``prefix``: its parent's, advanced by the last token; None for a
         dead row (a token the mask had refused)."""
         if not prefix:
-            return self.constraint.matcher(max_tokens=self.max_new_tokens)
+            return self._start.fork()
         parent_key = prefix[:-1]
         if parent_key in self._matchers and self._matchers[parent_key] is None:
             return None  # the row was dead already
         parent = self._matchers.get(parent_key)
         if parent is None:
             # Not seen (a processor reused across calls, or rows it never masked): replay.
-            m = self.constraint.matcher(max_tokens=self.max_new_tokens)
+            m = self._start.fork()
             for t in prefix:
                 if m.is_terminated():
                     return m  # a finished row being padded
