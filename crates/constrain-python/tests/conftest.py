@@ -60,3 +60,16 @@ def allowed(mask, row: int = 0) -> list[int]:
     """Ids whose bit is set in ``mask[row]``."""
     bits = constrain.unpack_token_bitmask(mask[row : row + 1])[0]
     return [int(i) for i in bits.nonzero()[0]]
+
+
+# A small person object: the schema the model-loading tests generate.
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 20},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "city": {"enum": ["Lyon", "Oslo", "Lima"]},
+    },
+    "required": ["name", "age", "city"],
+    "additionalProperties": False,
+}

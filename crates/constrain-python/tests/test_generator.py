@@ -10,20 +10,9 @@ import json
 import pytest
 
 import constrain
-from conftest import model_or_skip, model_path
+from conftest import PERSON, model_or_skip, model_path
 
 jsonschema = pytest.importorskip("jsonschema")
-
-PERSON = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 20},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-        "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "minItems": 1, "maxItems": 3},
-    },
-    "required": ["name", "age", "tags"],
-    "additionalProperties": False,
-}
 
 
 @pytest.fixture(scope="module")

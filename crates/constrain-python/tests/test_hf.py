@@ -12,22 +12,11 @@ import pytest
 
 import constrain
 import constrain.hf
-from conftest import model_or_skip
+from conftest import PERSON, model_or_skip
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 jsonschema = pytest.importorskip("jsonschema")
-
-PERSON = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 20},
-        "age": {"type": "integer", "minimum": 0, "maximum": 120},
-        "city": {"enum": ["Lyon", "Oslo", "Lima"]},
-    },
-    "required": ["name", "age", "city"],
-    "additionalProperties": False,
-}
 
 ITEMS = {
     "type": "object",
