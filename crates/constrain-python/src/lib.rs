@@ -822,19 +822,24 @@ struct MaskBuffer {
     words: usize,
 }
 
-/// The last numpy array `MaskBuffer::of` read on this thread, held (so it stays alive and
-/// its identity cannot be reused) with its address: reading `__array_interface__` costs
-/// about 5 µs, half a cached mask fill, and a decode loop passes the same array every step.
-/// numpy does not move a live array's data while another reference to it exists (`resize`
-/// refuses), so the held reference also keeps the address valid. Torch tensors are not
-/// remembered: `resize_` may move their storage.
+/// A numpy array `MaskBuffer::of` read on this thread, held (so it stays alive and its
+/// identity cannot be reused) with its address: reading `__array_interface__` costs about
+/// 5 µs, half a cached mask fill, and a decode loop passes the same array (or two, double
+/// buffered) every step. numpy does not move a live array's data while another reference
+/// to it exists (`resize` refuses), so the held reference also keeps the address valid.
+/// Torch tensors are not remembered: `resize_` may move their storage.
 struct LastArray {
     obj: Py<PyAny>,
     buf: MaskBuffer,
 }
 
+/// How many numpy arrays each thread remembers ([`LastArray`]): a loop that fills two
+/// bitmasks by turns (one per model, or double buffering) hits every time.
+const LAST_ARRAYS: usize = 4;
+
 thread_local! {
-    static LAST_ARRAY: std::cell::RefCell<Option<LastArray>> = const { std::cell::RefCell::new(None) };
+    /// The arrays read last on this thread, the most recent first.
+    static LAST_ARRAYS_READ: std::cell::RefCell<Vec<LastArray>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// numpy's `ndarray` type, for the exact-type check of [`LastArray`].
@@ -850,16 +855,22 @@ fn ndarray_type(py: Python<'_>) -> Option<&Bound<'_, pyo3::types::PyType>> {
 }
 
 impl MaskBuffer {
-    /// [`MaskBuffer::of`], remembering the last numpy array (see [`LastArray`]).
+    /// [`MaskBuffer::of`], remembering the last few numpy arrays (see [`LastArray`]).
     fn of_cached(obj: &Bound<'_, PyAny>) -> PyResult<MaskBuffer> {
-        let hit = LAST_ARRAY.with(|l| l.borrow().as_ref().filter(|c| c.obj.is(obj)).map(|c| c.buf));
+        let hit = LAST_ARRAYS_READ.with(|l| l.borrow().iter().find(|c| c.obj.is(obj)).map(|c| c.buf));
         if let Some(buf) = hit {
             return Ok(buf);
         }
         let buf = MaskBuffer::of(obj)?;
         if ndarray_type(obj.py()).is_some_and(|t| obj.get_type().is(t)) {
-            let old = LAST_ARRAY.with(|l| l.replace(Some(LastArray { obj: obj.clone().unbind(), buf })));
-            drop(old);
+            // The one pushed out is dropped outside the borrow: dropping an array may run
+            // Python code that reads this cache again.
+            let out = LAST_ARRAYS_READ.with(|l| {
+                let mut l = l.borrow_mut();
+                l.insert(0, LastArray { obj: obj.clone().unbind(), buf });
+                (l.len() > LAST_ARRAYS).then(|| l.pop())
+            });
+            drop(out);
         }
         Ok(buf)
     }
