@@ -592,6 +592,9 @@ struct State {
     history: ForkVec<u32>,
     /// Closing mode, when the matcher was made with a token budget.
     budget: Option<Budget>,
+    /// How long this matcher's last batch fill took (`None`: not yet known):
+    /// `fill_next_token_bitmasks` fills a batch whose fills are cheap on the calling thread.
+    fill_cost: Option<std::time::Duration>,
 }
 
 /// A token budget and its closing mode: the masks keep the output finishable within
@@ -609,7 +612,7 @@ const CLOSING_MARGIN: usize = 32;
 
 impl Matcher {
     fn new(m: constrain::Matcher, budget: Option<Budget>) -> Matcher {
-        Matcher { state: Mutex::new(State { m, history: ForkVec::new(), budget }) }
+        Matcher { state: Mutex::new(State { m, history: ForkVec::new(), budget, fill_cost: None }) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -723,7 +726,7 @@ impl Matcher {
         let mut s = self.lock();
         let history = s.history.fork(usize::MAX);
         let budget = s.budget.clone();
-        Matcher { state: Mutex::new(State { m: s.m.fork(), history, budget }) }
+        Matcher { state: Mutex::new(State { m: s.m.fork(), history, budget, fill_cost: s.fill_cost }) }
     }
 
     /// Back to the start of the grammar.
@@ -950,7 +953,9 @@ struct Row(&'static mut [u32]);
 unsafe impl Send for Row {}
 
 /// Fills row `indices[i]` (default `i`) of `bitmask` for `matchers[i]`, on a thread pool
-/// with the GIL released: one call for a whole batch. Each matcher may appear once.
+/// with the GIL released: one call for a whole batch. Each matcher may appear once. A
+/// batch whose fills were cheap last time (under 4 µs together) is filled on the calling
+/// thread, where a hand-off would cost more than it saves.
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, indices=None))]
 fn fill_next_token_bitmasks(
@@ -960,15 +965,22 @@ fn fill_next_token_bitmasks(
     indices: Option<Vec<usize>>,
 ) -> PyResult<()> {
     let buf = MaskBuffer::of_cached(bitmask)?;
-    let indices: Vec<usize> = indices.unwrap_or_else(|| (0..matchers.len()).collect());
-    if indices.len() != matchers.len() {
+    if indices.as_ref().is_some_and(|ix| ix.len() != matchers.len()) {
         return Err(PyValueError::new_err("indices and matchers differ in length"));
     }
-    let mut seen = vec![false; buf.rows];
+    let row_of = |k: usize| indices.as_ref().map_or(k, |ix| ix[k]);
+    // Rows must be distinct: two threads must never write one row. A few rows are compared
+    // pairwise (no allocation), more are marked in a table.
+    let mut seen = if matchers.len() > 16 { vec![false; buf.rows] } else { Vec::new() };
     let mut guards = Vec::with_capacity(matchers.len());
-    let mut jobs = Vec::with_capacity(matchers.len());
-    for (m, &i) in matchers.iter().zip(&indices) {
-        if i >= buf.rows || std::mem::replace(&mut seen[i], true) {
+    for (k, m) in matchers.iter().enumerate() {
+        let i = row_of(k);
+        let twice = if seen.is_empty() {
+            (0..k).any(|e| row_of(e) == i)
+        } else {
+            i < buf.rows && std::mem::replace(&mut seen[i], true)
+        };
+        if i >= buf.rows || twice {
             return Err(PyValueError::new_err(format!("row {i} is out of range or given twice")));
         }
         let guard = match m.get().state.try_lock() {
@@ -979,24 +991,52 @@ fn fill_next_token_bitmasks(
             }
         };
         guards.push(guard);
-        // SAFETY: rows are distinct (checked above); every job is joined before this
+    }
+    let mut work = Vec::with_capacity(guards.len());
+    for (k, g) in guards.iter_mut().enumerate() {
+        // SAFETY: rows are distinct (checked above); every item is done before this
         // function returns, while `bitmask` is still borrowed.
-        jobs.push(Row(unsafe { buf.row(i)? }));
+        work.push(Fill { state: g, row: Row(unsafe { buf.row(row_of(k))? }), error: None });
     }
-    let mut work: Vec<(&mut State, Row)> = guards.iter_mut().map(|g| &mut **g).zip(jobs).collect();
-    let results = py.allow_threads(|| pool::run(&mut work, |(m, row)| m.fill_row(row.0)));
-    for r in results {
-        r.map_err(|e| match_err(e, Kind::Gbnf))?;
+    let fill = |w: &mut Fill<'_>| {
+        let start = std::time::Instant::now();
+        w.error = w.state.fill_row(w.row.0).err();
+        w.state.fill_cost = Some(start.elapsed());
+    };
+    // A batch whose fills took little last time is done here: handing half of it to a
+    // worker thread would cost more than it saves. A fill not yet timed counts as dear.
+    let expected: Option<std::time::Duration> = work.iter().map(|w| w.state.fill_cost).sum();
+    if work.len() < 2 || expected.is_some_and(|t| t < INLINE_BATCH) {
+        work.iter_mut().for_each(fill);
+    } else {
+        let cost = |w: &Fill<'_>| w.state.fill_cost.map(|t| t.as_nanos() as u64);
+        py.allow_threads(|| pool::run(&mut work, cost, fill));
     }
-    Ok(())
+    match work.into_iter().find_map(|w| w.error) {
+        Some(e) => Err(match_err(e, Kind::Gbnf)),
+        None => Ok(()),
+    }
+}
+
+/// Below this much fill time (the matchers' last fills, summed), `fill_next_token_bitmasks`
+/// fills on the calling thread: a worker's share must outweigh the hand-off (about 1 µs to
+/// wake a polling worker and gather it back, more when it sleeps).
+const INLINE_BATCH: std::time::Duration = std::time::Duration::from_micros(4);
+
+/// One matcher's part of a batch fill: its state, its row, and the error it met.
+struct Fill<'a> {
+    state: &'a mut State,
+    row: Row,
+    error: Option<constrain::matcher::Error>,
 }
 
 mod pool {
     //! A small fixed pool of worker threads for batch mask fills: spawning threads per call
-    //! would cost as much as the fills themselves (a cached mask is ~10 µs).
+    //! would cost more than the fills themselves (a cached mask takes 1–5 µs).
+    use std::collections::VecDeque;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::mpsc::{channel, Sender};
-    use std::sync::{Arc, Mutex, OnceLock};
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+    use std::time::{Duration, Instant};
 
     type Job = Box<dyn FnOnce() + Send>;
 
@@ -1006,98 +1046,224 @@ mod pool {
     /// this long covers the gap between the fills of one decode step and the next call's
     /// Python work; a decode loop whose model step is milliseconds pays at most this much
     /// of one core per call.
-    const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
+    const SPIN: Duration = Duration::from_micros(300);
 
-    fn workers() -> &'static Vec<Mutex<Sender<Job>>> {
-        static POOL: OnceLock<Vec<Mutex<Sender<Job>>>> = OnceLock::new();
-        POOL.get_or_init(|| {
-            let n = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 16);
-            (0..n.saturating_sub(1))
-                .map(|i| {
-                    let (tx, rx) = channel::<Job>();
-                    let _ = std::thread::Builder::new().name(format!("constrain-fill-{i}")).spawn(move || {
-                        // Poll before sleeping (see `SPIN`).
-                        'outer: loop {
-                            let idle = std::time::Instant::now();
-                            while idle.elapsed() < SPIN {
-                                match rx.try_recv() {
-                                    Ok(job) => {
-                                        job();
-                                        continue 'outer;
-                                    }
-                                    Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
-                                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break 'outer,
-                                }
-                            }
-                            match rx.recv() {
-                                Ok(job) => job(),
-                                Err(_) => break,
-                            }
+    /// One worker's inbox: the jobs sent to it, a flag it polls while it spins, and a
+    /// condition variable it sleeps on after that.
+    struct Inbox {
+        queue: Mutex<Queue>,
+        /// Whether `queue` holds a job: read without the lock by the polling worker (a
+        /// channel's `try_recv` took about twice as long to see a job).
+        pending: AtomicBool,
+        wake: Condvar,
+    }
+
+    /// The locked part of an [`Inbox`].
+    struct Queue {
+        jobs: VecDeque<Job>,
+        /// The worker is waiting on `wake` (so a sender must notify it; a polling worker
+        /// needs no system call).
+        asleep: bool,
+    }
+
+    impl Inbox {
+        fn lock(&self) -> MutexGuard<'_, Queue> {
+            // A job never panics while holding this lock (it runs after the lock is
+            // released), so a poisoned queue is still consistent.
+            self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        }
+
+        fn send(&self, job: Job) {
+            let mut q = self.lock();
+            q.jobs.push_back(job);
+            self.pending.store(true, Ordering::Release);
+            if q.asleep {
+                self.wake.notify_one();
+            }
+        }
+
+        /// The next job, if one is queued.
+        fn take(q: &mut Queue, pending: &AtomicBool) -> Option<Job> {
+            let job = q.jobs.pop_front();
+            pending.store(!q.jobs.is_empty(), Ordering::Release);
+            job
+        }
+
+        /// The worker's loop: poll for `SPIN`, then sleep until a job comes; run it.
+        fn serve(&self) {
+            loop {
+                let idle = Instant::now();
+                let mut job = None;
+                let mut polls = 0u32;
+                while job.is_none() {
+                    if self.pending.load(Ordering::Acquire) {
+                        job = Self::take(&mut self.lock(), &self.pending);
+                    } else {
+                        std::hint::spin_loop();
+                        polls = polls.wrapping_add(1);
+                        // Reading the clock costs more than a poll: every 64th only.
+                        if polls % 64 == 0 && idle.elapsed() >= SPIN {
+                            break;
                         }
+                    }
+                }
+                let job = match job {
+                    Some(job) => job,
+                    None => {
+                        let mut q = self.lock();
+                        loop {
+                            if let Some(job) = Self::take(&mut q, &self.pending) {
+                                q.asleep = false;
+                                break job;
+                            }
+                            q.asleep = true;
+                            q = self.wake.wait(q).unwrap_or_else(|poisoned| poisoned.into_inner());
+                        }
+                    }
+                };
+                job();
+            }
+        }
+    }
+
+    /// The pool's workers (one fewer than the cores: the caller works too), started on
+    /// first use and kept for the life of the process.
+    fn workers() -> &'static [Arc<Inbox>] {
+        static POOL: OnceLock<Vec<Arc<Inbox>>> = OnceLock::new();
+        POOL.get_or_init(|| {
+            let n = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, MAX_THREADS);
+            (0..n.saturating_sub(1))
+                .filter_map(|i| {
+                    let inbox = Arc::new(Inbox {
+                        queue: Mutex::new(Queue { jobs: VecDeque::with_capacity(4), asleep: false }),
+                        pending: AtomicBool::new(false),
+                        wake: Condvar::new(),
                     });
-                    Mutex::new(tx)
+                    let mine = Arc::clone(&inbox);
+                    // A worker that cannot be started is left out: the caller does its share.
+                    std::thread::Builder::new()
+                        .name(format!("constrain-fill-{i}"))
+                        .spawn(move || mine.serve())
+                        .ok()
+                        .map(|_| inbox)
                 })
                 .collect()
         })
     }
 
+    /// The most threads a call uses (the caller and its helpers).
+    const MAX_THREADS: usize = 16;
+
     /// What a call shares with the workers it wakes; on the heap, so a worker that wakes
     /// after the call returned touches only this.
     struct Ctl {
-        /// The next item to take.
-        next: AtomicUsize,
+        /// The items, split into one contiguous block per thread (the caller's first): block
+        /// `b` spans `starts[b] .. starts[b + 1]`, and `cursors[b]` is its next item.
+        cursors: [AtomicUsize; MAX_THREADS],
+        starts: [usize; MAX_THREADS + 1],
+        /// How many threads (blocks).
+        k: usize,
         /// Workers inside the items now.
         active: AtomicUsize,
         /// Set by the caller once every item is taken: a worker arriving later leaves at once.
         closed: AtomicBool,
     }
 
-    /// Runs `f` on every item, on the calling thread and whichever pool workers come to
-    /// help, and returns the results in order. Items are taken one at a time from a shared
-    /// counter, so a worker that wakes late (a busy machine) costs nothing: the caller has
-    /// done the work, closes the call, and waits only for workers already inside it.
-    pub fn run<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + Sync) -> Vec<R> {
+    impl Ctl {
+        /// The end of block `b`.
+        fn end(&self, b: usize) -> usize {
+            self.starts[b + 1]
+        }
+
+        /// The next item for thread `j`: from its own block while one is left, then from the
+        /// others' (a late or slow thread's items are taken by the rest). Each index comes
+        /// out once (`fetch_add` on the block's cursor), so no two threads touch one item.
+        fn take(&self, j: usize) -> Option<usize> {
+            let k = self.k;
+            (0..k).map(|d| (j + d) % k).find_map(|b| {
+                let c = &self.cursors[b];
+                // A cheap look first, so a finished block costs a read, not a write.
+                if c.load(Ordering::Relaxed) >= self.end(b) {
+                    return None;
+                }
+                let i = c.fetch_add(1, Ordering::SeqCst);
+                (i < self.end(b)).then_some(i)
+            })
+        }
+    }
+
+    /// Where each of `k` contiguous blocks of `items` starts (and, at `k`, where the last
+    /// ends), so that the blocks' summed `cost` is about even; items of no known cost count
+    /// as the mean of the others (or 1).
+    fn split<T>(items: &[T], k: usize, cost: impl Fn(&T) -> Option<u64>) -> [usize; MAX_THREADS + 1] {
         let n = items.len();
-        let mut results: Vec<Option<R>> = (0..n).map(|_| None).collect();
-        let ctl =
-            Arc::new(Ctl { next: AtomicUsize::new(0), active: AtomicUsize::new(0), closed: AtomicBool::new(false) });
-        let items_ptr = items.as_mut_ptr() as usize;
-        let results_ptr = results.as_mut_ptr() as usize;
-        let f = &f;
-        // Takes items until none is left. Each index is taken once (`fetch_add`), so no two
-        // threads touch one item or one result.
-        let work = move |ctl: &Ctl| loop {
-            let i = ctl.next.fetch_add(1, Ordering::SeqCst);
-            if i >= n {
-                break;
+        let (sum, count) = items.iter().filter_map(&cost).fold((0u64, 0u64), |(s, c), x| (s.saturating_add(x), c + 1));
+        let mean = sum.checked_div(count).unwrap_or(1).max(1);
+        let total: u64 = items.iter().map(|t| cost(t).unwrap_or(mean).max(1)).sum();
+        let mut starts = [n; MAX_THREADS + 1];
+        starts[0] = 0;
+        let (mut b, mut before) = (1, 0u64);
+        for (i, t) in items.iter().enumerate() {
+            let c = cost(t).unwrap_or(mean).max(1);
+            // Block `b` starts at the item whose middle passes `b / k` of the total.
+            while b < k && (before + c / 2) * k as u64 >= total * b as u64 {
+                starts[b] = i;
+                b += 1;
             }
-            // SAFETY: `i < n` is this thread's own index; the slices outlive every thread
-            // inside the call (the caller waits for `active` to reach 0 before returning).
-            unsafe {
-                let item = &mut *(items_ptr as *mut T).add(i);
-                *(results_ptr as *mut Option<R>).add(i) = Some(f(item));
+            before += c;
+        }
+        starts
+    }
+
+    /// Runs `f` on every item, on the calling thread and whichever pool workers come to
+    /// help. `cost` is what each item took last time, if known.
+    ///
+    /// Each thread owns a contiguous block of the items, of about even cost, and takes from
+    /// it first, so from one call to the next the same thread fills the same rows, and a
+    /// row's cache lines stay where they were written (taking items in one shared order
+    /// moved rows between the cores on every call). A thread done with its block takes
+    /// what is left of the others', so a worker that wakes late (a busy machine) costs
+    /// nothing: the caller does the work, closes the call, and waits only for workers
+    /// already inside it.
+    pub fn run<T: Send>(items: &mut [T], cost: impl Fn(&T) -> Option<u64>, f: impl Fn(&mut T) + Sync) {
+        let n = items.len();
+        let helpers = workers().len().min(n.saturating_sub(1)).min(MAX_THREADS - 1);
+        let k = helpers + 1;
+        let starts = split(items, k, cost);
+        let ctl = Arc::new(Ctl {
+            cursors: std::array::from_fn(|b| AtomicUsize::new(starts[b.min(k)])),
+            starts,
+            k,
+            active: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+        });
+        let items_ptr = items.as_mut_ptr() as usize;
+        let f = &f;
+        let work = move |ctl: &Ctl, j: usize| {
+            while let Some(i) = ctl.take(j) {
+                // SAFETY: `i < n` is this thread's own index (`take`); the items outlive
+                // every thread inside the call (the caller waits for `active` to reach 0
+                // before returning).
+                f(unsafe { &mut *(items_ptr as *mut T).add(i) });
             }
         };
-        let helpers = workers().len().min(n.saturating_sub(1));
-        for w in workers().iter().take(helpers) {
+        for (w, j) in workers().iter().take(helpers).zip(1..) {
             let ctl = Arc::clone(&ctl);
             let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
                 ctl.active.fetch_add(1, Ordering::SeqCst);
                 if !ctl.closed.load(Ordering::SeqCst) {
-                    work(&ctl);
+                    work(&ctl, j);
                 }
                 ctl.active.fetch_sub(1, Ordering::SeqCst);
             });
-            // SAFETY: the job touches `items`, `results` and `f` only while `active` counts
+            // SAFETY: the job touches `items` and `f` only while `active` counts
             // it and `closed` was not yet set; the caller sets `closed`, then waits for
             // `active` to be 0, before any of them goes away. After that a late job sees
             // `closed` and touches only `ctl`, which it owns a share of.
             let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
-            if let Ok(tx) = w.lock() {
-                let _ = tx.send(job);
-            }
+            w.send(job);
         }
-        work(&ctl);
+        work(&ctl, 0);
         ctl.closed.store(true, Ordering::SeqCst);
         let mut spins = 0u32;
         while ctl.active.load(Ordering::SeqCst) != 0 {
@@ -1109,7 +1275,6 @@ mod pool {
             }
         }
         // Every index below `n` was taken and finished by now.
-        results.into_iter().zip(items.iter_mut()).map(|(r, it)| r.unwrap_or_else(|| f(it))).collect()
     }
 }
 
