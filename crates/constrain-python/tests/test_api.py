@@ -151,14 +151,39 @@ def test_batch_fill_equals_single(toy):
     ms = [c.matcher() for _ in prefixes]
     for m, p in zip(ms, prefixes):
         assert m.accept_tokens(p)
-    batch = constrain.allocate_token_bitmask(len(ms) + 1, toy.vocab_size)
-    constrain.fill_next_token_bitmasks(ms, batch, list(range(1, len(ms) + 1)))
-    for i, m in enumerate(ms):
+    singles = []
+    for m in ms:
         one = constrain.allocate_token_bitmask(1, toy.vocab_size)
         m.fill_next_token_bitmask(one)
-        assert (one[0] == batch[i + 1]).all()
+        singles.append(one[0])
+    # The first batch fill goes to the thread pool (no fill is timed yet); the second, of
+    # these cheap masks, stays on the calling thread. Both write the same rows.
+    for _ in range(2):
+        batch = np.zeros((len(ms) + 1, 1), dtype=np.int32)
+        constrain.fill_next_token_bitmasks(ms, batch, list(range(1, len(ms) + 1)))
+        assert (batch[0] == 0).all()  # the row no matcher was given stays as it was
+        for i, one in enumerate(singles):
+            assert (one == batch[i + 1]).all()
+
+
+def test_batch_fill_refuses_bad_rows(toy):
+    c = compact(toy)
+    ms = [c.matcher() for _ in range(3)]
+    batch = constrain.allocate_token_bitmask(3, toy.vocab_size)
     with pytest.raises(ValueError):
-        constrain.fill_next_token_bitmasks([ms[0], ms[0]], batch)
+        constrain.fill_next_token_bitmasks([ms[0], ms[0]], batch)  # one matcher twice
+    with pytest.raises(ValueError):
+        constrain.fill_next_token_bitmasks(ms, batch, [0, 1, 1])  # one row twice
+    with pytest.raises(ValueError):
+        constrain.fill_next_token_bitmasks(ms, batch, [0, 1, 3])  # past the last row
+    with pytest.raises(ValueError):
+        constrain.fill_next_token_bitmasks(ms, batch, [0, 1])  # lengths differ
+    # More rows than the pairwise check covers: a repeat is still found.
+    many = [c.matcher() for _ in range(20)]
+    wide = constrain.allocate_token_bitmask(20, toy.vocab_size)
+    with pytest.raises(ValueError):
+        constrain.fill_next_token_bitmasks(many, wide, list(range(19)) + [5])
+    constrain.fill_next_token_bitmasks(many, wide, list(range(19, -1, -1)))
 
 
 def test_apply_bitmask_numpy(toy):
