@@ -1003,10 +1003,12 @@ fn fill_next_token_bitmasks(
         w.error = w.state.fill_row(w.row.0).err();
         w.state.fill_cost = Some(start.elapsed());
     };
-    // A batch whose fills took little last time is done here: handing half of it to a
-    // worker thread would cost more than it saves. A fill not yet timed counts as dear.
+    // A batch whose fills took little last time is done here, holding the GIL: releasing
+    // it and handing half of the batch to a worker thread would cost more than it saves.
+    // A fill not yet timed counts as dear. (One dear fill runs on the calling thread too,
+    // with the GIL released: `pool::run` starts no worker for it.)
     let expected: Option<std::time::Duration> = work.iter().map(|w| w.state.fill_cost).sum();
-    if work.len() < 2 || expected.is_some_and(|t| t < INLINE_BATCH) {
+    if expected.is_some_and(|t| t < INLINE_BATCH) {
         work.iter_mut().for_each(fill);
     } else {
         let cost = |w: &Fill<'_>| w.state.fill_cost.map(|t| t.as_nanos() as u64);
