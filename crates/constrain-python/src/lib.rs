@@ -969,18 +969,12 @@ fn fill_next_token_bitmasks(
         return Err(PyValueError::new_err("indices and matchers differ in length"));
     }
     let row_of = |k: usize| indices.as_ref().map_or(k, |ix| ix[k]);
-    // Rows must be distinct: two threads must never write one row. A few rows are compared
-    // pairwise (no allocation), more are marked in a table.
-    let mut seen = if matchers.len() > 16 { vec![false; buf.rows] } else { Vec::new() };
+    // Rows must be distinct: two threads must never write one row.
+    let mut seen = vec![false; buf.rows];
     let mut guards = Vec::with_capacity(matchers.len());
     for (k, m) in matchers.iter().enumerate() {
         let i = row_of(k);
-        let twice = if seen.is_empty() {
-            (0..k).any(|e| row_of(e) == i)
-        } else {
-            i < buf.rows && std::mem::replace(&mut seen[i], true)
-        };
-        if i >= buf.rows || twice {
+        if i >= buf.rows || std::mem::replace(&mut seen[i], true) {
             return Err(PyValueError::new_err(format!("row {i} is out of range or given twice")));
         }
         let guard = match m.get().state.try_lock() {

@@ -178,7 +178,7 @@ def test_batch_fill_refuses_bad_rows(toy):
         constrain.fill_next_token_bitmasks(ms, batch, [0, 1, 3])  # past the last row
     with pytest.raises(ValueError):
         constrain.fill_next_token_bitmasks(ms, batch, [0, 1])  # lengths differ
-    # More rows than the pairwise check covers: a repeat is still found.
+    # A repeat far from its first use is found too.
     many = [c.matcher() for _ in range(20)]
     wide = constrain.allocate_token_bitmask(20, toy.vocab_size)
     with pytest.raises(ValueError):
