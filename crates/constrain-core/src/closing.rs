@@ -285,8 +285,7 @@ impl Plan {
     fn retain(&self, vocab: &crate::Vocabulary, mask: &mut [u32], remaining: usize) {
         let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
         if rest.is_empty() {
-            let Ok(_) =
-                crate::util::try_retain_tokens(mask, |token| Ok::<_, std::convert::Infallible>(vocab.is_eos(token)));
+            retain_eos(vocab, mask);
             return;
         }
         let now = self.cost.get(self.pos).copied().unwrap_or(u32::MAX);
@@ -468,9 +467,7 @@ impl Closer {
         margin: usize,
     ) -> Result<(), MatchError> {
         if self.should_stop(m, remaining) {
-            let vocab = m.constraint().index().vocab();
-            // Infallible: the filter cannot fail.
-            let Ok(_) = crate::util::try_retain_tokens(mask, |t| Ok::<_, std::convert::Infallible>(vocab.is_eos(t)));
+            retain_eos(m.constraint().index().vocab(), mask);
             return Ok(());
         }
         self.narrow(m, mask, remaining)?;
@@ -637,3 +634,10 @@ impl Closer {
 /// A constant of the algorithm, not a user limit: it shapes the distribution near the
 /// budget, not what the mask allows.
 pub const SOFT_CLOSE_BONUS: f32 = 4.0;
+
+/// Keeps only the end-of-generation ids of `mask`: where the output is complete and
+/// nothing more may follow.
+fn retain_eos(vocab: &crate::Vocabulary, mask: &mut [u32]) {
+    // Infallible: the filter cannot fail.
+    let Ok(_) = crate::util::try_retain_tokens(mask, |token| Ok::<_, std::convert::Infallible>(vocab.is_eos(token)));
+}
