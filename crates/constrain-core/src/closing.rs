@@ -30,7 +30,9 @@
 //!   after. The single-byte token of a shortest path is always among them, since it leaves
 //!   `d - 1` and `d ≤ R`. (Not "below `d`": where a parse limit dropped the stack that
 //!   carried the shortest completion, the measured `d` has no successor at `d - 1`, but the
-//!   stacks kept may still fit the budget.)
+//!   stacks kept may still fit the budget.) A decode loop that checks each sampled token may
+//!   leave this test to the check, which then tests only the token drawn
+//!   ([`Closer::narrow_for_check`]);
 //! - in closing mode with `R < d`, the output follows a plan: `S`, computed once, and the
 //!   fewest tokens spelling each of its suffixes. The mask keeps the tokens whose bytes begin
 //!   what is left of `S` and after which the rest takes at most `R - 1` tokens; the first
@@ -141,6 +143,9 @@ pub struct Closer {
     checked: bool,
     /// Tokens refused at the current step (reset by [`Closer::narrow`]).
     tries: usize,
+    /// This step's mask was left wide in closing mode ([`Closer::narrow_for_check`]): the
+    /// sampled token is tested against the budget by [`Closer::check`] instead.
+    deferred: bool,
     proofs: ProofStats,
     /// The completion of the proof in progress (kept to reuse its allocation).
     scratch: Vec<u8>,
@@ -369,6 +374,7 @@ impl Closer {
             plan: Plan::default(),
             checked: false,
             tries: 0,
+            deferred: false,
             proofs: ProofStats::default(),
             scratch: Vec::new(),
         }
@@ -408,7 +414,34 @@ impl Closer {
     /// it, to the tokens of the plan that keep its tokens within the budget. With run-time
     /// checks and a plan proved, closing mode keeps the plan's tokens.
     pub fn narrow(&mut self, m: &mut Matcher, mask: &mut [u32], remaining: usize) -> Result<(), MatchError> {
+        self.narrow_as(m, mask, remaining, false)
+    }
+
+    /// [`Closer::narrow`] for a decode loop that passes every sampled token to
+    /// [`Closer::check`] and draws again when it refuses (the engine's). In closing mode
+    /// with the budget at or above the distance, the mask is left as it is instead of
+    /// keeping only the tokens that shorten the distance below the budget: instead of one
+    /// trial (accept, measure, roll back) per allowed token, 12.5 ms a step inside a string
+    /// with the 129k tokenizer, one for the token sampled. `check` then refuses a sampled token
+    /// that does not fit (the draw again is from the mask without it: the same
+    /// distribution the narrowed mask gives, up to the warpers' truncation), and after
+    /// [`PROOF_TRIES`] refusals in a step narrows the mask as `narrow` would, so a step
+    /// still ends within the budget.
+    pub fn narrow_for_check(&mut self, m: &mut Matcher, mask: &mut [u32], remaining: usize) -> Result<(), MatchError> {
+        self.narrow_as(m, mask, remaining, true)
+    }
+
+    /// [`Closer::narrow`], leaving the closing step's budget test to [`Closer::check`]
+    /// when `defer`.
+    fn narrow_as(
+        &mut self,
+        m: &mut Matcher,
+        mask: &mut [u32],
+        remaining: usize,
+        defer: bool,
+    ) -> Result<(), MatchError> {
         self.tries = 0;
+        self.deferred = false;
         if self.checked && !self.plan.is_current(m) {
             // Tokens came another way than `check` saw (jump-forward off the plan).
             self.plan.prove(m, PROOF_FUEL)?;
@@ -438,7 +471,11 @@ impl Closer {
         }
         if remaining as u64 >= self.distance {
             self.plan.at = None;
-            m.retain_shortening(mask, remaining as u64)?;
+            if defer {
+                self.deferred = true;
+            } else {
+                m.retain_shortening(mask, remaining as u64)?;
+            }
             return Ok(());
         }
         if !self.plan.holds(m)? && !self.plan.make(m)? {
@@ -540,13 +577,28 @@ impl Closer {
         if !self.enabled {
             return Ok(Verdict::Keep);
         }
-        if self.closing {
+        if self.closing && !self.deferred {
             self.plan.follow(m, std::slice::from_ref(&token));
             return Ok(Verdict::Keep);
         }
         let after = m.min_bytes_to_finish_checked()?.unwrap_or(u64::MAX);
         if after < remaining as u64 {
             return Ok(Verdict::Keep);
+        }
+        if self.deferred {
+            // The test `narrow` left to this step: the token is refused, and after
+            // PROOF_TRIES refusals the mask is narrowed whole, whose tokens all fit.
+            m.rollback(1)?;
+            if let Some(w) = mask.get_mut(token.index() / 32) {
+                *w &= !(1 << (token.0 % 32));
+            }
+            self.tries += 1;
+            if self.tries >= PROOF_TRIES || mask.iter().all(|&w| w == 0) {
+                self.deferred = false;
+                m.fill_mask(mask)?;
+                m.retain_shortening(mask, remaining as u64)?;
+            }
+            return Ok(Verdict::Resample);
         }
         m.rollback(1)?;
         self.closing = true;

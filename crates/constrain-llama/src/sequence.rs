@@ -595,7 +595,7 @@ impl Sequence {
         let t = Instant::now();
         m.fill_mask(&mut self.mask).map_err(Error::Matcher)?;
         let c = Instant::now();
-        self.closer.narrow(m, &mut self.mask, remaining).map_err(Error::Matcher)?;
+        self.closer.narrow_for_check(m, &mut self.mask, remaining).map_err(Error::Matcher)?;
         self.apply_bans();
         if let Some(m) = self.matcher.as_mut() {
             if let Some(bonus) = self

@@ -61,7 +61,13 @@ fn start_distances(c: &Constraint) -> Option<(usize, usize)> {
 
 /// Runs one decode loop with the engine's closing policy and uniform token choice. Returns
 /// the output bytes and the tokens used, or a description of what went wrong.
+///
+/// Both ways the engine narrows run, each from the same random state: the mask narrowed
+/// before the draw ([`Closer::narrow`]), and left to the check of the token drawn
+/// ([`Closer::narrow_for_check`]); both must close within the budget.
 fn close_within(constraint: &Constraint, budget: usize, rng: &mut StdRng) -> Result<(Vec<u8>, usize), String> {
+    let mut checked_rng = rng.clone();
+    close_within_as(constraint, budget, &mut checked_rng, true).map_err(|e| format!("{e} (with narrow_for_check)"))?;
     close_within_reporting(constraint, budget, rng).map(|(text, used, _)| (text, used))
 }
 
@@ -75,6 +81,16 @@ fn close_within_reporting(
     constraint: &Constraint,
     budget: usize,
     rng: &mut StdRng,
+) -> Result<(Vec<u8>, usize, bool), String> {
+    close_within_as(constraint, budget, rng, false)
+}
+
+/// [`close_within_reporting`], narrowing with [`Closer::narrow_for_check`] when `defer`.
+fn close_within_as(
+    constraint: &Constraint,
+    budget: usize,
+    rng: &mut StdRng,
+    defer: bool,
 ) -> Result<(Vec<u8>, usize, bool), String> {
     let vocab = constraint.index().vocab();
     let mut m = constraint.matcher();
@@ -101,7 +117,12 @@ fn close_within_reporting(
             return Err(format!("budget {budget} ran out: {:?}", String::from_utf8_lossy(&text)));
         }
         m.fill_mask(&mut mask).map_err(|e| e.to_string())?;
-        closer.narrow(&mut m, &mut mask, remaining).map_err(|e| e.to_string())?;
+        let narrowed = if defer {
+            closer.narrow_for_check(&mut m, &mut mask, remaining)
+        } else {
+            closer.narrow(&mut m, &mut mask, remaining)
+        };
+        narrowed.map_err(|e| e.to_string())?;
         let mut token = pick(&mask, rng).ok_or_else(|| {
             let why = if m.hit_limit() { LIMIT_CUT } else { "empty mask" };
             format!("{why} after {:?}", String::from_utf8_lossy(&text))
