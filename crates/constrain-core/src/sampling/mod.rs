@@ -1279,7 +1279,6 @@ mod tests {
         assert_eq!(mirostat_v1(&mut [NEG, NEG], 5.0, 0.1, &mut mu, &mut Vec::new(), &mut rng), None);
     }
 
-    /// Random logits with about a third masked (at least one of ids 2.. left).
     /// Top-k by sorting every candidate: the definition `top_k`'s one pass must meet.
     fn top_k_by_sorting(logits: &mut [f32], k: usize) {
         let mut all = Vec::new();
@@ -1358,6 +1357,7 @@ mod tests {
         }
     }
 
+    /// Random logits with about a third masked (at least one of ids 2.. left).
     fn random_logits(rng: &mut StdRng, n: usize) -> Vec<f32> {
         let mut l: Vec<f32> = (0..n).map(|_| rng.random_range(-8.0f32..8.0)).collect();
         for x in l.iter_mut() {
