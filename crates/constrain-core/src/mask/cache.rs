@@ -195,6 +195,7 @@ pub struct KindReport {
 /// its values are small next to a shard's share of the budget.
 const SHARDS: usize = 64;
 
-/// What the cache accounts for a second key of an entry it already holds (the map slot and
-/// the `Arc`).
-pub(super) const ALIAS_BYTES: usize = 64;
+/// What the cache accounts for a second key of a value it already holds, beyond the map
+/// slot that [`GenCache`] adds to every value: nothing, since the key shares the value's
+/// `Arc`.
+pub(super) const ALIAS_BYTES: usize = 0;

@@ -261,8 +261,11 @@ impl Classified {
         scratch.spare_bits = bits;
     }
 
+    /// Approximate heap bytes of this classification: itself (it is kept behind an `Arc`)
+    /// and its lists.
     pub(super) fn memory_usage(&self) -> usize {
-        self.always.len() * 4
+        std::mem::size_of::<Self>()
+            + self.always.len() * 4
             + self.always_ids.as_ref().map_or(0, |v| v.len() * 4)
             + match &self.conditional {
                 Conditional::List(list) => list.len() * std::mem::size_of::<(u32, Cond)>(),
