@@ -91,7 +91,10 @@ impl Cache {
         }
     }
 
-    /// Keeps `value` under `key` (its kind is the value's), accounted as `bytes`.
+    /// Keeps `value` under `key` (its kind is the value's), accounted as `bytes`: the heap
+    /// bytes it brings, 0 for a value that another key or entry accounts (a second key of
+    /// an entry, a set or trie whose bytes the entry that made it counts). The map slot is
+    /// added by [`GenCache::insert`].
     pub(super) fn insert(&self, key: u128, value: Cached, bytes: usize) {
         let kind = match value {
             Cached::Entry(_) => Kind::Entry,
@@ -194,8 +197,3 @@ pub struct KindReport {
 /// Shards of the mask cache: masks are filled from every sequence of a server at once, and
 /// its values are small next to a shard's share of the budget.
 const SHARDS: usize = 64;
-
-/// What the cache accounts for a second key of a value it already holds, beyond the map
-/// slot that [`GenCache`] adds to every value: nothing, since the key shares the value's
-/// `Arc`.
-pub(super) const ALIAS_BYTES: usize = 0;

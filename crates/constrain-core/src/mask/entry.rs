@@ -1,4 +1,4 @@
-use super::cache::{Cached, ALIAS_BYTES};
+use super::cache::Cached;
 use super::classify::WalkScratch;
 use super::context::Context;
 use super::index::TokenIndex;
@@ -26,7 +26,7 @@ impl TokenIndex {
         let suffix =
             |&(id, j): &(u32, u32)| (vocab.token_bytes(crate::TokenId(id)).get(j as usize..).unwrap_or(&[]), id);
         let trie = Arc::new(ByteTrie::build(pending.iter().map(suffix)));
-        self.cache.insert(key, Cached::Suffixes(trie.clone()), ALIAS_BYTES);
+        self.cache.insert(key, Cached::Suffixes(trie.clone()), 0);
         (trie, true)
     }
 
@@ -40,7 +40,7 @@ impl TokenIndex {
             return (known, false);
         }
         let set = Arc::new(set);
-        self.cache.insert(key, Cached::Set(set.clone()), ALIAS_BYTES);
+        self.cache.insert(key, Cached::Set(set.clone()), 0);
         (set, true)
     }
 }

@@ -1,4 +1,4 @@
-use super::cache::{Cache, CacheReport, Cached, ALIAS_BYTES};
+use super::cache::{Cache, CacheReport, Cached};
 use super::classify::{Classified, WalkScratch};
 use super::configs::Configs;
 use super::context::{Context, Target};
@@ -376,9 +376,9 @@ impl TokenIndex {
             self.cache.insert(base_key, Cached::Classified(classified.clone()), classified.memory_usage());
         }
         if let (Some(k), true) = (class_key, derived) {
-            self.cache.insert(k, Cached::Entry(entry.clone()), ALIAS_BYTES);
+            self.cache.insert(k, Cached::Entry(entry.clone()), 0);
         }
-        let size = if derived { entry.memory_usage() } else { ALIAS_BYTES };
+        let size = if derived { entry.memory_usage() } else { 0 };
         self.cache.insert(key, Cached::Entry(entry.clone()), size);
         // Not kept by the cache: its bitset serves the next miss.
         if let Ok(classified) = Arc::try_unwrap(classified) {

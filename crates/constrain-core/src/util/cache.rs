@@ -111,9 +111,7 @@ impl<K: Hash + Eq + Clone + Send + 'static, V: Clone + Send + 'static> GenCache<
     /// (key, value, accounted size) and control byte, twice over. A map is at most 7/8
     /// full and half that after it grows, and neither generation's map shrinks when its
     /// values move (an old-generation hit moves into the young map, leaving its slot
-    /// empty), so a value holds about two slots. Without it the accounting saw about half
-    /// of what the caches hold (a 256 MiB budget cost 329 MB of peak resident memory over
-    /// JSONSchemaBench, 169 MB accounted).
+    /// empty), so a value holds about two slots.
     pub const SLOT_BYTES: usize = 2 * (std::mem::size_of::<(K, (V, usize))>() + 1);
 
     /// Keeps `value` under `key`, accounted as `bytes` plus its slot ([`Self::SLOT_BYTES`]),
