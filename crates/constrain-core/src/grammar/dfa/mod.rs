@@ -252,6 +252,12 @@ impl CharDfa {
     /// class itself, or its JSON escapes inside a string. Returns the start's reference
     /// ([`Expr::Nothing`] for the empty language), or `None`, adding nothing, when the rules
     /// would be larger than `max_size` ([`Expr::size`] summed).
+    ///
+    /// A state whose strings are one class counted (`K{a,b}` or `K{a,}`, [`CountedTail`]) is
+    /// one rule holding that repetition, not a chain of states: a length cut of an
+    /// unanchored pattern (`[a-z]` with `maxLength: 255`) ends in 255 states that each read
+    /// any character, and as one counted loop the mask stage derives every count from one
+    /// classification instead of walking the vocabulary once per position.
     pub fn to_rules(
         &self,
         b: &mut GrammarBuilder,
@@ -263,65 +269,88 @@ impl CharDfa {
         if !live[0] {
             return Some(Expr::Nothing);
         }
-        // Per live state: (state, what it loops on, (target, read) edges), each class set
-        // read once.
-        type Shape = (usize, Option<Expr>, Vec<(u32, Expr)>);
-        let mut shapes: Vec<Shape> = Vec::new();
-        let mut reads: HashMap<Vec<usize>, Expr> = HashMap::default();
-        let mut size = 0usize;
-        for (s, row) in self.next.iter().enumerate() {
-            if !live[s] {
+        // Per live state: what it loops on and its (target, classes) edges, the classes
+        // grouped by target in the order the targets first appear (deterministic).
+        let edges: Vec<Option<Edges>> = self
+            .next
+            .iter()
+            .enumerate()
+            .map(|(s, row)| {
+                live[s].then(|| {
+                    let mut looped = None;
+                    let mut out: Vec<(u32, Vec<usize>)> = Vec::new();
+                    for (class, &t) in row.iter().enumerate() {
+                        if !live[t as usize] {
+                            continue;
+                        }
+                        if t as usize == s {
+                            looped.get_or_insert_with(Vec::new).push(class);
+                        } else {
+                            match out.iter_mut().find(|(x, _)| *x == t) {
+                                Some((_, set)) => set.push(class),
+                                None => out.push((t, vec![class])),
+                            }
+                        }
+                    }
+                    Edges { looped, out }
+                })
+            })
+            .collect();
+        let tails = counted_tails(&edges, &self.accepting);
+        // The states that get a rule: the start, and every target of a state whose rule
+        // reads on (a counted tail's own chain is its repetition).
+        let mut needed = vec![false; self.next.len()];
+        needed[0] = true;
+        let mut todo = vec![0usize];
+        while let Some(s) = todo.pop() {
+            if tails[s].is_some() {
                 continue;
             }
-            // Classes by target, in the order the targets first appear (deterministic).
-            let mut targets: Vec<(u32, Vec<usize>)> = Vec::new();
-            for (class, &t) in row.iter().enumerate() {
-                if !live[t as usize] {
-                    continue;
-                }
-                match targets.iter_mut().find(|(x, _)| *x == t) {
-                    Some((_, set)) => set.push(class),
-                    None => targets.push((t, vec![class])),
+            for &(t, _) in edges[s].as_ref().map_or(&[][..], |e| &e.out) {
+                if !needed[t as usize] {
+                    needed[t as usize] = true;
+                    todo.push(t as usize);
                 }
             }
-            let mut looped = None;
-            let mut out = Vec::with_capacity(targets.len());
-            for (t, set) in targets {
-                let read = reads.entry(set).or_insert_with_key(|set| edge(&self.classes.chars(set))).clone();
-                size += read.size() + 2;
-                if size > max_size {
-                    return None;
-                }
-                if t as usize == s {
-                    looped = Some(read);
-                } else {
-                    out.push((t, read));
-                }
-            }
-            shapes.push((s, looped, out));
         }
-        let ids: Vec<Option<RuleId>> = live
+        let mut reads: HashMap<Vec<usize>, Expr> = HashMap::default();
+        let mut read =
+            |set: &[usize]| reads.entry(set.to_vec()).or_insert_with(|| edge(&self.classes.chars(set))).clone();
+        // State `s`'s rule body, its targets' rules given by `id`.
+        let mut body = |s: usize, e: &Edges, id: &dyn Fn(u32) -> Expr| match &tails[s] {
+            Some(tail) => Expr::repeat(tail.set.as_deref().map_or(Expr::Empty, &mut read), tail.min, tail.max),
+            None => {
+                let mut alts = Vec::with_capacity(e.out.len() + 1);
+                if self.accepting[s] {
+                    alts.push(Expr::Empty);
+                }
+                alts.extend(e.out.iter().map(|(t, set)| Expr::seq([read(set), id(*t)])));
+                Expr::seq([e.looped.as_deref().map_or(Expr::Empty, |l| Expr::star(read(l))), Expr::alt(alts)])
+            }
+        };
+        let rules = || (0..self.next.len()).filter(|&s| needed[s]).filter_map(|s| Some((s, edges[s].as_ref()?)));
+        // Sized before any rule is declared, so that a grammar over budget adds nothing.
+        let mut size = 0usize;
+        for (s, e) in rules() {
+            size += body(s, e, &|_| Expr::Empty).size();
+            if size > max_size {
+                return None;
+            }
+        }
+        let ids: Vec<Option<RuleId>> = needed
             .iter()
-            .map(|&l| {
-                l.then(|| {
+            .map(|&n| {
+                n.then(|| {
                     let name = b.fresh_name(base);
                     b.declare(&name)
                 })
             })
             .collect();
-        for (s, looped, out) in shapes {
-            let mut alts = Vec::with_capacity(out.len() + 1);
-            if self.accepting[s] {
-                alts.push(Expr::Empty);
-            }
-            for (t, read) in out {
-                if let Some(next) = ids[t as usize] {
-                    alts.push(Expr::seq([read, Expr::Ref(next)]));
-                }
-            }
-            let body = Expr::seq([looped.map_or(Expr::Empty, Expr::star), Expr::alt(alts)]);
-            if let Some(id) = ids[s] {
-                b.define(id, body);
+        let id = |t: u32| ids[t as usize].map_or(Expr::Nothing, Expr::Ref);
+        for (s, e) in rules() {
+            let rule = body(s, e, &id);
+            if let Some(rule_id) = ids[s] {
+                b.define(rule_id, rule);
             }
         }
         Some(ids[0].map_or(Expr::Nothing, Expr::Ref))
@@ -540,6 +569,73 @@ fn eliminate(next: &[Vec<u32>], accepting: &[bool], classes: &Classes) -> Option
     Some(Expr::seq([lp, out]))
 }
 
+/// A live state's edges for [`CharDfa::to_rules`]: the classes it loops on, and per other
+/// live target the classes that lead there.
+struct Edges {
+    looped: Option<Vec<usize>>,
+    out: Vec<(u32, Vec<usize>)>,
+}
+
+/// The strings from a state when they are one class counted: `set{min,max}` (`set` `None`
+/// for the empty string alone).
+struct CountedTail {
+    set: Option<Vec<usize>>,
+    min: u32,
+    max: Option<u32>,
+}
+
+/// Per state, its [`CountedTail`] if it has one. A state has one when it accepts and reads
+/// nothing but its loop (`K*`), or nothing at all (the empty string); or when it reads one
+/// class `K`, to one state whose tail counts `K` too (or is the empty string): `K` then
+/// that tail, which is one counted range unless the state accepts and the tail needs a
+/// character (`ε | K{2,5}` is no range).
+fn counted_tails(edges: &[Option<Edges>], accepting: &[bool]) -> Vec<Option<CountedTail>> {
+    /// Not looked at yet, being followed down a chain, or decided.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Seen {
+        No,
+        OnPath,
+        Done,
+    }
+    let n = edges.len();
+    let mut tails: Vec<Option<CountedTail>> = (0..n).map(|_| None).collect();
+    let mut seen = vec![Seen::No; n];
+    for first in 0..n {
+        // Follow the chain of one-edge states from `first` to a state decided already (or
+        // one that is no link), then decide the states on the way back.
+        let mut path: Vec<usize> = Vec::new();
+        let mut s = first;
+        while seen[s] == Seen::No {
+            seen[s] = Seen::OnPath;
+            path.push(s);
+            match &edges[s] {
+                Some(Edges { looped: None, out }) if out.len() == 1 => s = out[0].0 as usize,
+                _ => break,
+            }
+        }
+        while let Some(s) = path.pop() {
+            seen[s] = Seen::Done;
+            let Some(e) = &edges[s] else { continue };
+            tails[s] = match (&e.looped, e.out.as_slice()) {
+                (looped, []) if accepting[s] => Some(CountedTail {
+                    set: looped.clone(),
+                    min: 0,
+                    max: if looped.is_some() { None } else { Some(0) },
+                }),
+                (None, [(t, set)]) => tails[*t as usize].as_ref().and_then(|tail| {
+                    if tail.set.as_ref().is_some_and(|k| k != set) || (accepting[s] && tail.min > 0) {
+                        return None;
+                    }
+                    let min = if accepting[s] { 0 } else { tail.min + 1 };
+                    Some(CountedTail { set: Some(set.clone()), min, max: tail.max.map(|m| m + 1) })
+                }),
+                _ => None,
+            };
+        }
+    }
+    tails
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -602,6 +698,19 @@ pub(crate) mod tests {
                 CharDfa::seq(&[Part::Expr(&Expr::lit("-")), Part::Dfa(&dp)]).expect("small"),
                 Box::new(move |s| s.strip_prefix('-').is_some_and(|r| found(p, r))),
             ),
+            // Counted tails (`to_rules`): after the match, any character up to the length; an
+            // accepting state whose tail needs two characters (`ε | aa` is no range).
+            (
+                "tail",
+                dfa("^1").with_length(2, Some(4)).expect("small"),
+                Box::new(|s| s.starts_with('1') && (2..=4).contains(&s.chars().count())),
+            ),
+            ("gap", dfa("^(aa)?$"), Box::new(|s| s.is_empty() || s == "aa")),
+            (
+                "open tail",
+                dfa("1").with_length(3, None).expect("small"),
+                Box::new(|s| s.contains('1') && s.chars().count() >= 3),
+            ),
         ];
         for (name, d, truth) in cases {
             for pda in pdas(&d) {
@@ -632,6 +741,15 @@ pub(crate) mod tests {
         assert!(pda.matches(&[b"aB3".repeat(21), b"x".to_vec()].concat()));
         assert!(!pda.matches(&[b"aB3".repeat(21), b"xy".to_vec()].concat()));
         assert!(dfa("^a$").with_length(2, None).expect("small").is_empty());
+        // A searched pattern cut to a length: after the match, one counted loop per state
+        // it can be reached from, not a chain of states.
+        let cut = dfa("[a-z]").with_length(1, Some(100)).expect("small");
+        let mut b = GrammarBuilder::new();
+        let body = cut.to_rules(&mut b, "s", &|e| e.clone(), usize::MAX).expect("no budget");
+        let root = b.add("root", body);
+        let grammar = b.build(root).expect("grammar");
+        let loops = grammar.rules().iter().filter(|r| matches!(r.expr, Expr::Repeat { max: Some(_), .. })).count();
+        assert!(loops >= 99, "{loops} counted loops in {} rules", grammar.rules().len());
         assert!(!dfa("^a$").is_empty());
     }
 }
