@@ -154,7 +154,7 @@ fn one_character_loops_at_every_count() {
     let index = vocabulary();
     let vocab = index.vocab();
     let mut mask = vec![0u32; vocab.mask_words()];
-    let cases: [(&str, &[&str]); 7] = [
+    let cases: [(&str, &[&str]); 9] = [
         (
             r#"{"type":"string","pattern":"[ab1]{7}"}"#,
             &["\"", "\"x", "\"xa", "\"a1", "\"ab1", "\"ab1a", "\"ab1ab", "\"ab1ab1", "\"ab1ab1a", "\"ab1ab1ax"],
@@ -197,6 +197,26 @@ fn one_character_loops_at_every_count() {
                 "\"xa1cbac1ab,",
             ],
         ),
+        // A length cut of a pattern searched for: counted loops in rules of their own,
+        // reached through a chain of rules that only end (one frame per character).
+        (
+            r#"{"type":"string","pattern":"[ab]","maxLength":9}"#,
+            &["\"", "\"x", "\"x,", "\"x,a", "\"x,a1", "\"x,a1é", "\"x,a1éx", "\"x,a1éx ", "\"x,a1éx b", "\"x,a1éx bb"],
+        ),
+        (
+            r#"{"type":"object","properties":{"v":{"type":"string","pattern":"^1\\.[ab].*$","minLength":5,"maxLength":10}}}"#,
+            &[
+                "{\"v\":\"1.",
+                "{\"v\":\"1.a",
+                "{\"v\":\"1.a1",
+                "{\"v\":\"1.a1x",
+                "{\"v\":\"1.a1x,",
+                "{\"v\":\"1.a1x,é",
+                "{\"v\":\"1.a1x,éb",
+                "{\"v\":\"1.a1x,éb ",
+                "{\"v\":\"1.a1x,éb a",
+            ],
+        ),
     ];
     for (text, prefixes) in cases {
         let constraint = constraint_for(&index, text);
@@ -206,6 +226,32 @@ fn one_character_loops_at_every_count() {
             matcher.fill_mask(&mut mask).expect("mask");
             let masked: Vec<u32> = (0..vocab.len() as u32).filter(|&id| is_allowed(&mask, TokenId(id))).collect();
             assert_eq!(masked, accepted_by_matcher(&mut matcher, vocab), "{text} after {prefix}");
+        }
+    }
+}
+
+/// A length cut of a pattern searched for (`[ab]` with `maxLength`) makes no new entry after
+/// the pattern matched, wherever it matched, and its masks stay exact: the rest is one
+/// counted loop whose counts share entries. Before, each position was a state of its own,
+/// and each of its masks a walk of the whole vocabulary.
+#[test]
+fn a_searched_pattern_cut_to_a_length_makes_no_entry_after_the_match() {
+    let index = vocabulary();
+    let vocab = index.vocab();
+    let constraint = constraint_for(&index, r#"{"type":"string","pattern":"[ab]","maxLength":40}"#);
+    let mut mask = vec![0u32; vocab.mask_words()];
+    let mut entries = None;
+    // Matched after one character, and after six.
+    for prefix in ["\"xa", "\"x,1 \u{e9}xa"] {
+        let mut matcher = constraint.matcher();
+        matcher.accept_bytes(prefix.as_bytes()).expect("valid prefix");
+        for c in " 1x,\u{e9}b".repeat(3).chars() {
+            matcher.fill_mask(&mut mask).expect("mask");
+            let masked: Vec<u32> = (0..vocab.len() as u32).filter(|&id| is_allowed(&mask, TokenId(id))).collect();
+            assert_eq!(masked, accepted_by_matcher(&mut matcher, vocab), "{prefix:?}, then up to {c:?}");
+            let now = index.cache_report().entries.values;
+            assert_eq!(*entries.get_or_insert(now), now, "a new entry in {prefix:?} before {c:?}");
+            matcher.accept_bytes(c.to_string().as_bytes()).expect("any character after the match");
         }
     }
 }

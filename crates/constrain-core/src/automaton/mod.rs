@@ -237,6 +237,14 @@ impl Node {
     pub fn is_plain(&self) -> bool {
         !self.is_final && self.calls.is_empty() && self.repeat.is_none() && !self.bytes.is_empty()
     }
+
+    /// Whether the node can only complete its rule: final, with no edge and no loop. A frame
+    /// here hands on to its parent whatever follows (the rest of a right-linear chain of
+    /// rules, one frame per character, as `CharDfa::to_rules` writes a length-cut pattern).
+    #[inline]
+    pub fn only_returns(&self) -> bool {
+        self.is_final && self.calls.is_empty() && self.repeat.is_none() && self.bytes.is_empty()
+    }
 }
 
 impl Pda {

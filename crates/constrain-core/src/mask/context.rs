@@ -11,6 +11,11 @@ use crate::Limits;
 /// How many frames below the top (beyond counted loops) a mask context may include.
 const MAX_EXTRA_FRAMES: usize = 3;
 
+/// How many frames that only end their rule ([`crate::automaton::Node::only_returns`]) a
+/// context passes through on its way to the frames that decide (a right-linear chain of
+/// rules has one per character read; `CharDfa::to_rules` writes up to 2,048).
+const MAX_PASSED_RETURNS: usize = 4096;
+
 /// Salt of the key step adding the relaxed loop (the counted loop directly below the top).
 const SALT_RELAXED: u16 = 0x4E1A;
 /// Salt of the key step adding a counted-loop frame below the loops (by shape and class).
@@ -94,10 +99,19 @@ impl Context {
             }
         }
         let mut extend = relaxed.is_some() || pda.node(top_frame.node()).is_final();
-        let mut extra = 0;
+        let (mut extra, mut passed) = (0, 0);
         while extend && f != BOTTOM && extra < MAX_EXTRA_FRAMES {
             let frame = arena[f.index()];
             let node = pda.node(frame.node());
+            if node.only_returns() && passed < MAX_PASSED_RETURNS {
+                // A frame that only ends its rule changes nothing that follows: walked
+                // through, but neither keyed nor counted, so every position of a chain
+                // shares the entry of what the chain returns to.
+                self.chain.push(f);
+                passed += 1;
+                f = frame.parent();
+                continue;
+            }
             if relaxed.is_some() && node.repeat().is_some() {
                 // Below a relaxed loop, a counted loop ends the context (see above).
                 break;
@@ -134,5 +148,44 @@ impl Context {
     /// continue on the real stack).
     pub(super) fn bottom(&self) -> Option<FrameId> {
         self.chain.last().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::automaton::exec::Runner;
+
+    /// The context of the stack after `text` whose top is in a counted loop.
+    fn context_after(pda: &Pda, keys: &NodeKeys, text: &str) -> Context {
+        let limits = Limits::default();
+        let mut runner = Runner::new(pda, &limits);
+        assert!(runner.feed(text.as_bytes()), "{text:?} is a valid prefix");
+        let target = Target { pda, keys, limits: &limits };
+        let in_loop = runner.current_tops().iter().find_map(|&top| {
+            let mut context = Context::default();
+            context.build(&target, 8, runner.stacks().frames(), top);
+            context.relaxed.is_some().then_some(context)
+        });
+        in_loop.unwrap_or_else(|| panic!("no stack in a counted loop after {text:?}"))
+    }
+
+    /// After a searched pattern matched, a length cut reads on in a counted loop reached
+    /// through a chain of rules, one frame per character before the match, each only
+    /// ending its rule. The context passes through them to the closing quote, and keys
+    /// none of them: wherever the match was, the rest is classified once.
+    #[test]
+    fn frames_that_only_return_are_passed_and_not_keyed() {
+        let schema = serde_json::json!({"type": "string", "pattern": "[ab]", "maxLength": 40});
+        let pda = Pda::build(&crate::test_support::default_schema_grammar(&schema), &Limits::default()).expect("pda");
+        let keys = NodeKeys::new(&pda);
+        let late = context_after(&pda, &keys, "\"x,1 xxa");
+        let early = context_after(&pda, &keys, "\"xa");
+        let passed = |c: &Context| c.frames.iter().filter(|f| pda.node(f.node()).only_returns()).count();
+        assert!(passed(&late) >= 6, "{} frames only return in {:?}", passed(&late), late.frames);
+        // Below the chain: the closing quote, which ends the context.
+        let bottom = late.frames.first().map(|f| pda.node(f.node()));
+        assert!(bottom.is_some_and(|n| !n.only_returns() && !n.is_final()), "{:?}", late.frames);
+        assert_eq!(late.base_key, early.base_key, "one classification wherever the pattern matched");
     }
 }
