@@ -87,7 +87,7 @@ impl TokenIndex {
             // The next first-byte node.
             i = (node.end as usize).max(i + 1);
         }
-        let text = TextTokens::new(&vocab);
+        let text = TextTokens::new(&vocab, &trie);
         Arc::new(TokenIndex {
             vocab,
             trie,
@@ -250,9 +250,10 @@ impl TokenIndex {
     /// loop of one character an iteration walks when it takes some of those characters and
     /// refuses others ([`text::TextTokens::holding_leads`]). Made once per set of leads:
     /// under `[^\s-]` the set is every lead byte, 54k of the DeepSeek tokenizer's tokens, and
-    /// building their trie took 18 ms of a 24 ms first walk when it was made per walk.
+    /// building their trie took 18 ms of a 24 ms first walk when it was made per walk (now a
+    /// copy of the vocabulary trie's nodes, [`ByteTrie::filtered`]).
     pub(super) fn holding_leads(&self, leads: u128) -> Arc<ByteTrie> {
-        self.lead_tries.get_or_compute(leads, || Arc::new(self.text.holding_leads(&self.vocab, &self.trie, leads)))
+        self.lead_tries.get_or_compute(leads, || Arc::new(self.text.holding_leads(&self.trie, leads)))
     }
 
     /// Clears from `bits` the tokens whose first byte `refused` says (as a whole token and

@@ -108,11 +108,18 @@ pub(crate) struct TextTokens {
     /// Per token id, the characters a text token holds, as [`Refused::bits`] would refuse
     /// them (0 for other tokens): a test of a whole token against a refused set.
     present: Box<[u128]>,
+    /// The low 32 bits of `present` (where the [`lead_bit`]s are), per position in the
+    /// vocabulary trie's ids, for [`TextTokens::holding_leads`].
+    leads_in_trie: Box<[u32]>,
+    /// Per node of the vocabulary trie, the OR of `leads_in_trie` at it and below it: the
+    /// subtrees [`TextTokens::holding_leads`] skips.
+    leads_below: Box<[u32]>,
 }
 
 impl TextTokens {
-    /// Splits `vocab`'s grammar tokens (once per tokenizer, with the [`super::TokenIndex`]).
-    pub fn new(vocab: &Vocabulary) -> TextTokens {
+    /// Splits `vocab`'s grammar tokens (once per tokenizer, with the [`super::TokenIndex`]),
+    /// whose byte trie is `trie`.
+    pub fn new(vocab: &Vocabulary, trie: &ByteTrie) -> TextTokens {
         let mut bits = vec![0u32; vocab.mask_words()];
         let mut by_chars: Vec<Vec<u32>> = Vec::new();
         let mut ascii_by_chars: Vec<Vec<u32>> = Vec::new();
@@ -140,12 +147,17 @@ impl TextTokens {
         }
         let others = ByteTrie::build(others);
         let lists = |lists: Vec<Vec<u32>>| lists.into_iter().map(Vec::into_boxed_slice).collect();
+        let leads_in_trie: Box<[u32]> =
+            trie.ids.iter().map(|&id| present.get(id as usize).map_or(0, |&p| p as u32)).collect();
+        let leads_below = trie.or_below(|at| leads_in_trie.get(at).copied().unwrap_or(0));
         TextTokens {
             bits: bits.into_boxed_slice(),
             others,
             by_chars: lists(by_chars),
             ascii_by_chars: lists(ascii_by_chars),
             present: present.into_boxed_slice(),
+            leads_in_trie,
+            leads_below,
         }
     }
 
@@ -155,14 +167,25 @@ impl TextTokens {
             + self.others.memory_usage()
             + self.by_chars.iter().chain(self.ascii_by_chars.iter()).map(|ids| ids.len() * 4).sum::<usize>()
             + self.present.len() * 16
+            + (self.leads_in_trie.len() + self.leads_below.len()) * 4
     }
 
     /// The text tokens holding a non-ASCII character led by one of `leads` ([`lead_bit`]s; and
-    /// a few others), as a trie for the walk. They are read in the order of `trie` (the
-    /// vocabulary's, sorted by bytes), so the build finds them already sorted.
-    pub fn holding_leads(&self, vocab: &Vocabulary, trie: &ByteTrie, leads: u128) -> ByteTrie {
-        let held = |id: &&u32| self.present.get(**id as usize).is_some_and(|&p| p & leads != 0);
-        ByteTrie::build(trie.ids.iter().filter(held).map(|&id| (vocab.token_bytes(crate::TokenId(id)), id)))
+    /// a few others), as a trie for the walk: `trie` (the vocabulary's) cut to them.
+    pub fn holding_leads(&self, trie: &ByteTrie, leads: u128) -> ByteTrie {
+        match u32::try_from(leads) {
+            // Read in trie order: by id, the table is read at random, a cache miss a token.
+            Ok(leads) if self.leads_in_trie.len() == trie.ids.len() && self.leads_below.len() == trie.nodes.len() => {
+                trie.filtered_below(
+                    |i| self.leads_below.get(i).is_some_and(|&l| l & leads != 0),
+                    |at| self.leads_in_trie.get(at).is_some_and(|&l| l & leads != 0),
+                )
+            }
+            _ => trie.filtered(|at| {
+                let id = trie.ids.get(at).map_or(usize::MAX, |&id| id as usize);
+                self.present.get(id).is_some_and(|&p| p & leads != 0)
+            }),
+        }
     }
 
     /// Whether text token `id` holds a character `refused` refuses.

@@ -73,6 +73,76 @@ impl ByteTrie {
         ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice(), roots }
     }
 
+    /// The trie of the ids `keep` keeps, asked by their position in [`ByteTrie::ids`] (so a
+    /// caller's per-token table can be read in order), equal to [`ByteTrie::build`] over their
+    /// strings but made by copying nodes: no sorting or byte comparisons.
+    pub fn filtered(&self, keep: impl Fn(usize) -> bool) -> ByteTrie {
+        // Backwards, a node's children are done before it; they are found by jumping from
+        // one sibling's end to the next.
+        let mut held = vec![false; self.nodes.len()];
+        for i in (0..self.nodes.len()).rev() {
+            let node = self.nodes[i];
+            let mut any = (node.ids_start as usize..node.ids_end as usize).any(&keep);
+            let mut child = i + 1;
+            while !any && child < node.end as usize {
+                any = held[child];
+                child = self.nodes[child].end as usize;
+            }
+            held[i] = any;
+        }
+        self.filtered_below(|i| held[i], keep)
+    }
+
+    /// [`ByteTrie::filtered`] when the caller knows which nodes' subtrees (the node
+    /// included) keep an id: `held(i)` for node `i`. Only those nodes are visited, and the
+    /// first-byte nodes of the rest.
+    pub fn filtered_below(&self, held: impl Fn(usize) -> bool, keep: impl Fn(usize) -> bool) -> ByteTrie {
+        let mut nodes: Vec<TrieNode> = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
+        // The copied nodes whose subtree is still open: (new index, old end).
+        let mut open: Vec<(usize, u32)> = Vec::new();
+        let mut i = 0;
+        while let Some(&node) = self.nodes.get(i) {
+            while open.last().is_some_and(|&(_, end)| end as usize <= i) {
+                if let Some((at, _)) = open.pop() {
+                    nodes[at].end = nodes.len() as u32;
+                }
+            }
+            if !held(i) {
+                i = node.end as usize;
+                continue;
+            }
+            let ids_start = ids.len() as u32;
+            let own = node.ids_start as usize..node.ids_end as usize;
+            ids.extend(own.filter(|&at| keep(at)).filter_map(|at| self.ids.get(at).copied()));
+            open.push((nodes.len(), node.end));
+            nodes.push(TrieNode { end: 0, ids_start, ids_end: ids.len() as u32, ..node });
+            i += 1;
+        }
+        for (at, _) in open {
+            nodes[at].end = nodes.len() as u32;
+        }
+        let roots = nodes.iter().enumerate().filter(|(_, n)| n.depth == 1).map(|(i, n)| (i as u32, n.byte)).collect();
+        ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice(), roots }
+    }
+
+    /// Per node, the OR of `value` over the ids at the node and below it (`value` asked by
+    /// position in [`ByteTrie::ids`]): a summary that tells which subtrees to skip.
+    pub fn or_below(&self, value: impl Fn(usize) -> u32) -> Box<[u32]> {
+        let mut below = vec![0u32; self.nodes.len()];
+        for i in (0..self.nodes.len()).rev() {
+            let node = self.nodes[i];
+            let mut v = (node.ids_start as usize..node.ids_end as usize).fold(0, |v, at| v | value(at));
+            let mut child = i + 1;
+            while child < node.end as usize {
+                v |= below[child];
+                child = self.nodes[child].end as usize;
+            }
+            below[i] = v;
+        }
+        below.into_boxed_slice()
+    }
+
     /// Where a forward walk standing at node `i` goes on when it takes only the first bytes
     /// in `live`: `i` itself, unless `i` is a first-byte node whose byte `live` lacks; then
     /// the next one whose byte it holds (`nodes.len()` past the last), reached through
@@ -164,6 +234,27 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A filtered trie is the trie built from the kept strings, whichever are kept.
+    #[test]
+    fn filtered_is_built_from_what_it_keeps() {
+        let words: Vec<Vec<u8>> =
+            (0..300u32).map(|k| (0..1 + k % 5).map(|d| b"abc"[((k * 7 + d * 13) % 3) as usize]).collect()).collect();
+        let items: Vec<(&[u8], u32)> = words.iter().enumerate().map(|(id, w)| (w.as_slice(), id as u32)).collect();
+        let trie = ByteTrie::build(items.iter().copied());
+        for m in [1u32, 2, 3, 7, 50, 301] {
+            let keep = |id: u32| id % m == 0 && id != 7;
+            let cut = trie.filtered(|at| keep(trie.ids[at]));
+            let built = ByteTrie::build(items.iter().copied().filter(|&(_, id)| keep(id)));
+            assert_eq!((&cut.nodes, &cut.ids, &cut.roots), (&built.nodes, &built.ids, &built.roots), "every {m}th");
+        }
+        assert!(trie.filtered(|_| false).is_empty());
+        // Through a summary of the subtrees: the same trie.
+        let below = trie.or_below(|at| trie.ids[at] % 3);
+        let cut = trie.filtered_below(|i| below[i] & 2 != 0, |at| trie.ids[at] % 3 == 2);
+        let built = ByteTrie::build(items.iter().copied().filter(|&(_, id)| id % 3 == 2));
+        assert_eq!((&cut.nodes, &cut.ids, &cut.roots), (&built.nodes, &built.ids, &built.roots), "by summary");
     }
 
     #[test]
