@@ -10,6 +10,10 @@ use super::{classes::char_ranges, classes::Classes, CharDfa, MAX_NFA_STATES};
 pub(super) struct Nfa {
     pub(super) eps: Vec<Vec<u32>>,
     pub(super) moves: Vec<Vec<(Vec<usize>, u32)>>,
+    /// The classes covering each character class built so far, by the address of its
+    /// expression: a counted repetition builds its body once per count (`[a-z0-9_]{1,500}`
+    /// 500 times), and covering a set scans every class interval.
+    covered: rustc_hash::FxHashMap<usize, Vec<usize>>,
 }
 
 impl Nfa {
@@ -39,8 +43,17 @@ impl Nfa {
                 at
             }
             Expr::Chars(_) | Expr::Bytes(_) => {
-                let set = char_ranges(e)?;
-                self.step(from, classes.covering(&set))?
+                // The expressions outlive the automaton's build: an address names one.
+                let key = e as *const Expr as usize;
+                let set = match self.covered.get(&key) {
+                    Some(set) => set.clone(),
+                    None => {
+                        let set = classes.covering(&char_ranges(e)?);
+                        self.covered.insert(key, set.clone());
+                        set
+                    }
+                };
+                self.step(from, set)?
             }
             Expr::Seq(v) => {
                 let mut at = from;
