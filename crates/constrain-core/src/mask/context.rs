@@ -44,7 +44,8 @@ pub(crate) struct Target<'a> {
 /// The context is the top frame; then the counted-loop frame directly below it, if any
 /// (*relaxed*: classified once whatever its count, see [`crate::mask`]); then, if there was
 /// a loop or the top's rule may end here, the frames below while their rule may end right
-/// after (at most [`MAX_EXTRA_FRAMES`]), so that what follows a string or a number is part
+/// after (at most [`MAX_EXTRA_FRAMES`], not counting the frames that only end their rule,
+/// which are passed through and not keyed), so that what follows a string or a number is part
 /// of the classification: counted loops among them by count class, except below a relaxed
 /// loop, where the context ends above the first counted loop. A relaxed loop's iterations
 /// are counted on its frame and carried on by the ordinary frames its exit returns to, but a
