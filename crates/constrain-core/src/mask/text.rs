@@ -173,19 +173,12 @@ impl TextTokens {
     /// The text tokens holding a non-ASCII character led by one of `leads` ([`lead_bit`]s; and
     /// a few others), as a trie for the walk: `trie` (the vocabulary's) cut to them.
     pub fn holding_leads(&self, trie: &ByteTrie, leads: u128) -> ByteTrie {
-        match u32::try_from(leads) {
-            // Read in trie order: by id, the table is read at random, a cache miss a token.
-            Ok(leads) if self.leads_in_trie.len() == trie.ids.len() && self.leads_below.len() == trie.nodes.len() => {
-                trie.filtered_below(
-                    |i| self.leads_below.get(i).is_some_and(|&l| l & leads != 0),
-                    |at| self.leads_in_trie.get(at).is_some_and(|&l| l & leads != 0),
-                )
-            }
-            _ => trie.filtered(|at| {
-                let id = trie.ids.get(at).map_or(usize::MAX, |&id| id as usize);
-                self.present.get(id).is_some_and(|&p| p & leads != 0)
-            }),
-        }
+        // Lead bits are bits 1 to 31 ([`lead_bit`]): the low word of `present` holds them.
+        let leads = leads as u32;
+        trie.filtered(
+            |i| self.leads_below.get(i).is_some_and(|&l| l & leads != 0),
+            |at| self.leads_in_trie.get(at).is_some_and(|&l| l & leads != 0),
+        )
     }
 
     /// Whether text token `id` holds a character `refused` refuses.

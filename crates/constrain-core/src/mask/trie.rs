@@ -73,30 +73,13 @@ impl ByteTrie {
         ByteTrie { nodes: nodes.into_boxed_slice(), ids: ids.into_boxed_slice(), roots }
     }
 
-    /// The trie of the ids `keep` keeps, asked by their position in [`ByteTrie::ids`] (so a
-    /// caller's per-token table can be read in order), equal to [`ByteTrie::build`] over their
-    /// strings but made by copying nodes: no sorting or byte comparisons.
-    pub fn filtered(&self, keep: impl Fn(usize) -> bool) -> ByteTrie {
-        // Backwards, a node's children are done before it; they are found by jumping from
-        // one sibling's end to the next.
-        let mut held = vec![false; self.nodes.len()];
-        for i in (0..self.nodes.len()).rev() {
-            let node = self.nodes[i];
-            let mut any = (node.ids_start as usize..node.ids_end as usize).any(&keep);
-            let mut child = i + 1;
-            while !any && child < node.end as usize {
-                any = held[child];
-                child = self.nodes[child].end as usize;
-            }
-            held[i] = any;
-        }
-        self.filtered_below(|i| held[i], keep)
-    }
-
-    /// [`ByteTrie::filtered`] when the caller knows which nodes' subtrees (the node
-    /// included) keep an id: `held(i)` for node `i`. Only those nodes are visited, and the
-    /// first-byte nodes of the rest.
-    pub fn filtered_below(&self, held: impl Fn(usize) -> bool, keep: impl Fn(usize) -> bool) -> ByteTrie {
+    /// The trie of the ids `keep` keeps (asked by their position in [`ByteTrie::ids`], so a
+    /// caller's per-token table is read in order), equal to [`ByteTrie::build`] over their
+    /// strings but made by copying nodes, with no sorting or byte comparisons. `held(i)`
+    /// says whether node `i`'s subtree (the node included) keeps an id (a summary made once
+    /// by [`ByteTrie::or_below`]): only those nodes are visited, and the first-byte nodes of
+    /// the rest.
+    pub fn filtered(&self, held: impl Fn(usize) -> bool, keep: impl Fn(usize) -> bool) -> ByteTrie {
         let mut nodes: Vec<TrieNode> = Vec::new();
         let mut ids: Vec<u32> = Vec::new();
         // The copied nodes whose subtree is still open: (new index, old end).
@@ -243,16 +226,21 @@ mod tests {
             (0..300u32).map(|k| (0..1 + k % 5).map(|d| b"abc"[((k * 7 + d * 13) % 3) as usize]).collect()).collect();
         let items: Vec<(&[u8], u32)> = words.iter().enumerate().map(|(id, w)| (w.as_slice(), id as u32)).collect();
         let trie = ByteTrie::build(items.iter().copied());
+        // Through the summary of the subtrees a caller keeps.
+        let filtered = |keep: &dyn Fn(u32) -> bool| {
+            let below = trie.or_below(|at| u32::from(keep(trie.ids[at])));
+            trie.filtered(|i| below[i] != 0, |at| keep(trie.ids[at]))
+        };
         for m in [1u32, 2, 3, 7, 50, 301] {
             let keep = |id: u32| id % m == 0 && id != 7;
-            let cut = trie.filtered(|at| keep(trie.ids[at]));
+            let cut = filtered(&keep);
             let built = ByteTrie::build(items.iter().copied().filter(|&(_, id)| keep(id)));
             assert_eq!((&cut.nodes, &cut.ids, &cut.roots), (&built.nodes, &built.ids, &built.roots), "every {m}th");
         }
-        assert!(trie.filtered(|_| false).is_empty());
-        // Through a summary of the subtrees: the same trie.
+        assert!(filtered(&|_| false).is_empty());
+        // A summary of several bits, asked for one of them.
         let below = trie.or_below(|at| trie.ids[at] % 3);
-        let cut = trie.filtered_below(|i| below[i] & 2 != 0, |at| trie.ids[at] % 3 == 2);
+        let cut = trie.filtered(|i| below[i] & 2 != 0, |at| trie.ids[at] % 3 == 2);
         let built = ByteTrie::build(items.iter().copied().filter(|&(_, id)| id % 3 == 2));
         assert_eq!((&cut.nodes, &cut.ids, &cut.roots), (&built.nodes, &built.ids, &built.roots), "by summary");
     }
