@@ -93,8 +93,8 @@ impl Classified {
                     let exit = match exit {
                         text::Exit::Below => None,
                         text::Exit::NoText => Some(text::Refused::ALL),
-                        text::Exit::Plain(at) => {
-                            Some(index.first_char_refused(pda, node_keys, limits, &context[..=at], configs)?)
+                        text::Exit::Plain => {
+                            Some(index.first_char_refused(pda, node_keys, limits, &context[..i], configs)?)
                         }
                     };
                     Some((walk.probe(i, refused, walked, exit, configs)?, walked))

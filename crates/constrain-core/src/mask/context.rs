@@ -12,7 +12,7 @@ use crate::Limits;
 const MAX_EXTRA_FRAMES: usize = 3;
 
 /// How many frames that only end their rule ([`crate::automaton::Node::only_returns`]) a
-/// context passes through on its way to the frames that decide (a right-linear chain of
+/// context leaves out on its way to the frames that decide (a right-linear chain of
 /// rules has one per character read; `CharDfa::to_rules` writes up to 2,048).
 const MAX_PASSED_RETURNS: usize = 4096;
 
@@ -44,8 +44,8 @@ pub(crate) struct Target<'a> {
 /// The context is the top frame; then the counted-loop frame directly below it, if any
 /// (*relaxed*: classified once whatever its count, see [`crate::mask`]); then, if there was
 /// a loop or the top's rule may end here, the frames below while their rule may end right
-/// after (at most [`MAX_EXTRA_FRAMES`], not counting the frames that only end their rule,
-/// which are passed through and not keyed), so that what follows a string or a number is part
+/// after (at most [`MAX_EXTRA_FRAMES`], leaving out the frames that only end their rule,
+/// which change nothing that follows), so that what follows a string or a number is part
 /// of the classification: counted loops among them by count class, except below a relaxed
 /// loop, where the context ends above the first counted loop. A relaxed loop's iterations
 /// are counted on its frame and carried on by the ordinary frames its exit returns to, but a
@@ -105,10 +105,9 @@ impl Context {
             let frame = arena[f.index()];
             let node = pda.node(frame.node());
             if node.only_returns() && passed < MAX_PASSED_RETURNS {
-                // A frame that only ends its rule changes nothing that follows: walked
-                // through, but neither keyed nor counted, so every position of a chain
-                // shares the entry of what the chain returns to.
-                self.chain.push(f);
+                // A frame that only ends its rule changes nothing that follows: left out (the
+                // walk links the frames above it to the frame below), so every position of a
+                // chain shares the entry of what the chain returns to.
                 passed += 1;
                 f = frame.parent();
                 continue;
@@ -126,7 +125,8 @@ impl Context {
             extra += 1;
             f = frame.parent();
         }
-        if f == BOTTOM {
+        let whole_stack = f == BOTTOM;
+        if whole_stack {
             // The context is the whole stack: nothing can follow its bottom, which changes
             // its classification (see `Classified::compute`).
             key = hash128(&(key, SALT_WHOLE_STACK));
@@ -143,6 +143,13 @@ impl Context {
         };
         self.frames.clear();
         self.frames.extend(self.chain.iter().rev().map(|&f| arena[f.index()]));
+        if whole_stack {
+            // Frames that only return may have been left out between the bottom and the
+            // stack's end: the bottom's parent is the end all the same.
+            if let Some(bottom) = self.frames.first_mut() {
+                *bottom = bottom.with_parent(BOTTOM);
+            }
+        }
     }
 
     /// The arena index of the context's bottom frame (where its stack-dependent tokens
@@ -173,17 +180,16 @@ mod tests {
 
     /// After a searched pattern matched, a length cut reads on in a counted loop reached
     /// through a chain of rules, one frame per character before the match, each only
-    /// ending its rule. The context passes through them to the closing quote, and keys
-    /// none of them: wherever the match was, the rest is classified once.
+    /// ending its rule. The context leaves them out and reaches the closing quote: wherever
+    /// the match was, the rest is classified once.
     #[test]
-    fn frames_that_only_return_are_passed_and_not_keyed() {
+    fn frames_that_only_return_are_left_out() {
         let schema = serde_json::json!({"type": "string", "pattern": "[ab]", "maxLength": 40});
         let pda = Pda::build(&crate::test_support::default_schema_grammar(&schema), &Limits::default()).expect("pda");
         let keys = NodeKeys::new(&pda);
         let late = context_after(&pda, &keys, "\"x,1 xxa");
         let early = context_after(&pda, &keys, "\"xa");
-        let passed = |c: &Context| c.frames.iter().filter(|f| pda.node(f.node()).only_returns()).count();
-        assert!(passed(&late) >= 6, "{} frames only return in {:?}", passed(&late), late.frames);
+        assert!(late.frames.iter().all(|f| !pda.node(f.node()).only_returns()), "{:?}", late.frames);
         // Below the chain: the closing quote, which ends the context.
         let bottom = late.frames.first().map(|f| pda.node(f.node()));
         assert!(bottom.is_some_and(|n| !n.only_returns() && !n.is_final()), "{:?}", late.frames);

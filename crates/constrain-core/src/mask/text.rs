@@ -542,9 +542,9 @@ pub(crate) enum Exit {
     Below,
     /// A node that takes no text character.
     NoText,
-    /// A node that only consumes bytes, at this index of the context: what it does with
-    /// text is to be explored ([`super::viable`]).
-    Plain(usize),
+    /// A node that only consumes bytes: what it does with text is to be explored
+    /// ([`super::viable`]).
+    Plain,
 }
 
 /// Whether, under the relaxed loop at `context[i]`, every text token's classes depend only
@@ -563,15 +563,13 @@ pub(crate) fn units_loop(pda: &Pda, context: &[Frame], i: usize) -> Option<(Refu
         [top] if top.node() == body.start() => {}
         _ => return None,
     }
-    // A frame that only ends its rule passes on to the frame below it.
-    let only_returns = |f: &&Frame| pda.get_node(f.node()).is_some_and(Node::only_returns);
-    let exit = match context[..i].iter().rposition(|f| !only_returns(&f)) {
-        Some(at) => {
-            let node = pda.get_node(context[at].node())?;
+    let exit = match i.checked_sub(1).and_then(|p| context.get(p)) {
+        Some(parent) => {
+            let node = pda.get_node(parent.node())?;
             if takes_no_text(pda, node) {
                 Exit::NoText
             } else if node.is_plain() {
-                Exit::Plain(at)
+                Exit::Plain
             } else {
                 return None;
             }
